@@ -1,0 +1,107 @@
+// The out-of-line half of CSystemShims: pthread locks and conditions, thread identity and
+// the monotonic clock. See CSystemShims.h for why each exists.
+#define _GNU_SOURCE
+#include "CSystemShims.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct csys_mutex {
+    pthread_mutex_t mutex;
+};
+
+struct csys_cond {
+    pthread_cond_t cond;
+};
+
+static void csys__check(int rc, const char *what) {
+    if (rc != 0) {
+        // A failing pthread call on a valid object means memory corruption: nothing sane remains.
+        fprintf(stderr, "CSystemShims: %s failed (%d)\n", what, rc);
+        abort();
+    }
+}
+
+csys_mutex *csys_mutex_create(bool recursive) {
+    csys_mutex *m = malloc(sizeof(*m));
+    if (m == NULL) abort();
+    pthread_mutexattr_t attr;
+    csys__check(pthread_mutexattr_init(&attr), "pthread_mutexattr_init");
+    csys__check(pthread_mutexattr_settype(&attr, recursive ? PTHREAD_MUTEX_RECURSIVE : PTHREAD_MUTEX_NORMAL),
+                "pthread_mutexattr_settype");
+    csys__check(pthread_mutex_init(&m->mutex, &attr), "pthread_mutex_init");
+    pthread_mutexattr_destroy(&attr);
+    return m;
+}
+
+void csys_mutex_destroy(csys_mutex *mutex) {
+    if (mutex == NULL) return;
+    pthread_mutex_destroy(&mutex->mutex);
+    free(mutex);
+}
+
+void csys_mutex_lock(csys_mutex *mutex) { csys__check(pthread_mutex_lock(&mutex->mutex), "pthread_mutex_lock"); }
+
+bool csys_mutex_trylock(csys_mutex *mutex) { return pthread_mutex_trylock(&mutex->mutex) == 0; }
+
+void csys_mutex_unlock(csys_mutex *mutex) {
+    csys__check(pthread_mutex_unlock(&mutex->mutex), "pthread_mutex_unlock");
+}
+
+csys_cond *csys_cond_create(void) {
+    csys_cond *c = malloc(sizeof(*c));
+    if (c == NULL) abort();
+    pthread_condattr_t attr;
+    csys__check(pthread_condattr_init(&attr), "pthread_condattr_init");
+    csys__check(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), "pthread_condattr_setclock");
+    csys__check(pthread_cond_init(&c->cond, &attr), "pthread_cond_init");
+    pthread_condattr_destroy(&attr);
+    return c;
+}
+
+void csys_cond_destroy(csys_cond *cond) {
+    if (cond == NULL) return;
+    pthread_cond_destroy(&cond->cond);
+    free(cond);
+}
+
+void csys_cond_wait(csys_cond *cond, csys_mutex *mutex) {
+    csys__check(pthread_cond_wait(&cond->cond, &mutex->mutex), "pthread_cond_wait");
+}
+
+bool csys_cond_timedwait(csys_cond *cond, csys_mutex *mutex, uint64_t timeout_ns) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    uint64_t ns = (uint64_t)deadline.tv_nsec + timeout_ns % 1000000000ull;
+    deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull + ns / 1000000000ull);
+    deadline.tv_nsec = (long)(ns % 1000000000ull);
+    int rc = pthread_cond_timedwait(&cond->cond, &mutex->mutex, &deadline);
+    return rc == 0;
+}
+
+void csys_cond_signal(csys_cond *cond) { pthread_cond_signal(&cond->cond); }
+
+void csys_cond_broadcast(csys_cond *cond) { pthread_cond_broadcast(&cond->cond); }
+
+static _Thread_local int64_t csys__cached_tid = 0;
+
+int64_t csys_thread_id(void) {
+    // gettid is a system call; the id never changes for a thread, so cache it.
+    if (csys__cached_tid == 0) csys__cached_tid = (int64_t)syscall(SYS_gettid);
+    return csys__cached_tid;
+}
+
+bool csys_thread_is_main(void) { return csys_thread_id() == (int64_t)getpid(); }
+
+void csys_thread_yield(void) { sched_yield(); }
+
+uint64_t csys_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

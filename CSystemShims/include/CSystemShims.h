@@ -1,0 +1,217 @@
+// CSystemShims: the few system primitives ReactiveUV needs from C.
+//
+// Why this exists: Swift on Linux has no portable, Foundation-free way to reach C11
+// <stdatomic.h> with explicit memory orders, pthread mutexes and conditions, the kernel's
+// thread id or the monotonic clock. Everything here is one of those, with the `csys_` prefix.
+// Nothing else belongs here.
+//
+// Atomics are `static inline` so that Swift imports and inlines them: a fetch-add from
+// Swift compiles to a single locked instruction, with no call. Their storage structs are
+// plain integers in the header (Swift cannot import `_Atomic` fields); the functions cast
+// to the atomic type. Storage must live at a stable address (heap memory), never in a
+// Swift stored property passed with `&`.
+#ifndef CSYSTEMSHIMS_H
+#define CSYSTEMSHIMS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: - Memory orders
+
+/// Memory orders, mirroring C11's `memory_order` (kept as our own enum so Swift sees names).
+typedef enum csys_memory_order {
+    csys_relaxed = 0,
+    csys_acquire = 1,
+    csys_release = 2,
+    csys_acq_rel = 3,
+    csys_seq_cst = 4,
+} csys_memory_order;
+
+static inline memory_order csys__order(csys_memory_order order) {
+    switch (order) {
+    case csys_relaxed: return memory_order_relaxed;
+    case csys_acquire: return memory_order_acquire;
+    case csys_release: return memory_order_release;
+    case csys_acq_rel: return memory_order_acq_rel;
+    default: return memory_order_seq_cst;
+    }
+}
+
+/// Loads may not use release orders; stores may not use acquire orders (C11 rules).
+static inline memory_order csys__load_order(csys_memory_order order) {
+    memory_order o = csys__order(order);
+    return (o == memory_order_release || o == memory_order_acq_rel) ? memory_order_acquire : o;
+}
+static inline memory_order csys__store_order(csys_memory_order order) {
+    memory_order o = csys__order(order);
+    return (o == memory_order_acquire || o == memory_order_acq_rel) ? memory_order_release : o;
+}
+/// The failure order of a compare-exchange may be neither release nor stronger than success.
+static inline memory_order csys__failure_order(csys_memory_order order) {
+    switch (order) {
+    case csys_relaxed: case csys_release: return memory_order_relaxed;
+    case csys_acquire: case csys_acq_rel: return memory_order_acquire;
+    default: return memory_order_seq_cst;
+    }
+}
+
+// MARK: - Atomic integers (64-bit)
+
+/// Storage for an atomic 64-bit integer. Use only through the `csys_atomic_int_*` functions.
+typedef struct csys_atomic_int { int64_t value; } csys_atomic_int;
+
+static inline _Atomic(int64_t) *csys__int(csys_atomic_int *a) { return (_Atomic(int64_t) *)&a->value; }
+
+/// Initializes the storage (not atomic; before it is shared).
+static inline void csys_atomic_int_init(csys_atomic_int *a, int64_t value) {
+    atomic_init(csys__int(a), value);
+}
+/// Atomically loads the value.
+static inline int64_t csys_atomic_int_load(csys_atomic_int *a, csys_memory_order order) {
+    return atomic_load_explicit(csys__int(a), csys__load_order(order));
+}
+/// Atomically stores a value.
+static inline void csys_atomic_int_store(csys_atomic_int *a, int64_t value, csys_memory_order order) {
+    atomic_store_explicit(csys__int(a), value, csys__store_order(order));
+}
+/// Atomically replaces the value, returning the old one.
+static inline int64_t csys_atomic_int_exchange(csys_atomic_int *a, int64_t value, csys_memory_order order) {
+    return atomic_exchange_explicit(csys__int(a), value, csys__order(order));
+}
+/// Atomically adds `delta`, returning the old value.
+static inline int64_t csys_atomic_int_fetch_add(csys_atomic_int *a, int64_t delta, csys_memory_order order) {
+    return atomic_fetch_add_explicit(csys__int(a), delta, csys__order(order));
+}
+/// Atomically subtracts `delta`, returning the old value.
+static inline int64_t csys_atomic_int_fetch_sub(csys_atomic_int *a, int64_t delta, csys_memory_order order) {
+    return atomic_fetch_sub_explicit(csys__int(a), delta, csys__order(order));
+}
+/// Atomically ORs `bits` in, returning the old value.
+static inline int64_t csys_atomic_int_fetch_or(csys_atomic_int *a, int64_t bits, csys_memory_order order) {
+    return atomic_fetch_or_explicit(csys__int(a), bits, csys__order(order));
+}
+/// Atomically ANDs `bits` in, returning the old value.
+static inline int64_t csys_atomic_int_fetch_and(csys_atomic_int *a, int64_t bits, csys_memory_order order) {
+    return atomic_fetch_and_explicit(csys__int(a), bits, csys__order(order));
+}
+/// Strong compare-exchange: if the value equals `*expected`, stores `desired` and returns
+/// true; otherwise writes the current value to `*expected` and returns false.
+static inline bool csys_atomic_int_compare_exchange(csys_atomic_int *a, int64_t *expected, int64_t desired,
+                                                    csys_memory_order order) {
+    return atomic_compare_exchange_strong_explicit(csys__int(a), expected, desired, csys__order(order),
+                                                   csys__failure_order(order));
+}
+
+// MARK: - Atomic booleans
+
+/// Storage for an atomic boolean. Use only through the `csys_atomic_bool_*` functions.
+typedef struct csys_atomic_bool { bool value; } csys_atomic_bool;
+
+static inline _Atomic(bool) *csys__bool(csys_atomic_bool *a) { return (_Atomic(bool) *)&a->value; }
+
+/// Initializes the storage (not atomic; before it is shared).
+static inline void csys_atomic_bool_init(csys_atomic_bool *a, bool value) { atomic_init(csys__bool(a), value); }
+/// Atomically loads the value.
+static inline bool csys_atomic_bool_load(csys_atomic_bool *a, csys_memory_order order) {
+    return atomic_load_explicit(csys__bool(a), csys__load_order(order));
+}
+/// Atomically stores a value.
+static inline void csys_atomic_bool_store(csys_atomic_bool *a, bool value, csys_memory_order order) {
+    atomic_store_explicit(csys__bool(a), value, csys__store_order(order));
+}
+/// Atomically replaces the value, returning the old one.
+static inline bool csys_atomic_bool_exchange(csys_atomic_bool *a, bool value, csys_memory_order order) {
+    return atomic_exchange_explicit(csys__bool(a), value, csys__order(order));
+}
+/// Strong compare-exchange (see `csys_atomic_int_compare_exchange`).
+static inline bool csys_atomic_bool_compare_exchange(csys_atomic_bool *a, bool *expected, bool desired,
+                                                     csys_memory_order order) {
+    return atomic_compare_exchange_strong_explicit(csys__bool(a), expected, desired, csys__order(order),
+                                                   csys__failure_order(order));
+}
+
+// MARK: - Atomic pointers
+
+/// Storage for an atomic pointer. Use only through the `csys_atomic_ptr_*` functions.
+typedef struct csys_atomic_ptr { void *value; } csys_atomic_ptr;
+
+static inline _Atomic(void *) *csys__ptr(csys_atomic_ptr *a) { return (_Atomic(void *) *)&a->value; }
+
+/// Initializes the storage (not atomic; before it is shared).
+static inline void csys_atomic_ptr_init(csys_atomic_ptr *a, void *value) { atomic_init(csys__ptr(a), value); }
+/// Atomically loads the pointer.
+static inline void *csys_atomic_ptr_load(csys_atomic_ptr *a, csys_memory_order order) {
+    return atomic_load_explicit(csys__ptr(a), csys__load_order(order));
+}
+/// Atomically stores a pointer.
+static inline void csys_atomic_ptr_store(csys_atomic_ptr *a, void *value, csys_memory_order order) {
+    atomic_store_explicit(csys__ptr(a), value, csys__store_order(order));
+}
+/// Atomically replaces the pointer, returning the old one.
+static inline void *csys_atomic_ptr_exchange(csys_atomic_ptr *a, void *value, csys_memory_order order) {
+    return atomic_exchange_explicit(csys__ptr(a), value, csys__order(order));
+}
+/// Strong compare-exchange (see `csys_atomic_int_compare_exchange`).
+static inline bool csys_atomic_ptr_compare_exchange(csys_atomic_ptr *a, void **expected, void *desired,
+                                                    csys_memory_order order) {
+    return atomic_compare_exchange_strong_explicit(csys__ptr(a), expected, desired, csys__order(order),
+                                                   csys__failure_order(order));
+}
+
+/// A full memory fence with the given order.
+static inline void csys_atomic_thread_fence(csys_memory_order order) { atomic_thread_fence(csys__order(order)); }
+
+// MARK: - Locks and conditions
+
+/// A mutex (pthread). Opaque; create with `csys_mutex_create`, free with `csys_mutex_destroy`.
+typedef struct csys_mutex csys_mutex;
+
+/// Creates a mutex; `recursive` makes it re-entrant for its owning thread (RAC's
+/// `@synchronized` is recursive). Never returns NULL (aborts on out-of-memory).
+csys_mutex *csys_mutex_create(bool recursive);
+/// Destroys a mutex that no thread holds.
+void csys_mutex_destroy(csys_mutex *mutex);
+/// Acquires the mutex, blocking.
+void csys_mutex_lock(csys_mutex *mutex);
+/// Tries to acquire the mutex without blocking; true when acquired.
+bool csys_mutex_trylock(csys_mutex *mutex);
+/// Releases the mutex.
+void csys_mutex_unlock(csys_mutex *mutex);
+
+/// A condition variable on the monotonic clock. Opaque; `csys_cond_create`/`csys_cond_destroy`.
+typedef struct csys_cond csys_cond;
+
+/// Creates a condition variable whose timed waits use CLOCK_MONOTONIC.
+csys_cond *csys_cond_create(void);
+/// Destroys a condition variable nobody waits on.
+void csys_cond_destroy(csys_cond *cond);
+/// Waits (the mutex must be held, non-recursively).
+void csys_cond_wait(csys_cond *cond, csys_mutex *mutex);
+/// Waits at most `timeout_ns` nanoseconds; returns false when the time ran out.
+bool csys_cond_timedwait(csys_cond *cond, csys_mutex *mutex, uint64_t timeout_ns);
+/// Wakes one waiter.
+void csys_cond_signal(csys_cond *cond);
+/// Wakes every waiter.
+void csys_cond_broadcast(csys_cond *cond);
+
+// MARK: - Threads and time
+
+/// The calling thread's kernel id (gettid), cached per thread.
+int64_t csys_thread_id(void);
+/// True on the process's main thread (the thread whose id is the process id).
+bool csys_thread_is_main(void);
+/// Yields the processor (sched_yield).
+void csys_thread_yield(void);
+/// Monotonic time in nanoseconds (CLOCK_MONOTONIC).
+uint64_t csys_monotonic_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // CSYSTEMSHIMS_H

@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "ReactiveUV",
+    products: [
+        .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
+    ],
+    targets: [
+        // libuv from the system (Debian's libuv1-dev, 1.44.2): the loop, timers and IO.
+        .systemLibrary(
+            name: "CLibUV",
+            path: "Sources/CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        // Atomics, locks, conditions, thread identity and a monotonic clock, in C11.
+        .target(
+            name: "CSystemShims",
+            path: "CSystemShims",
+            publicHeadersPath: "include"
+        ),
+        .target(
+            name: "ReactiveUV",
+            dependencies: ["CLibUV", "CSystemShims"],
+            path: "Sources/ReactiveUV"
+        ),
+        .executableTarget(
+            name: "ruv-demo",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-demo"
+        ),
+        .testTarget(
+            name: "ReactiveUVTests",
+            dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
+            path: "Tests/ReactiveUVTests"
+        ),
+    ]
+)

@@ -1,0 +1,48 @@
+import CSystemShims
+
+/// A point in a scheduler's own monotonic time, in nanoseconds.
+///
+/// Real schedulers count from the system's monotonic clock; a ``TestScheduler`` counts
+/// virtual nanoseconds from zero. Delays are given as `Double` seconds everywhere, as in RAC.
+public struct SchedulerTime: Comparable, Hashable, Sendable, CustomStringConvertible {
+    /// Nanoseconds since the clock's origin.
+    public var nanoseconds: UInt64
+
+    /// Creates a time `nanoseconds` after the clock's origin.
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+    /// The system's monotonic clock now.
+    public static var monotonicNow: SchedulerTime { SchedulerTime(nanoseconds: csys_monotonic_ns()) }
+
+    /// The time `seconds` later (earlier for a negative value, never before the origin).
+    public func advanced(by seconds: Double) -> SchedulerTime {
+        SchedulerTime(nanoseconds: SchedulerTime.add(nanoseconds, SchedulerTime.nanoseconds(seconds)))
+    }
+
+    /// Seconds from `self` to `other` (negative when `other` is earlier).
+    public func distance(to other: SchedulerTime) -> Double {
+        (Double(other.nanoseconds) - Double(nanoseconds)) / 1e9
+    }
+
+    public static func < (lhs: SchedulerTime, rhs: SchedulerTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    public var description: String { "\(Double(nanoseconds) / 1e9)s" }
+
+    /// Converts seconds to whole nanoseconds, clamping negative values, NaN and overflow.
+    static func nanoseconds(_ seconds: Double) -> Int64 {
+        guard seconds.isFinite else { return seconds > 0 ? Int64.max / 2 : 0 }
+        let ns = (seconds * 1e9).rounded()
+        if ns >= Double(Int64.max / 2) { return Int64.max / 2 }
+        if ns <= -Double(Int64.max / 2) { return -(Int64.max / 2) }
+        return Int64(ns)
+    }
+
+    static func add(_ base: UInt64, _ delta: Int64) -> UInt64 {
+        if delta >= 0 {
+            let (r, o) = base.addingReportingOverflow(UInt64(delta))
+            return o ? UInt64.max : r
+        }
+        let d = UInt64(-delta)
+        return d > base ? 0 : base - d
+    }
+}

@@ -1,0 +1,89 @@
+import CSystemShims
+
+/// An atomic 64-bit integer whose storage lives on the heap (C points at it, so it must not
+/// move). The owner calls `destroy()` exactly once, typically in its `deinit`.
+///
+/// A struct rather than a class so an object holding several atomics pays for no extra
+/// reference counting; it is `@usableFromInline` so inlinable operator code can use it.
+@usableFromInline
+struct UnsafeAtomicInt: @unchecked Sendable {
+    @usableFromInline let pointer: UnsafeMutablePointer<csys_atomic_int>
+
+    @inlinable
+    init(_ value: Int) {
+        pointer = .allocate(capacity: 1)
+        csys_atomic_int_init(pointer, Int64(value))
+    }
+
+    @inlinable
+    func destroy() { pointer.deallocate() }
+
+    @inlinable
+    func load(_ order: csys_memory_order = csys_acquire) -> Int {
+        Int(csys_atomic_int_load(pointer, order))
+    }
+
+    @inlinable
+    func store(_ value: Int, _ order: csys_memory_order = csys_release) {
+        csys_atomic_int_store(pointer, Int64(value), order)
+    }
+
+    @inlinable
+    @discardableResult
+    func exchange(_ value: Int, _ order: csys_memory_order = csys_acq_rel) -> Int {
+        Int(csys_atomic_int_exchange(pointer, Int64(value), order))
+    }
+
+    @inlinable
+    @discardableResult
+    func fetchAdd(_ delta: Int, _ order: csys_memory_order = csys_acq_rel) -> Int {
+        Int(csys_atomic_int_fetch_add(pointer, Int64(delta), order))
+    }
+
+    @inlinable
+    @discardableResult
+    func fetchSub(_ delta: Int, _ order: csys_memory_order = csys_acq_rel) -> Int {
+        Int(csys_atomic_int_fetch_sub(pointer, Int64(delta), order))
+    }
+
+    @inlinable
+    @discardableResult
+    func fetchOr(_ bits: Int, _ order: csys_memory_order = csys_acq_rel) -> Int {
+        Int(csys_atomic_int_fetch_or(pointer, Int64(bits), order))
+    }
+
+    @inlinable
+    @discardableResult
+    func fetchAnd(_ bits: Int, _ order: csys_memory_order = csys_acq_rel) -> Int {
+        Int(csys_atomic_int_fetch_and(pointer, Int64(bits), order))
+    }
+
+    /// Strong compare-exchange; returns whether it stored `desired`.
+    @inlinable
+    func compareExchange(expected: Int, desired: Int, _ order: csys_memory_order = csys_acq_rel) -> Bool {
+        var e = Int64(expected)
+        return csys_atomic_int_compare_exchange(pointer, &e, Int64(desired), order)
+    }
+}
+
+/// An atomic flag that can be set once; `set()` tells whether this call was the one that set it.
+@usableFromInline
+struct UnsafeAtomicFlag: @unchecked Sendable {
+    @usableFromInline let pointer: UnsafeMutablePointer<csys_atomic_bool>
+
+    @inlinable
+    init() {
+        pointer = .allocate(capacity: 1)
+        csys_atomic_bool_init(pointer, false)
+    }
+
+    @inlinable
+    func destroy() { pointer.deallocate() }
+
+    @inlinable
+    var isSet: Bool { csys_atomic_bool_load(pointer, csys_acquire) }
+
+    /// Sets the flag; true only for the first caller.
+    @inlinable
+    func set() -> Bool { !csys_atomic_bool_exchange(pointer, true, csys_acq_rel) }
+}
