@@ -87,3 +87,15 @@ struct UnsafeAtomicFlag: @unchecked Sendable {
     @inlinable
     func set() -> Bool { !csys_atomic_bool_exchange(pointer, true, csys_acq_rel) }
 }
+
+/// An atomic integer owned by a class, for state captured by closures (the storage is
+/// freed when the last closure holding it goes away).
+@usableFromInline
+final class AtomicCounter: @unchecked Sendable {
+    @usableFromInline let atomic: UnsafeAtomicInt
+
+    @inlinable
+    init(_ value: Int = 0) { atomic = UnsafeAtomicInt(value) }
+
+    deinit { atomic.destroy() }
+}

@@ -1,0 +1,43 @@
+/// A subject with a current value: RAC's `RACBehaviorSubject`.
+///
+/// A new subscriber gets the current value (the initial one until something was sent), then
+/// live events. After termination a late subscriber gets the last value and the terminal
+/// event (ReactiveUV's rule for every subject; RAC 2 left it waiting).
+public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
+    /// The latest value (guarded by the subject's lock).
+    @usableFromInline var current: Value
+
+    /// Creates a behavior subject whose current value is `value`.
+    public init(value: Value) {
+        current = value
+        super.init()
+    }
+
+    /// The current value.
+    public var value: Value {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    @usableFromInline
+    override func willSendNext(_ value: Value) { current = value }
+
+    @usableFromInline
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        lock.lock()
+        observer(.next(current))
+        if let terminal {
+            lock.unlock()
+            if !lifetime.isDisposed { observer(terminal) }
+            return
+        }
+        if lifetime.isDisposed {
+            lock.unlock()
+            return
+        }
+        let id = addEntry(observer, lifetime)
+        lock.unlock()
+        registerRemoval(id, lifetime)
+    }
+}

@@ -1,0 +1,58 @@
+/// A subject that replays the values it has seen to new subscribers: RAC's `RACReplaySubject`.
+///
+/// It keeps the last `capacity` values (``unlimited`` keeps all; 0 keeps none) and its
+/// terminal event. A new subscriber first gets the buffered values, then the terminal event
+/// if there was one, otherwise live events. The replay happens under the subject's lock, so
+/// no live event or termination interleaves with it; disposing during the replay stops it.
+public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
+    /// The capacity that keeps every value.
+    public static var unlimited: Int { Int.max }
+
+    /// How many values are kept.
+    public let capacity: Int
+    /// The buffered values, oldest first (guarded by the subject's lock).
+    @usableFromInline var buffer: [Value] = []
+    /// Index of the oldest live value in `buffer` (trimming is amortized).
+    @usableFromInline var head = 0
+
+    /// Creates a replay subject keeping the last `capacity` values (negative counts as 0).
+    public init(capacity: Int = ReplaySubject.unlimited) {
+        self.capacity = max(0, capacity)
+        super.init()
+    }
+
+    @usableFromInline
+    override func willSendNext(_ value: Value) {
+        guard capacity > 0 else { return }
+        buffer.append(value)
+        if buffer.count - head > capacity {
+            head += 1
+            if head > 64 && head * 2 > buffer.count {
+                buffer.removeFirst(head)
+                head = 0
+            }
+        }
+    }
+
+    @usableFromInline
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        lock.lock()
+        var i = head
+        while i < buffer.count {
+            if lifetime.isDisposed {
+                lock.unlock()
+                return
+            }
+            observer(.next(buffer[i]))
+            i += 1
+        }
+        if let terminal {
+            lock.unlock()
+            if !lifetime.isDisposed { observer(terminal) }
+            return
+        }
+        let id = addEntry(observer, lifetime)
+        lock.unlock()
+        registerRemoval(id, lifetime)
+    }
+}

@@ -1,0 +1,131 @@
+/// A stream of events: RAC 2's `RACSignal`.
+///
+/// A signal is *cold* unless it is a subject: each subscription runs its side effects again
+/// (RAC's rule C3). Subscription is synchronous on the caller's thread (ReactiveUV parts from
+/// RAC 2 here on purpose: RAC hopped to a background scheduler when the caller had no current
+/// scheduler, which made ordering depend on the caller's thread). Events reach a subscriber
+/// on whichever thread sends them unless ``deliverOn(_:)`` moves them; they never overlap,
+/// and nothing follows a terminal event or disposal. See the contracts article in the docs.
+///
+/// ```swift
+/// let s = Signal<Int>.create { subscriber in
+///     subscriber.sendNext(1); subscriber.sendCompleted()
+///     return nil
+/// }
+/// let d = s.map { $0 * 2 }.subscribeNext { print($0) }
+/// ```
+public class Signal<Value>: @unchecked Sendable {
+    /// A debug name (RAC's `name`), set with ``named(_:)``.
+    public var name: String = ""
+
+    @usableFromInline
+    init() {}
+
+    /// Connects `observer` to this signal for one subscription.
+    ///
+    /// The subscription's resources go into `lifetime`, which the caller (the downstream)
+    /// created before calling, so a source that sends synchronously forever can see the
+    /// subscription end (`lifetime.isDisposed`). Overridden by every kind of signal; the
+    /// per-event path is the `observer` closure alone, with no lock between operators.
+    @usableFromInline
+    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {}
+}
+
+/// The per-event path between operators: one closure call per event and stage.
+@usableFromInline
+typealias Sink<Value> = (Event<Value>) -> Void
+
+/// A signal whose subscription is a closure. Operators are built from these: the closure
+/// is formed in `@inlinable` operator code, so a client module gets it specialized.
+@usableFromInline
+final class AnonymousSignal<Value>: Signal<Value>, @unchecked Sendable {
+    @usableFromInline let body: (@escaping Sink<Value>, CompoundDisposable) -> Void
+
+    @inlinable
+    init(_ body: @escaping (@escaping Sink<Value>, CompoundDisposable) -> Void) {
+        self.body = body
+        super.init()
+    }
+
+    @inlinable
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        body(observer, lifetime)
+    }
+}
+
+extension Signal {
+    /// Creates a signal from a block that runs once **per subscription**: RAC's `+createSignal:`.
+    ///
+    /// The block may send events synchronously or later, from any thread (the subscriber
+    /// serializes them, re-entrantly). The disposable it returns (or `nil`) is disposed when
+    /// the subscription is disposed and also when a terminal event is sent. Events sent after
+    /// that are dropped.
+    ///
+    /// - Parameter didSubscribe: the subscription block.
+    /// - Returns: a cold signal.
+    @inlinable
+    public static func create(_ didSubscribe: @escaping (Subscriber<Value>) -> Disposable?) -> Signal<Value> {
+        AnonymousSignal { observer, lifetime in
+            let subscriber = Subscriber(observer, lifetime)
+            lifetime.add(didSubscribe(subscriber))
+        }
+    }
+
+    /// A signal that sends `value` and completes on subscription: RAC's `+return:`.
+    @inlinable
+    public static func `return`(_ value: Value) -> Signal<Value> {
+        AnonymousSignal { observer, lifetime in
+            observer(.next(value))
+            if !lifetime.isDisposed { observer(.completed) }
+        }
+    }
+
+    /// A signal that completes on subscription: RAC's `+empty`.
+    @inlinable
+    public static func empty() -> Signal<Value> {
+        AnonymousSignal { observer, _ in observer(.completed) }
+    }
+
+    /// A signal that never sends anything: RAC's `+never`.
+    @inlinable
+    public static func never() -> Signal<Value> {
+        AnonymousSignal { _, _ in }
+    }
+
+    /// A signal that fails with `error` on subscription: RAC's `+error:`.
+    @inlinable
+    public static func error(_ error: any Error) -> Signal<Value> {
+        AnonymousSignal { observer, _ in observer(.error(error)) }
+    }
+
+    /// Calls `factory` at each subscription and subscribes to the signal it returns: RAC's
+    /// `+defer:` ("turns a hot signal cold"). The block never runs without a subscription.
+    @inlinable
+    public static func `defer`(_ factory: @escaping () -> Signal<Value>) -> Signal<Value> {
+        AnonymousSignal { observer, lifetime in
+            factory().attach(observer, lifetime)
+        }
+    }
+
+    /// Runs `body` at each subscription: its result is sent and the signal completes; a
+    /// thrown error is sent instead. RAC's `+try:`.
+    @inlinable
+    public static func `try`(_ body: @escaping () throws -> Value) -> Signal<Value> {
+        AnonymousSignal { observer, _ in
+            do {
+                let v = try body()
+                observer(.next(v))
+                observer(.completed)
+            } catch {
+                observer(.error(error))
+            }
+        }
+    }
+
+    /// Sets the debug name (RAC's `-setNameWithFormat:`) and returns the receiver.
+    @discardableResult
+    public func named(_ name: String) -> Self {
+        self.name = name
+        return self
+    }
+}

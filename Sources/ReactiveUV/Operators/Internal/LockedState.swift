@@ -1,0 +1,31 @@
+/// Per-subscription state of an operator where concurrency enters (several sources, or a
+/// source and a timer): a re-entrant lock that serializes what the operator sends on, so the
+/// chain below it sees one event at a time. Subclassed by each such operator's state.
+@usableFromInline
+class LockedState: @unchecked Sendable {
+    /// Guards every field of the subclass and serializes sends downstream.
+    @usableFromInline let lock = RecursiveSpinLock()
+
+    @usableFromInline
+    init() {}
+
+    deinit { lock.destroy() }
+}
+
+extension CompoundDisposable {
+    /// A new compound registered in this one, for one part of a subscription (an inner
+    /// signal, one attempt of a retry) that may end before the whole subscription does.
+    @inlinable
+    func child() -> CompoundDisposable {
+        let c = CompoundDisposable()
+        add(c)
+        return c
+    }
+
+    /// Disposes `child` and forgets it, so finished parts do not accumulate.
+    @inlinable
+    func end(_ child: CompoundDisposable) {
+        child.dispose()
+        remove(child)
+    }
+}

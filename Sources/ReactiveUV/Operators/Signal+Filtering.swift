@@ -1,0 +1,152 @@
+// RACStream's take/skip family and distinctUntilChanged. Counters are decremented before a
+// value is forwarded, so a subscriber that sends back into the source from its callback
+// (a re-entrant send) sees the right count.
+
+extension Signal {
+    /// The first `count` values, then completion; the source is disposed right after the
+    /// last one: RAC's `-take:`. `take(0)` completes without subscribing to the source; a
+    /// negative count fails with ``SignalError/invalidArgument(_:)``.
+    ///
+    /// `--1--2--3--` → `take(2)` → `--1--2|`
+    @inlinable
+    public func take(_ count: Int) -> Signal<Value> {
+        if count < 0 { return .error(SignalError.invalidArgument("take(\(count)): the count must not be negative")) }
+        if count == 0 { return .empty() }
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var remaining = count
+            upstream.attach({ event in
+                if remaining <= 0 { return }
+                switch event {
+                case .next(let v):
+                    remaining -= 1
+                    observer(.next(v))
+                    if remaining == 0 {
+                        observer(.completed)
+                        lifetime.dispose()
+                    }
+                case .error, .completed:
+                    remaining = 0
+                    observer(event)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Drops the first `count` values: RAC's `-skip:`. A negative count fails with
+    /// ``SignalError/invalidArgument(_:)``.
+    @inlinable
+    public func skip(_ count: Int) -> Signal<Value> {
+        if count < 0 { return .error(SignalError.invalidArgument("skip(\(count)): the count must not be negative")) }
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var toSkip = count
+            upstream.attach({ event in
+                if case .next = event, toSkip > 0 {
+                    toSkip -= 1
+                    return
+                }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Forwards values until `predicate` is true; the matching value is **not** sent; then
+    /// completes and disposes the source: RAC's `-takeUntilBlock:`.
+    @inlinable
+    public func takeUntilBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var done = false
+            upstream.attach({ event in
+                if done { return }
+                if case .next(let v) = event, predicate(v) {
+                    done = true
+                    observer(.completed)
+                    lifetime.dispose()
+                    return
+                }
+                if event.isTerminating { done = true }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Forwards values while `predicate` is true: RAC's `-takeWhileBlock:`.
+    @inlinable
+    public func takeWhileBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
+        takeUntilBlock { !predicate($0) }
+    }
+
+    /// Drops values until `predicate` is true; the matching value **is** sent, and all later
+    /// ones: RAC's `-skipUntilBlock:`.
+    @inlinable
+    public func skipUntilBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var skipping = true
+            upstream.attach({ event in
+                if skipping, case .next(let v) = event {
+                    if !predicate(v) { return }
+                    skipping = false
+                }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Drops values while `predicate` is true: RAC's `-skipWhileBlock:`.
+    @inlinable
+    public func skipWhileBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
+        skipUntilBlock { !predicate($0) }
+    }
+
+    /// Drops a value equivalent to the last **sent** one; the first value is always sent.
+    @inlinable
+    public func distinctUntilChanged(by isEquivalent: @escaping (Value, Value) -> Bool) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var last: Value?
+            upstream.attach({ event in
+                if case .next(let v) = event {
+                    if let l = last, isEquivalent(l, v) { return }
+                    last = v
+                }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Buffers the last `count` values and sends them on completion, then completes; on
+    /// error sends only the error: RAC's `-takeLast:`.
+    @inlinable
+    public func takeLast(_ count: Int) -> Signal<Value> {
+        if count < 0 { return .error(SignalError.invalidArgument("takeLast(\(count)): the count must not be negative")) }
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var buffer: [Value] = []
+            upstream.attach({ event in
+                switch event {
+                case .next(let v):
+                    guard count > 0 else { return }
+                    if buffer.count == count { buffer.removeFirst() }
+                    buffer.append(v)
+                case .error: observer(event)
+                case .completed:
+                    for v in buffer {
+                        if lifetime.isDisposed { return }
+                        observer(.next(v))
+                    }
+                    observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+}
+
+extension Signal where Value: Equatable {
+    /// Drops a value equal to the last **sent** one; the first value is always sent:
+    /// RAC's `-distinctUntilChanged`.
+    @inlinable
+    public func distinctUntilChanged() -> Signal<Value> { distinctUntilChanged(by: ==) }
+}

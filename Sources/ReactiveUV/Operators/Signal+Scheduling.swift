@@ -1,0 +1,63 @@
+import CSystemShims
+
+// Moving events and subscriptions between schedulers (RACSignal+Operations' deliverOn:,
+// subscribeOn:, deliverOnMainThread).
+
+extension Signal {
+    /// Re-sends every event on `scheduler`, in order; the receiver's side effects stay on
+    /// their own thread: RAC's `-deliverOn:`. Events still queued when the subscription is
+    /// disposed are dropped.
+    public func deliverOn(_ scheduler: Scheduler) -> Signal<Value> {
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            source.attach({ event in
+                scheduler.schedule {
+                    if !lifetime.isDisposed { observer(event) }
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Subscribes to the receiver on `scheduler` (so its side effects run there); events are
+    /// then delivered wherever the receiver sends them: RAC's `-subscribeOn:`. Disposing
+    /// before the scheduled subscription runs prevents it.
+    public func subscribeOn(_ scheduler: Scheduler) -> Signal<Value> {
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            lifetime.add(scheduler.schedule {
+                if !lifetime.isDisposed { source.attach(observer, lifetime) }
+            })
+        }
+    }
+
+    /// Delivers events on the main thread: inline when already on the main thread **and**
+    /// nothing of this subscription is queued there, otherwise through ``Scheduler/main``;
+    /// order is preserved: RAC's `-deliverOnMainThread`.
+    public func deliverOnMainThread() -> Signal<Value> {
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            let queued = AtomicCounter()
+            source.attach({ event in
+                let pending = queued.atomic.fetchAdd(1) + 1
+                if pending == 1 && csys_thread_is_main() {
+                    if !lifetime.isDisposed { observer(event) }
+                    queued.atomic.fetchSub(1)
+                    return
+                }
+                Scheduler.main.schedule {
+                    if !lifetime.isDisposed { observer(event) }
+                    queued.atomic.fetchSub(1)
+                }
+            }, lifetime)
+        }
+    }
+}
+
+extension Scheduler {
+    /// The scheduler a time operator uses when none is given: the current one (RAC's
+    /// `currentScheduler`), or a new background scheduler.
+    static func currentOrBackground() -> Scheduler {
+        if let current = Scheduler.current, !current.isImmediate { return current }
+        return Scheduler.background()
+    }
+}

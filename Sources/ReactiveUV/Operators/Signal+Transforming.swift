@@ -1,0 +1,245 @@
+// RACStream's transforming operations and RACSignal's side-effect operators. Each is a
+// closure per stage with no lock: a synchronous chain inherits its source's serialization.
+
+extension Signal {
+    /// Transforms each value: RAC's `-map:`. Terminal events pass through.
+    ///
+    /// `--1--2--|` → `map { $0 * 10 }` → `--10--20--|`
+    @inlinable
+    public func map<U>(_ transform: @escaping (Value) -> U) -> Signal<U> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                switch event {
+                case .next(let v): observer(.next(transform(v)))
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Replaces every value with `value`: RAC's `-mapReplace:`.
+    @inlinable
+    public func mapReplace<U>(_ value: U) -> Signal<U> { map { _ in value } }
+
+    /// Keeps the values that pass `isIncluded`: RAC's `-filter:`.
+    @inlinable
+    public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                if case .next(let v) = event, !isIncluded(v) { return }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Maps each value and drops the `nil` results.
+    @inlinable
+    public func compactMap<U>(_ transform: @escaping (Value) -> U?) -> Signal<U> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                switch event {
+                case .next(let v): if let u = transform(v) { observer(.next(u)) }
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Sends every running accumulation (the start value itself is not sent); the state is
+    /// per subscription: RAC's `-scanWithStart:reduce:`.
+    @inlinable
+    public func scan<A>(start: A, reduce: @escaping (A, Value) -> A) -> Signal<A> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var accumulator = start
+            upstream.attach({ event in
+                switch event {
+                case .next(let v):
+                    accumulator = reduce(accumulator, v)
+                    observer(.next(accumulator))
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// ``scan(start:reduce:)`` whose block also gets the zero-based index of the value.
+    @inlinable
+    public func scan<A>(start: A, reduceWithIndex reduce: @escaping (A, Value, Int) -> A) -> Signal<A> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var accumulator = start
+            var index = 0
+            upstream.attach({ event in
+                switch event {
+                case .next(let v):
+                    accumulator = reduce(accumulator, v, index)
+                    index += 1
+                    observer(.next(accumulator))
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Sends `reduce(previous, current)`, with `start` as the first `previous`; results are
+    /// not fed back: RAC's `-combinePreviousWithStart:reduce:`.
+    @inlinable
+    public func combinePrevious<U>(start: Value, reduce: @escaping (Value, Value) -> U) -> Signal<U> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var previous = start
+            upstream.attach({ event in
+                switch event {
+                case .next(let v):
+                    let r = reduce(previous, v)
+                    previous = v
+                    observer(.next(r))
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+
+    /// Sends `value` on subscription, then the receiver's events: RAC's `-startWith:`.
+    @inlinable
+    public func startWith(_ value: Value) -> Signal<Value> {
+        Signal.return(value).concat(self)
+    }
+
+    /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.
+    @inlinable
+    public func ignoreValues() -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                if case .next = event { return }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Turns every event into a value, then completes after the terminal one (an error
+    /// becomes a value): RAC's `-materialize`.
+    @inlinable
+    public func materialize() -> Signal<Event<Value>> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                observer(.next(event))
+                if event.isTerminating { observer(.completed) }
+            }, lifetime)
+        }
+    }
+
+    /// Runs `action` before forwarding each value: RAC's `-doNext:`.
+    @inlinable
+    public func doNext(_ action: @escaping (Value) -> Void) -> Signal<Value> {
+        on(next: action)
+    }
+
+    /// Runs `action` before forwarding the error: RAC's `-doError:`.
+    @inlinable
+    public func doError(_ action: @escaping (any Error) -> Void) -> Signal<Value> {
+        on(error: action)
+    }
+
+    /// Runs `action` before forwarding completion: RAC's `-doCompleted:`.
+    @inlinable
+    public func doCompleted(_ action: @escaping () -> Void) -> Signal<Value> {
+        on(completed: action)
+    }
+
+    /// Runs `action` on completion **or** error, before forwarding it; not on disposal
+    /// (RAC's `-finally:`; see ``on(disposed:)`` for that).
+    @inlinable
+    public func finally(_ action: @escaping () -> Void) -> Signal<Value> {
+        on(terminated: action)
+    }
+
+    /// Side effects for each kind of event, run before the event is forwarded, plus hooks
+    /// for subscription and disposal.
+    ///
+    /// - Parameters:
+    ///   - subscribed: runs at each subscription, before the receiver is subscribed.
+    ///   - next: before each value.
+    ///   - error: before the error.
+    ///   - completed: before completion.
+    ///   - terminated: before either terminal event.
+    ///   - disposed: when the subscription ends, by disposal or by a terminal event.
+    @inlinable
+    public func on(
+        subscribed: (() -> Void)? = nil, next: ((Value) -> Void)? = nil, error: ((any Error) -> Void)? = nil,
+        completed: (() -> Void)? = nil, terminated: (() -> Void)? = nil, disposed: (() -> Void)? = nil
+    ) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            subscribed?()
+            if let disposed { lifetime.add(Disposable(disposed)) }
+            upstream.attach({ event in
+                switch event {
+                case .next(let v): next?(v)
+                case .error(let e):
+                    error?(e)
+                    terminated?()
+                case .completed:
+                    completed?()
+                    terminated?()
+                }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Runs `action` at each subscription, before the receiver's own subscription side
+    /// effects: RAC's `-initially:`.
+    @inlinable
+    public func initially(_ action: @escaping () -> Void) -> Signal<Value> {
+        let upstream = self
+        return Signal.defer {
+            action()
+            return upstream
+        }
+    }
+}
+
+extension Signal where Value: Equatable {
+    /// Drops values equal to `value`: RAC's `-ignore:`.
+    @inlinable
+    public func ignore(_ value: Value) -> Signal<Value> { filter { $0 != value } }
+}
+
+extension Signal {
+    /// Inverse of ``materialize()``: a value event becomes a value, a completed event
+    /// completes, an error event fails; anything after is ignored: RAC's `-dematerialize`.
+    @inlinable
+    public func dematerialize<U>() -> Signal<U> where Value == Event<U> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            var done = false
+            upstream.attach({ event in
+                if done { return }
+                switch event {
+                case .next(let inner):
+                    if inner.isTerminating { done = true }
+                    observer(inner)
+                    if done { lifetime.dispose() }
+                case .error(let e):
+                    done = true
+                    observer(.error(e))
+                case .completed:
+                    done = true
+                    observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+}
