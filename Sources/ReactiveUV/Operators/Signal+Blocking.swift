@@ -51,7 +51,7 @@ extension Signal {
     /// - Returns: `true` when it completed, `false` when it failed.
     public func waitUntilCompleted(error: inout (any Error)?) -> Bool {
         var success = false
-        _ = ignoreValues().map { _ in () }.firstOrDefault((), success: &success, error: &error)
+        ignoreValues().map { _ in () }.firstOrDefault((), success: &success, error: &error)
         return success
     }
 

@@ -1,0 +1,40 @@
+// Signals whose work runs once and is shared (RAC's +startLazilyWithScheduler:block: and
+// +startEagerlyWithScheduler:block:), and sequences sent one value per scheduling step
+// (RACSequence's -signalWithScheduler:).
+
+extension Signal {
+    /// Runs `block` **once**, at the first subscription, on `scheduler`; its events go into
+    /// an unlimited ``ReplaySubject`` so every subscriber gets all of them. The work is
+    /// never cancelled; disposing a subscriber only detaches it: RAC's
+    /// `+startLazilyWithScheduler:block:`.
+    public static func startLazily(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
+        Signal.create { subscriber -> Disposable? in
+            scheduler.schedule { block(subscriber) }
+        }.replayLazily()
+    }
+
+    /// ``startLazily(on:_:)`` that schedules `block` right away: RAC's
+    /// `+startEagerlyWithScheduler:block:`.
+    public static func startEagerly(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
+        let signal = startLazily(on: scheduler, block)
+        signal.subscribe(next: nil, error: nil, completed: nil)
+        return signal
+    }
+
+    /// Sends the elements of `sequence`, one per scheduling step on `scheduler`, then
+    /// completes: RACSequence's `-signalWithScheduler:`. Disposal stops it between elements.
+    public convenience init<S: Sequence>(sequence: S, on scheduler: Scheduler) where S.Element == Value {
+        self.init(body: { observer, lifetime in
+            var iterator = sequence.makeIterator()
+            lifetime.add(scheduler.scheduleRecursive { reschedule in
+                if lifetime.isDisposed { return }
+                if let v = iterator.next() {
+                    observer(.next(v))
+                    reschedule()
+                } else {
+                    observer(.completed)
+                }
+            })
+        })
+    }
+}
