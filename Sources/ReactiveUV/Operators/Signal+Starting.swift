@@ -8,16 +8,24 @@ extension Signal {
     /// never cancelled; disposing a subscriber only detaches it: RAC's
     /// `+startLazilyWithScheduler:block:`.
     public static func startLazily(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
-        Signal.create { subscriber -> Disposable? in
-            scheduler.schedule { block(subscriber) }
-        }.replayLazily()
+        let connection = Signal.create { subscriber -> Disposable? in
+            block(subscriber)
+            return nil
+        }.multicast(ReplaySubject())
+        // As in RAC, both the subscription to the replay subject and the connection happen
+        // on `scheduler`, so a subscriber added after eager work was scheduled gets its
+        // events after that work has run.
+        return AnonymousSignal { observer, lifetime in
+            connection.subject.attach(observer, lifetime)
+            connection.connect()
+        }.subscribeOn(scheduler)
     }
 
     /// ``startLazily(on:_:)`` that schedules `block` right away: RAC's
     /// `+startEagerlyWithScheduler:block:`.
     public static func startEagerly(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
         let signal = startLazily(on: scheduler, block)
-        signal.subscribe(next: nil, error: nil, completed: nil)
+        signal.publish().connect()
         return signal
     }
 

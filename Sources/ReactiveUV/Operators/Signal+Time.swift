@@ -65,7 +65,7 @@ extension Signal {
                     }
                     state.lock.unlock()
                 }
-            }, lifetime)
+            }, lifetime.child())
         }
     }
 
