@@ -312,9 +312,15 @@ public final class EventLoop: @unchecked Sendable {
     /// from another thread just before the loop ran out of handles still runs.
     /// Call it on the loop's thread; elsewhere, or from inside one of this loop's callbacks
     /// (libuv's `uv_run` is not reentrant), or after ``close()``, it returns at once.
-    /// If ``stop()`` was called while the loop was not running, returns after one iteration.
+    /// A ``stop()`` made on the loop's thread while no `run()` was active makes the next
+    /// `run()` return at once; one made from another thread is queued work, so `run()`
+    /// returns when it gets to it.
     public func run() {
         guard canRun else { return }
+        if stopRequested {
+            stopRequested = false
+            return
+        }
         while true {
             let alive = runUV(UV_RUN_DEFAULT)
             // uv_run(DEFAULT) returns while alive only when uv_stop was called.
@@ -368,8 +374,10 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Makes ``run()`` return after the current iteration. Safe from any thread.
     ///
-    /// From another thread the request travels through ``execute(_:)``. If no ``run()`` is
-    /// active, the next one returns after one iteration (as libuv's `uv_stop`).
+    /// From another thread the request travels through ``execute(_:)`` (libuv's `uv_stop`
+    /// is not thread-safe). If no ``run()`` is active when the request is carried out, the
+    /// next `run()` returns at once. ``run(until:timeout:)``, ``runOnce()`` and
+    /// ``runNoWait()`` are not ended by it: they have their own bounds.
     public func stop() {
         if isCurrentThread {
             requestStop()
@@ -381,7 +389,10 @@ public final class EventLoop: @unchecked Sendable {
     private func requestStop() {
         guard !closedOnLoop else { return }
         stopRequested = true
-        uv_stop(uvLoop)
+        // Only a uv_run under way needs libuv's flag (for an adopted loop, that may be the
+        // host's). Set outside any uv_run, libuv's flag would linger and end a later
+        // uv_run early; our own flag already makes the next run() return.
+        if isInsideLoop { uv_stop(uvLoop) }
     }
 
     /// Runs the loop until `condition()` is true or `seconds` have passed.

@@ -261,7 +261,8 @@ public final class TestScheduler: Scheduler, @unchecked Sendable {
     fileprivate final class Action: Disposable, @unchecked Sendable {
         // Thread-safety: `queuedSequence`, `block` and `time` are guarded by the
         // scheduler's `lock`; `interval` is immutable.
-        unowned let scheduler: TestScheduler
+        /// Weak: a disposable may outlive its scheduler (disposing it then does nothing).
+        weak var scheduler: TestScheduler?
         let interval: UInt64?
         var block: (() -> Void)?
         /// The sequence of the queue entry that is current for this action, or `nil` when
@@ -278,7 +279,7 @@ public final class TestScheduler: Scheduler, @unchecked Sendable {
         }
 
         override func dispose() {
-            if markDisposed() { scheduler.cancel(self) }
+            if markDisposed() { scheduler?.cancel(self) }
         }
     }
 

@@ -82,6 +82,16 @@ final class TestSchedulerTests: XCTestCase {
         XCTAssertEqual(scheduler.pendingCount, 0)
     }
 
+    func testDisposingAfterTheSchedulerIsGoneDoesNothing() {
+        var scheduler: TestScheduler? = TestScheduler()
+        weak let weakScheduler = scheduler
+        let d = scheduler?.afterDelay(1) {}
+        scheduler = nil
+        XCTAssertNil(weakScheduler, "queued actions do not keep their scheduler alive")
+        d?.dispose()
+        XCTAssertEqual(d?.isDisposed, true)
+    }
+
     func testRepeating() {
         let scheduler = TestScheduler()
         var ticks: [UInt64] = []
