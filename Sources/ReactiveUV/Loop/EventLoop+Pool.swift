@@ -11,7 +11,17 @@ final class LoopPool: @unchecked Sendable {
     // Thread-safety: `loops` is immutable after init; `cursor` is atomic.
 
     /// The process-wide pool.
-    static let shared = LoopPool()
+    static let shared: LoopPool = {
+        let pool = LoopPool()
+        started.store(1)
+        return pool
+    }()
+
+    /// Whether `shared` exists yet (so asking "is this a pool thread?" never starts threads).
+    private static let started = UnsafeAtomicInt(0)
+
+    /// The pool if it was started, without starting it.
+    static var sharedIfStarted: LoopPool? { started.load() != 0 ? shared : nil }
 
     /// One loop per pool thread.
     let loops: [EventLoop]
