@@ -28,7 +28,8 @@ let selected = options.rows.isEmpty ? Row.all : Row.all.filter { options.rows.co
 let runner = Runner(options: options)
 var results: [RowResult] = []
 for row in selected {
-    printError("running \(row.name) (n = \(row.size), \(options.runs) runs)...")
+    let n = max(1, Int((Double(row.size) * options.scale).rounded()))
+    printError("running \(row.name) (n = \(n), \(options.runs) runs)...")
     results.append(runner.run(row))
 }
 

@@ -2,6 +2,8 @@
 struct Options {
     /// Row names to run; empty means all.
     var rows: [String] = []
+    /// Columns to run; empty means all (`--columns reactiveuv` to profile one implementation).
+    var columns: [Column] = []
     /// Timed runs per implementation; the median is reported.
     var runs = 5
     /// Multiplies every row's size (for a quick smoke run or a profile: `--scale 0.1`).
@@ -10,11 +12,13 @@ struct Options {
     var verbose = false
 
     static let usage = """
-        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--verbose] [--list]
+        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--columns c,...] [--verbose] [--list]
 
           --rows name,...  run only these rows (see --list); default: all
           --runs N         timed runs per implementation, after one warm-up run; default 5
           --scale X        multiply every row's size by X (e.g. 0.1 for a quick run); default 1
+          --columns c,...  run only these columns: reactiveuv, opencombine, baseline (for a
+                           profiler); default: all
           --verbose        print every run's time on standard error
           --list           list the rows and exit
         """
@@ -47,6 +51,14 @@ struct Options {
                     return .exit(message: "--scale needs a positive number\n" + usage, status: 2)
                 }
                 options.scale = x
+            case "--columns":
+                guard let v = value(argument) else { return .exit(message: "--columns needs a value\n" + usage, status: 2) }
+                for name in v.split(separator: ",") {
+                    guard let column = Column.allCases.first(where: { $0.flagName == name }) else {
+                        return .exit(message: "unknown column: \(name) (known: reactiveuv, opencombine, baseline)", status: 2)
+                    }
+                    options.columns.append(column)
+                }
             case "--verbose", "-v":
                 options.verbose = true
             case "--list":

@@ -10,6 +10,15 @@ enum Column: CaseIterable {
         }
     }
 
+    /// The name used with `--columns`.
+    var flagName: String {
+        switch self {
+        case .reactiveUV: return "reactiveuv"
+        case .openCombine: return "opencombine"
+        case .baseline: return "baseline"
+        }
+    }
+
     func workload(of row: Row) -> Workload? {
         switch self {
         case .reactiveUV: return row.reactiveUV
@@ -47,7 +56,9 @@ struct Runner {
         let n = max(1, Int((Double(row.size) * options.scale).rounded()))
         var result = RowResult(row: row, n: n)
         let events = Double(n * row.eventsPerUnit)
-        let columns = Column.allCases.filter { $0.workload(of: row) != nil }
+        let columns = Column.allCases.filter {
+            $0.workload(of: row) != nil && (options.columns.isEmpty || options.columns.contains($0))
+        }
 
         // Warm-up: caches, the allocator's free lists, lazy metadata and witness tables.
         var expected: Int?
@@ -56,7 +67,7 @@ struct Runner {
             blackHole(checksum)
             if let e = expected, e != checksum {
                 result.checksumMismatch.append(column)
-                printError("warning: \(row.name): \(column.header) checksum \(checksum) != ReactiveUV's \(e)")
+                printError("warning: \(row.name): \(column.header) checksum \(checksum) != \(columns[0].header)'s \(e)")
             }
             if expected == nil { expected = checksum }
         }
