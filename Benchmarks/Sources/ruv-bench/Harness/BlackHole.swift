@@ -10,3 +10,9 @@ func blackHole<T>(_ value: T) {}
 /// real indirect calls, as the stages of a chain built at run time are).
 @inline(never) @_optimize(none)
 func opaque<T>(_ value: T) -> T { value }
+
+/// `opaque` for the baselines' `(Int) -> Void` stages. Not generic on purpose: passing a
+/// closure through a generic parameter re-abstracts it (its `Int` then travels indirectly,
+/// through a thunk), which would make the baseline pay for something plain closures don't.
+@inline(never) @_optimize(none)
+func opaque(_ stage: @escaping (Int) -> Void) -> (Int) -> Void { stage }
