@@ -28,8 +28,7 @@ let selected = options.rows.isEmpty ? Row.all : Row.all.filter { options.rows.co
 let runner = Runner(options: options)
 var results: [RowResult] = []
 for row in selected {
-    let n = max(1, Int((Double(row.size) * options.scale).rounded()))
-    printError("running \(row.name) (n = \(n), \(options.runs) runs)...")
+    printError("running \(row.name) (n = \(row.size(scaledBy: options.scale)), \(options.runs) runs)...")
     results.append(runner.run(row))
 }
 

@@ -42,6 +42,16 @@ struct Row: Sendable {
 }
 
 extension Row {
+    /// The size `n` after `--scale` (at least 1).
+    func size(scaledBy scale: Double) -> Int {
+        max(1, Int((Double(size) * scale).rounded()))
+    }
+
+    /// The number of measured events for size `n`.
+    func events(forSize n: Int) -> Int { n * eventsPerUnit }
+}
+
+extension Row {
     /// Every row, in table order. New rows (flatten, combineLatest, zip, throttle/debounce on
     /// a TestScheduler, IO) are appended here.
     static let all: [Row] = [

@@ -53,9 +53,9 @@ struct Runner {
     let options: Options
 
     func run(_ row: Row) -> RowResult {
-        let n = max(1, Int((Double(row.size) * options.scale).rounded()))
+        let n = row.size(scaledBy: options.scale)
         var result = RowResult(row: row, n: n)
-        let events = Double(n * row.eventsPerUnit)
+        let events = Double(row.events(forSize: n))
         let columns = Column.allCases.filter {
             $0.workload(of: row) != nil && (options.columns.isEmpty || options.columns.contains($0))
         }
