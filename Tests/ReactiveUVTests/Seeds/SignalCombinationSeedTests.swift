@@ -1,0 +1,108 @@
+// Seed cases C01–C05 (shared/seeds/rac-signal-combination.txt). The seed's S1/S2 send a
+// second value after 2 s on the main scheduler: those run on virtual time and on the real
+// main loop further down. The synchronous tests here pin the parts of each contract that
+// need no clock (errors, completion rules), driven by subjects.
+
+import ReactiveUV
+import Testing
+
+@Suite struct SignalCombinationSeedTests {
+    /// C01: an error from S1 ends everything; S2 is never subscribed.
+    @Test func testC01_concat_errorEndsEverything() {
+        let log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            log("call signal1 block")
+            s.sendNext("1.1")
+            s.sendError(SeedError())
+            return nil
+        }
+        let s2 = Signal<String>.create { s in
+            log("call signal2 block")
+            s.sendNext("2.1")
+            s.sendCompleted()
+            return nil
+        }
+        Seeds.record(s1.concat(s2), into: log)
+        #expect(log.entries == ["call signal1 block", "next(1.1)", "error(SeedError(test, 1))"])
+    }
+
+    /// C01: S2 is subscribed only after S1 completes.
+    @Test func testC01_concat_subscribesSecondAfterFirstCompletes() {
+        let log = SeedLog()
+        let s1 = Subject<String>()
+        let s2 = Signal<String>.create { s in
+            log("call signal2 block")
+            s.sendNext("2.1")
+            s.sendCompleted()
+            return nil
+        }
+        Seeds.record(s1.concat(s2), into: log)
+        s1.sendNext("1.1")
+        s1.sendNext("1.2")
+        log("before S1 completes")
+        s1.sendCompleted()
+        #expect(log.entries == [
+            "next(1.1)", "next(1.2)", "before S1 completes", "call signal2 block", "next(2.1)", "completed",
+        ])
+    }
+
+    /// C02: an error from S1 ends it; the block is never called.
+    @Test func testC02_then_errorSkipsBlock() {
+        let log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            s.sendNext("1.1")
+            s.sendError(SeedError())
+            return nil
+        }
+        Seeds.record(s1.then { () -> Signal<String> in
+            log("call signal3 then")
+            return Signal.return("2.1")
+        }, into: log)
+        #expect(log.entries == ["error(SeedError(test, 1))"])
+    }
+
+    /// C03: any error ends the merge at once and disposes the other signals.
+    @Test func testC03_merge_errorEndsAtOnce() {
+        let log = SeedLog()
+        let s1 = Subject<String>(), s2 = Subject<String>()
+        Seeds.record(Signal.merge([s1.on(disposed: { log("s1 disposed") }), s2]), into: log)
+        s1.sendNext("1.1")
+        s2.sendNext("2.1")
+        s2.sendError(SeedError())
+        s1.sendNext("1.2")
+        #expect(log.entries == ["next(1.1)", "next(2.1)", "error(SeedError(test, 1))", "s1 disposed"])
+    }
+
+    /// C03: a signal that fails synchronously prevents the later ones from being subscribed.
+    @Test func testC03_merge_synchronousErrorStopsLaterSubscriptions() {
+        let log = SeedLog()
+        let later = Signal<String>.create { s in
+            log("call signal2 block")
+            return nil
+        }
+        Seeds.record(Signal.merge([Signal<String>.error(SeedError()), later]), into: log)
+        #expect(log.entries == ["error(SeedError(test, 1))"])
+    }
+
+    /// C04 (§19.1): an error before completion is forwarded even with values queued.
+    @Test func testC04_zip_errorWithQueuedValues() {
+        let log = SeedLog()
+        let s1 = Subject<String>(), s2 = Subject<String>()
+        Seeds.record(Signal.zip([s1, s2]), into: log)
+        s1.sendNext("1")
+        s1.sendNext("2")
+        s2.sendError(SeedError())
+        #expect(log.entries == ["error(SeedError(test, 1))"])
+    }
+
+    /// C05 (§19.2): a source that never sends keeps the result silent, and it still waits
+    /// for that source to complete.
+    @Test func testC05_combineLatest_silentSource() {
+        let log = SeedLog()
+        let s2 = Subject<String>()
+        Seeds.record(Signal.combineLatest([Signal<String>.return("1"), s2]), into: log)
+        log("s1 done")
+        s2.sendCompleted()
+        #expect(log.entries == ["s1 done", "completed"])
+    }
+}

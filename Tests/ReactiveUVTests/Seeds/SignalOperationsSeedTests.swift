@@ -1,0 +1,409 @@
+// Seed cases S01–S31 (shared/seeds/rac-signal-operations.txt, RACSignal+Operations).
+// Synchronous cases run here with Swift Testing; the cases that need a scheduler are at the
+// end of the file (virtual time on TestScheduler, or the real main loop in XCTest).
+
+import ReactiveUV
+import Testing
+
+@Suite struct SignalOperationsSeedTests {
+    // MARK: S02 switch(cases:default:), synchronous part
+
+    /// S02 with the `async` case standing in as a signal that sends "start" and whose "end"
+    /// is triggered by hand later: "none" switches to the default before that, so the async
+    /// case is disposed and its "end" never arrives.
+    @Test func testS02_switchCasesDefault_sync() {
+        let log = SeedLog()
+        let endTrigger = Subject<Void>()
+        let asyncCase = Signal<String>.create { s in
+            log("async subscribed")
+            s.sendNext("start")
+            let d = endTrigger.subscribeNext {
+                s.sendNext("end")
+                s.sendCompleted()
+            }
+            return Disposable {
+                d.dispose()
+                log("async disposed")
+            }
+        }
+        let keys = Signal<String>.create { s in
+            s.sendNext("sync")
+            s.sendNext("async")
+            s.sendNext("none")
+            s.sendCompleted()
+            return nil
+        }
+        let defaultSignal = Signal<String>.create { s in
+            s.sendNext("default")
+            s.sendCompleted()
+            return nil
+        }
+        Seeds.record(
+            Signal.switch(keys, cases: ["sync": Seeds.syncStrings(), "async": asyncCase], default: defaultSignal),
+            into: log)
+        endTrigger.sendNext(())
+        #expect(log.entries == [
+            "next(0)", "next(1)", "async subscribed", "next(start)", "async disposed", "next(default)", "completed",
+        ])
+    }
+
+    /// S02: no matching case and no default fails with noMatchingCase naming the key.
+    @Test func testS02_switchNoMatchingCase() {
+        let log = SeedLog()
+        let keys = Signal<String>.create { s in
+            s.sendNext("sync")
+            s.sendNext("none")
+            s.sendCompleted()
+            return nil
+        }
+        var failure: (any Error)?
+        _ = Signal.switch(keys, cases: ["sync": Seeds.syncStrings()], default: nil).subscribe(
+            next: { log("next(\($0))") },
+            error: { failure = $0; log("error") },
+            completed: { log("completed") })
+        #expect(log.entries == ["next(0)", "next(1)", "error"])
+        #expect(failure as? SignalError == .noMatchingCase(key: "none"))
+        #expect(String(describing: failure!).contains("none"))
+        #expect(String(describing: failure!) == "No matching signal found for value none")
+    }
+
+    // MARK: S04–S07, S10 blocking operators
+
+    @Test func testS04_first() {
+        let log = SeedLog()
+        let source = Seeds.sync().on(next: { log("sent \($0)") }, disposed: { log("source disposed") })
+        #expect(source.first() == 0)
+        // take(1): the source is disposed right after the first value.
+        #expect(log.entries == ["sent 0", "source disposed"])
+        #expect(Signal<Int>.empty().first() == nil)
+    }
+
+    @Test func testS05_firstOrDefault() {
+        #expect(Seeds.syncStrings().firstOrDefault("default") == "0")
+        #expect(Signal<String>.empty().firstOrDefault("default") == "default")
+    }
+
+    @Test func testS06_firstOrDefaultSuccessError() {
+        var success = false
+        var error: (any Error)? = SeedError("unset")
+        let x = Seeds.syncStrings().firstOrDefault("default", success: &success, error: &error)
+        #expect(x == "0")
+        #expect(success)
+        #expect(error == nil)
+
+        var success2 = true
+        var error2: (any Error)?
+        let failing = Signal<String>.error(SeedError("test", code: 1))
+        let y = failing.firstOrDefault("default", success: &success2, error: &error2)
+        #expect(y == "default")
+        #expect(!success2)
+        #expect(error2 as? SeedError == SeedError("test", code: 1))
+
+        // Empty: the default, and success (it completed).
+        var success3 = false
+        var error3: (any Error)?
+        #expect(Signal<String>.empty().firstOrDefault("default", success: &success3, error: &error3) == "default")
+        #expect(success3)
+        #expect(error3 == nil)
+    }
+
+    @Test func testS07_waitUntilCompleted() {
+        var error: (any Error)? = SeedError("unset")
+        #expect(Seeds.sync().waitUntilCompleted(error: &error))
+        #expect(error == nil)
+
+        var error2: (any Error)?
+        let failing = Seeds.sync().concat(.error(SeedError("test", code: 7)))
+        #expect(!failing.waitUntilCompleted(error: &error2))
+        #expect(error2 as? SeedError == SeedError("test", code: 7))
+
+        // The throwing spelling.
+        #expect(throws: Never.self) { try Seeds.sync().waitUntilCompleted() }
+        #expect(throws: SeedError("test", code: 7)) { try failing.waitUntilCompleted() }
+    }
+
+    @Test func testS10_sequence() {
+        #expect(Array(Seeds.sync().blockingSequence) == [0, 1])
+        #expect(Array(Signal<Int>.empty().blockingSequence) == [])
+        // An error ends the sequence after the values sent before it.
+        #expect(Array(Seeds.sync().concat(.error(SeedError())).blockingSequence) == [0, 1])
+    }
+
+    // MARK: S11–S14 multicasting
+
+    @Test func testS11_publish() {
+        let log = SeedLog()
+        let signal1 = Signal<Int>.create { s in
+            log("signal1")
+            s.sendCompleted()
+            return nil
+        }
+        let signal2 = Signal<Int>.create { s in
+            log("signal2")
+            s.sendCompleted()
+            return nil
+        }
+        signal1.subscribeCompleted { log("signal1 subscriber completed") }
+        signal1.subscribeCompleted { log("signal1 subscriber completed") }
+        let connection = signal2.publish()
+        connection.signal.subscribeCompleted { log("publish subscriber A completed") }
+        connection.signal.subscribeCompleted { log("publish subscriber B completed") }
+        #expect(log.count(of: "signal2") == 0)  // nothing until connect
+        let d1 = connection.connect()
+        let d2 = connection.connect()  // connecting again neither resubscribes nor makes a new disposable
+        #expect(d1 === d2)
+        #expect(log.entries == [
+            "signal1", "signal1 subscriber completed", "signal1", "signal1 subscriber completed",
+            "signal2", "publish subscriber A completed", "publish subscriber B completed",
+        ])
+    }
+
+    @Test func testS12_replay() {
+        let log = SeedLog()
+        let source = Seeds.sync().on(subscribed: { log("subscribed") })
+        let replayed = source.replay()
+        #expect(log.entries == ["subscribed"])  // subscribed at once, by replay() itself
+        Seeds.record(replayed, into: log)
+        Seeds.record(replayed, into: log, prefix: "late ")
+        #expect(log.entries == [
+            "subscribed", "next(0)", "next(1)", "completed", "late next(0)", "late next(1)", "late completed",
+        ])
+    }
+
+    @Test func testS13_replayLast() {
+        let log = SeedLog()
+        Seeds.record(Seeds.sync().replayLast(), into: log)
+        #expect(log.entries == ["next(1)", "completed"])
+    }
+
+    @Test func testS14_replayLazily() {
+        let log = SeedLog()
+        func named(_ name: String) -> Signal<Int> {
+            Signal.create { s in
+                for i in 0..<2 { s.sendNext(i) }
+                log(name)
+                s.sendCompleted()
+                return nil
+            }
+        }
+        let signal1 = named("signal1"), signal2 = named("signal2"), signal3 = named("signal3")
+        _ = signal1.replayLazily()
+        _ = signal2.replayLast()
+        let lazy3 = signal3.replayLazily()
+        #expect(log.entries == ["signal2"])  // replayLazily has not subscribed yet
+        Seeds.record(lazy3, into: log)
+        Seeds.record(lazy3, into: log, prefix: "again ")  // replays; signal3 is not run again
+        #expect(log.entries == [
+            "signal2", "signal3", "next(0)", "next(1)", "completed", "again next(0)", "again next(1)", "again completed",
+        ])
+    }
+
+    // MARK: S19–S24 grouping, materialize, any/all
+
+    @Test func testS19_groupByTransform() {
+        let log = SeedLog()
+        let groups = Seeds.sync().groupBy({ $0 == 0 ? "first" : "second" }, transform: { $0 + 100 })
+        Seeds.record(groups.map { $0.key }, into: log, prefix: "key ")
+        Seeds.record(groups.map { $0 as Signal<Int> }.flatten(), into: log)
+        #expect(log.entries == [
+            "key next(first)", "key next(second)", "key completed", "next(100)", "next(101)", "completed",
+        ])
+    }
+
+    /// S19: each group carries its key and gets the transformed values of that key only.
+    @Test func testS19_groupByTransform_groupsCarryKeys() {
+        let log = SeedLog()
+        Seeds.sync().groupBy({ $0 == 0 ? "first" : "second" }, transform: { $0 + 100 }).subscribe(
+            next: { group in Seeds.record(group, into: log, prefix: "\(group.key) ") },
+            completed: { log("outer completed") })
+        // On completion the outer completes first, then each group in creation order.
+        #expect(log.entries == [
+            "first next(100)", "second next(101)", "outer completed", "first completed", "second completed",
+        ])
+    }
+
+    @Test func testS20_groupBy() {
+        let log = SeedLog()
+        let groups = Seeds.sync().groupBy { $0 == 0 ? "first" : "second" }
+        Seeds.record(groups.map { $0 as Signal<Int> }.flatten(), into: log)
+        #expect(log.entries == ["next(0)", "next(1)", "completed"])
+    }
+
+    @Test func testS21_materialize() {
+        var events: [Event<Event<Int>>] = []
+        Seeds.sync().materialize().subscribeEvents { events.append($0) }
+        #expect(events == [.next(.next(0)), .next(.next(1)), .next(.completed), .completed])
+
+        var failed: [Event<Event<Int>>] = []
+        Signal<Int>.error(SeedError()).materialize().subscribeEvents { failed.append($0) }
+        #expect(failed == [.next(.error(SeedError())), .completed])
+    }
+
+    @Test func testS22_anyPredicate() {
+        let log = SeedLog()
+        Seeds.record(Seeds.sync().any { $0 == 1 }, into: log)
+        #expect(log.entries == ["next(true)", "completed"])
+
+        let none = SeedLog()
+        Seeds.record(Seeds.sync().any { $0 == 5 }, into: none)
+        #expect(none.entries == ["next(false)", "completed"])
+    }
+
+    @Test func testS23_any() {
+        let log = SeedLog()
+        Seeds.record(Seeds.sync().any(), into: log)
+        Seeds.record(Signal<Int>.empty().any(), into: log, prefix: "empty ")
+        #expect(log.entries == ["next(true)", "completed", "empty next(false)", "empty completed"])
+    }
+
+    /// S23/S22: the source is disposed as soon as the answer is known.
+    @Test func testS23_any_disposesSource() {
+        let log = SeedLog()
+        let source = Subject<Int>()
+        Seeds.record(source.on(disposed: { log("source disposed") }).any(), into: log)
+        source.sendNext(7)
+        source.sendNext(8)
+        #expect(log.entries == ["next(true)", "completed", "source disposed"])
+    }
+
+    @Test func testS24_all() {
+        let log = SeedLog()
+        let anySync = Seeds.sync().map { $0 as Any }
+        Seeds.record(anySync.all { $0 is Int }, into: log)
+        Seeds.record(anySync.all { $0 is String }, into: log, prefix: "failing value ")
+        Seeds.record(Seeds.sync().concat(.error(SeedError())).all { _ in true }, into: log, prefix: "error ")
+        Seeds.record(Signal<Int>.empty().all { _ in false }, into: log, prefix: "empty ")
+        #expect(log.entries == [
+            "next(true)", "completed",
+            "failing value next(false)", "failing value completed",
+            "error next(false)", "error completed",
+            "empty next(true)", "empty completed",
+        ])
+    }
+
+    // MARK: S25–S26 retry
+
+    @Test func testS25_retryCount() {
+        let log = SeedLog()
+        var subscriptions = 0
+        let signal = Signal<Int>.create { s in
+            subscriptions += 1
+            log("signal \(subscriptions)")
+            s.sendError(SeedError("retry", code: subscriptions))
+            return nil
+        }
+        Seeds.record(signal.retry(2), into: log)
+        #expect(log.entries == ["signal 1", "signal 2", "signal 3", "error(SeedError(retry, 3))"])
+    }
+
+    /// S25: values of every attempt are forwarded, and a completion ends the retrying.
+    @Test func testS25_retryCount_valuesAndCompletion() {
+        let log = SeedLog()
+        var subscriptions = 0
+        let signal = Signal<Int>.create { s in
+            subscriptions += 1
+            s.sendNext(subscriptions)
+            if subscriptions < 2 { s.sendError(SeedError()) } else { s.sendCompleted() }
+            return nil
+        }
+        Seeds.record(signal.retry(5), into: log)
+        #expect(log.entries == ["next(1)", "next(2)", "completed"])
+    }
+
+    /// S26: `retry()` resubscribes a synchronously failing signal until the subscription is
+    /// disposed; here a `takeUntil` trigger fired by the 5th subscription disposes it.
+    @Test func testS26_retryForever_synchronousErrors() {
+        let log = SeedLog()
+        let stop = Subject<Void>()
+        var subscriptions = 0
+        let signal = Signal<Int>.create { s in
+            subscriptions += 1
+            log("signal \(subscriptions)")
+            if subscriptions == 5 { stop.sendNext(()) }
+            s.sendError(SeedError())
+            return nil
+        }
+        Seeds.record(signal.retry().takeUntil(stop), into: log)
+        #expect(log.entries == ["signal 1", "signal 2", "signal 3", "signal 4", "signal 5", "completed"])
+        #expect(subscriptions == 5)
+    }
+
+    /// S26: with errors that arrive later, each one resubscribes; after the caller disposes
+    /// the subscription, a late error does nothing and there is no further subscription.
+    @Test func testS26_retryForever_disposeAfterNSubscriptions() {
+        let log = SeedLog()
+        var current: [Subscriber<Int>] = []
+        let signal = Signal<Int>.create { s in
+            current.append(s)
+            log("signal \(current.count)")
+            return Disposable { log("attempt \(current.count) disposed") }
+        }
+        let d = Seeds.record(signal.retry(), into: log)
+        for n in 0..<3 { current[n].sendError(SeedError()) }
+        #expect(current.count == 4)
+        d.dispose()
+        current[3].sendError(SeedError())
+        #expect(current.count == 4)
+        #expect(current[3].isDisposed)
+        #expect(log.entries == [
+            "signal 1", "attempt 1 disposed", "signal 2", "attempt 2 disposed", "signal 3", "attempt 3 disposed",
+            "signal 4", "attempt 4 disposed",
+        ])
+    }
+
+    // MARK: S28–S31
+
+    @Test func testS28_dematerialize() {
+        let log = SeedLog()
+        var source: Subscriber<Event<Int>>?
+        let signal = Signal<Event<Int>>.create { s in
+            source = s
+            s.sendNext(.next(1))
+            s.sendNext(.completed)
+            s.sendNext(.error(SeedError()))
+            return nil
+        }
+        Seeds.record(signal.dematerialize(), into: log)
+        #expect(log.entries == ["next(1)", "completed"])
+        #expect(source?.isDisposed == true)  // the source is disposed after the completed event
+
+        let failing = SeedLog()
+        Seeds.record(
+            Signal<Event<Int>>.fromArray([.next(1), .error(SeedError()), .next(2)]).dematerialize(), into: failing)
+        #expect(failing.entries == ["next(1)", "error(SeedError(test, 1))"])
+    }
+
+    @Test func testS29_not() {
+        let log = SeedLog()
+        Seeds.record(Seeds.sync().map { $0 != 0 }.not(), into: log)
+        #expect(log.entries == ["next(true)", "next(false)", "completed"])
+    }
+
+    @Test func testS30_andOr() {
+        let log = SeedLog()
+        let tuple = Signal<(Bool, Bool)>.create { s in
+            s.sendNext((false, true))
+            return nil
+        }
+        Seeds.record(tuple.and(), into: log, prefix: "and ")
+        Seeds.record(tuple.or(), into: log, prefix: "or ")
+        let array = Signal<[Bool]>.return([false, true])
+        Seeds.record(array.and(), into: log, prefix: "[and] ")
+        Seeds.record(array.or(), into: log, prefix: "[or] ")
+        #expect(log.entries == [
+            "and next(false)", "or next(true)", "[and] next(false)", "[and] completed", "[or] next(true)",
+            "[or] completed",
+        ])
+    }
+
+    @Test func testS31_reduceApply() {
+        let log = SeedLog()
+        let block: (Int, Int) -> Int = { $0 + $1 + 100 }
+        let signal = Signal<((Int, Int) -> Int, Int, Int)>.create { s in
+            s.sendNext((block, 0, 1))
+            return nil
+        }
+        Seeds.record(signal.reduceApply(), into: log)
+        #expect(log.entries == ["next(101)"])
+    }
+}
