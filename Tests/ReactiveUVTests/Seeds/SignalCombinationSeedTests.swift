@@ -5,6 +5,7 @@
 
 import ReactiveUV
 import Testing
+import XCTest
 
 @Suite struct SignalCombinationSeedTests {
     /// C01: an error from S1 ends everything; S2 is never subscribed.
@@ -105,4 +106,106 @@ import Testing
         s2.sendCompleted()
         #expect(log.entries == ["s1 done", "completed"])
     }
+}
+
+/// The article's S1/S2: log "call signalN block" at subscription, send "N.1", then after
+/// `delay` on `scheduler` send "N.2" and complete.
+func combinationSignal(_ n: Int, delay: Double, on scheduler: Scheduler, log: SeedLog) -> Signal<String> {
+    Signal.create { s in
+        log("call signal\(n) block")
+        s.sendNext("\(n).1")
+        return scheduler.afterDelay(delay) {
+            s.sendNext("\(n).2")
+            s.sendCompleted()
+        }
+    }
+}
+
+// MARK: - Timed cases on virtual time (TestScheduler, the seeds' 2 s delays)
+
+@Suite struct SignalCombinationTimedSeedTests {
+    @Test func testC01_concat() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = combinationSignal(1, delay: 2, on: ts, log: log)
+        let s2 = combinationSignal(2, delay: 2, on: ts, log: log)
+        Seeds.record(s1.concat(s2), into: log, clock: ts)
+        ts.advance(by: 1)
+        #expect(log.entries == ["call signal1 block", "[0.0s] next(1.1)"])
+        ts.advance(by: 5)
+        #expect(log.entries == [
+            "call signal1 block", "[0.0s] next(1.1)", "[2.0s] next(1.2)",
+            "call signal2 block", "[2.0s] next(2.1)", "[4.0s] next(2.2)", "[4.0s] completed",
+        ])
+    }
+
+    @Test func testC02_then() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = combinationSignal(1, delay: 2, on: ts, log: log)
+        let s2 = combinationSignal(2, delay: 2, on: ts, log: log)
+        Seeds.record(s1.then { () -> Signal<String> in
+            log("[\(ts.now)] call signal3 then")
+            return s2
+        }, into: log, clock: ts)
+        ts.advance(by: 5)
+        #expect(log.entries == [
+            "call signal1 block", "[2.0s] call signal3 then", "call signal2 block",
+            "[2.0s] next(2.1)", "[4.0s] next(2.2)", "[4.0s] completed",
+        ])
+    }
+
+    @Test func testC03_merge() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = combinationSignal(1, delay: 2, on: ts, log: log)
+        let s2 = combinationSignal(2, delay: 2, on: ts, log: log)
+        Seeds.record(Signal.merge([s1, s2]), into: log, clock: ts)
+        ts.advance(by: 3)
+        #expect(log.entries == [
+            "call signal1 block", "[0.0s] next(1.1)", "call signal2 block", "[0.0s] next(2.1)",
+            "[2.0s] next(1.2)", "[2.0s] next(2.2)", "[2.0s] completed",
+        ])
+    }
+
+    /// C03: completes only after both complete (here S2 ends later than S1).
+    @Test func testC03_merge_completesAfterBoth() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = combinationSignal(1, delay: 1, on: ts, log: log)
+        let s2 = combinationSignal(2, delay: 2, on: ts, log: log)
+        Seeds.record(Signal.merge([s1, s2]), into: log, clock: ts)
+        ts.advance(by: 1.5)
+        #expect(!log.entries.contains { $0.hasSuffix("completed") })
+        ts.advance(by: 1)
+        #expect(log.entries.suffix(2) == ["[2.0s] next(2.2)", "[2.0s] completed"])
+    }
+
+    // C04 and C05 (zip, combineLatest) on virtual time are in KnownBugs.swift (bug 1).
+}
+
+// MARK: - Cases on the real main loop (2 s scaled to 0.05 s)
+
+final class SignalCombinationMainLoopSeedTests: XCTestCase {
+    func testC01_concat_mainLoop() {
+        let log = SeedLog()
+        let s1 = combinationSignal(1, delay: 0.05, on: Scheduler.main, log: log)
+        let s2 = combinationSignal(2, delay: 0.05, on: Scheduler.main, log: log)
+        Seeds.record(s1.concat(s2), into: log)
+        XCTAssertEqual(log.entries, ["call signal1 block", "next(1.1)"])
+        XCTAssertTrue(Seeds.runMain(until: "completed", in: log))
+        XCTAssertEqual(log.entries, [
+            "call signal1 block", "next(1.1)", "next(1.2)", "call signal2 block", "next(2.1)", "next(2.2)", "completed",
+        ])
+    }
+
+    func testC03_merge_mainLoop() {
+        let log = SeedLog()
+        let s1 = combinationSignal(1, delay: 0.05, on: Scheduler.main, log: log)
+        let s2 = combinationSignal(2, delay: 0.05, on: Scheduler.main, log: log)
+        Seeds.record(Signal.merge([s1, s2]), into: log)
+        XCTAssertTrue(Seeds.runMain(until: "completed", in: log))
+        // S1's timer was set first with the same delay, so it fires first.
+        XCTAssertEqual(log.entries, [
+            "call signal1 block", "next(1.1)", "call signal2 block", "next(2.1)", "next(1.2)", "next(2.2)", "completed",
+        ])
+    }
+
+    // C05 on the real main loop is in KnownBugs.swift (bug 1).
 }

@@ -2,8 +2,10 @@
 // Synchronous cases run here with Swift Testing; the cases that need a scheduler are at the
 // end of the file (virtual time on TestScheduler, or the real main loop in XCTest).
 
+import CSystemShims
 import ReactiveUV
 import Testing
+import XCTest
 
 @Suite struct SignalOperationsSeedTests {
     // MARK: S02 switch(cases:default:), synchronous part
@@ -405,5 +407,301 @@ import Testing
         }
         Seeds.record(signal.reduceApply(), into: log)
         #expect(log.entries == ["next(101)"])
+    }
+}
+
+// MARK: - Timed cases on virtual time (TestScheduler, the seeds' delays)
+
+@Suite struct SignalOperationsTimedSeedTests {
+    @Test func testS01_switchToLatest() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        var made = 0
+        let outer = Signal<Signal<String>>.create { s in
+            for _ in 0..<2 {
+                made += 1
+                let n = made
+                s.sendNext(Seeds.async(2, on: ts).on(disposed: { log("[\(ts.now)] inner \(n) disposed") }))
+            }
+            s.sendCompleted()
+            return nil
+        }
+        Seeds.record(outer.switchToLatest(), into: log, clock: ts)
+        #expect(log.entries == ["[0.0s] next(start)", "[0.0s] inner 1 disposed", "[0.0s] next(start)"])
+        #expect(ts.pendingCount == 1)  // the first inner's timer was cancelled with it
+        ts.advance(by: 1.5)
+        #expect(log.entries.count == 3)  // the outer completed, but the latest inner has not
+        ts.advance(by: 1.5)
+        #expect(log.entries == [
+            "[0.0s] next(start)", "[0.0s] inner 1 disposed", "[0.0s] next(start)",
+            "[2.0s] next(end)", "[2.0s] completed", "[2.0s] inner 2 disposed",
+        ])
+        #expect(ts.pendingCount == 0)
+    }
+
+    @Test func testS02_switchCasesDefault() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        let keys = Signal<String>.create { s in
+            s.sendNext("sync")
+            s.sendNext("async")
+            s.sendNext("none")
+            s.sendCompleted()
+            return nil
+        }
+        let defaultSignal = Signal<String>.create { s in
+            s.sendNext("default")
+            s.sendCompleted()
+            return nil
+        }
+        let cases = ["sync": Seeds.syncStrings(), "async": Seeds.async(2, on: ts)]
+        Seeds.record(Signal.switch(keys, cases: cases, default: defaultSignal), into: log, clock: ts)
+        ts.advance(by: 3)
+        #expect(log.entries == [
+            "[0.0s] next(0)", "[0.0s] next(1)", "[0.0s] next(start)", "[0.0s] next(default)", "[0.0s] completed",
+        ])
+        #expect(ts.pendingCount == 0)  // the async case's "end" timer was cancelled
+    }
+
+    @Test func testS03_ifThenElse() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        let bools = Signal<Bool>.create { s in
+            s.sendNext(true)
+            return ts.afterDelay(0.5) {
+                s.sendNext(false)
+                s.sendCompleted()
+            }
+        }
+        Seeds.record(Signal.if(bools, then: Seeds.syncStrings(), else: Seeds.async(2, on: ts)), into: log, clock: ts)
+        #expect(log.entries == ["[0.0s] next(0)", "[0.0s] next(1)"])
+        ts.advance(by: 0.5)
+        #expect(log.entries == ["[0.0s] next(0)", "[0.0s] next(1)", "[0.5s] next(start)"])
+        ts.advance(by: 2)
+        #expect(log.entries == [
+            "[0.0s] next(0)", "[0.0s] next(1)", "[0.5s] next(start)", "[2.5s] next(end)", "[2.5s] completed",
+        ])
+    }
+
+    /// S08 (the part that holds today): the defer block of a never-subscribed `defer` never
+    /// runs, so E2 is never even created. The exact order `1`, `3`, `defer -- eagerly` is in
+    /// KnownBugs.swift (bug 2).
+    @Test func testS08_defer_blockNeverRunsWithoutSubscription() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        func eager(_ n: Int) -> Signal<String> {
+            log("E\(n) created")
+            return Signal<String>.startEagerly(on: ts) { s in
+                s.sendNext("eagerly")
+                log("\(n)")
+                s.sendCompleted()
+            }
+        }
+        _ = eager(1)
+        _ = Signal<String>.defer { eager(2) }
+        Signal<String>.defer { eager(3) }.subscribeNext { log("defer -- \($0)") }
+        ts.run()
+        #expect(log.count(of: "E2 created") == 0)
+        #expect(log.count(of: "2") == 0)
+        #expect(log.count(of: "defer -- eagerly") == 1)
+        let order = log.entries.filter { ["1", "3"].contains($0) }
+        #expect(order == ["1", "3"])
+    }
+
+    @Test func testS15_timeout() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        var failure: (any Error)?
+        let source = Seeds.async(2, on: ts).on(disposed: { log("[\(ts.now)] source disposed") })
+        source.timeout(1, on: ts).subscribe(
+            next: { log("[\(ts.now)] next(\($0))") },
+            error: { failure = $0; log("[\(ts.now)] error") },
+            completed: { log("[\(ts.now)] completed") })
+        ts.advance(by: 0.999)
+        #expect(log.entries == ["[0.0s] next(start)"])
+        ts.advance(by: 3)
+        #expect(log.entries == ["[0.0s] next(start)", "[1.0s] source disposed", "[1.0s] error"])
+        #expect(failure as? SignalError == .timedOut)
+        #expect(ts.pendingCount == 0)  // the source's "end" timer went with it
+    }
+
+    /// S15's contract beyond the seed: values do not restart the timer (a total-duration
+    /// limit), and a source that terminates in time cancels it.
+    @Test func testS15_timeout_totalDurationAndCancellation() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        let ticking = Signal<String>.create { s in
+            let c = CompoundDisposable()
+            for t in [0.4, 0.8, 1.2] { c.add(ts.afterDelay(t) { s.sendNext("tick \(t)") }) }
+            return c
+        }
+        Seeds.record(ticking.timeout(1, on: ts), into: log, clock: ts, prefix: "ticking ")
+        Seeds.record(Seeds.async(0.5, on: ts).timeout(1, on: ts), into: log, clock: ts, prefix: "quick ")
+        ts.advance(by: 5)
+        #expect(log.entries == [
+            "[0.0s] quick next(start)", "[0.4s] ticking next(tick 0.4)", "[0.5s] quick next(end)",
+            "[0.5s] quick completed", "[0.8s] ticking next(tick 0.8)", "[1.0s] ticking error(The signal timed out)",
+        ])
+        #expect(ts.pendingCount == 0)
+    }
+
+    @Test func testS27_sample() {
+        let ts = TestScheduler()
+        let log = SeedLog()
+        let signal = Signal<Int>.create { s in
+            s.sendNext(1)
+            return ts.afterDelay(1.8) { s.sendNext(2) }
+        }
+        let sampler = Signal<String>.create { s in
+            let c = CompoundDisposable()
+            c.add(ts.afterDelay(1) { s.sendNext("first") })
+            c.add(ts.afterDelay(1.5) { s.sendNext("second") })
+            c.add(ts.afterDelay(2) {
+                s.sendNext("third")
+                s.sendCompleted()
+            })
+            return c
+        }
+        Seeds.record(signal.on(disposed: { log("[\(ts.now)] source disposed") }).sample(sampler), into: log, clock: ts)
+        ts.advance(by: 3)
+        #expect(log.entries == [
+            "[1.0s] next(1)", "[1.5s] next(1)", "[2.0s] next(2)", "[2.0s] completed", "[2.0s] source disposed",
+        ])
+    }
+}
+
+// MARK: - Cases on real background schedulers (off the main thread)
+
+@Suite struct SignalOperationsBackgroundSeedTests {
+    /// S09 on a real background scheduler, 2 s scaled to 0.05 s: `toArray` blocks the
+    /// (non-loop) test thread on a condition until completion.
+    @Test func testS09_toArray() throws {
+        let bg = Scheduler.background()
+        #expect(try Seeds.async(0.05, on: bg).toArray() == ["start", "end"])
+    }
+
+    /// S09: an error makes `toArray` throw even after values.
+    @Test func testS09_toArray_error() {
+        let bg = Scheduler.background()
+        let failing = Seeds.async(0.05, on: bg).concat(.error(SeedError("toArray", code: 3)))
+        #expect(throws: SeedError("toArray", code: 3)) { try failing.toArray() }
+    }
+
+    /// S15 with real background schedulers (2 s : 1 s scaled to 0.1 s : 0.05 s); one serial
+    /// scheduler for both, so the two timers fire in deadline order whatever the load.
+    @Test func testS15_timeout_background() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        var failure: (any Error)?
+        let source = Seeds.async(0.1, on: bg).on(disposed: { log("source disposed") })
+        source.timeout(0.05, on: bg).subscribe(
+            next: { log("next(\($0))") },
+            error: { e in
+                failure = e
+                log("error on bg: \(Scheduler.current === bg)")
+            },
+            completed: { log("completed") })
+        #expect(Seeds.wait { log.entries.contains("error on bg: true") })
+        _ = Seeds.wait(timeout: 0.2) { log.entries.contains("next(end)") }  // give a late "end" its chance
+        #expect(log.entries == ["next(start)", "source disposed", "error on bg: true"])
+        #expect(failure as? SignalError == .timedOut)
+    }
+
+    /// S16 with a source that does not dispose its lifetime (`fromArray`); the seed's own
+    /// `sync` (a `create` signal) is in KnownBugs.swift (bug 1).
+    @Test func testS16_deliverOn_fromArray() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        Signal.fromArray([0, 1]).deliverOn(bg).subscribe(
+            next: { log("next(\($0)) on bg: \(Scheduler.current === bg)") },
+            completed: { log("completed on bg: \(Scheduler.current === bg)") })
+        #expect(Seeds.drain(bg))
+        #expect(log.entries == ["next(0) on bg: true", "next(1) on bg: true", "completed on bg: true"])
+    }
+
+    @Test func testS17_subscribeOn() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        let sync = Signal<Int>.create { s in
+            log("didSubscribe on bg: \(Scheduler.current === bg)")
+            for i in 0..<2 { s.sendNext(i) }
+            s.sendCompleted()
+            return nil
+        }
+        sync.subscribeOn(bg).subscribe(
+            next: { log("next(\($0)) on bg: \(Scheduler.current === bg)") },
+            completed: { log("completed on bg: \(Scheduler.current === bg)") })
+        #expect(Seeds.wait { log.entries.count == 4 })
+        #expect(log.entries == [
+            "didSubscribe on bg: true", "next(0) on bg: true", "next(1) on bg: true", "completed on bg: true",
+        ])
+    }
+
+    /// S17: disposing before the scheduled subscription runs prevents it.
+    @Test func testS17_subscribeOn_disposeBeforeSubscription() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        let gate = SeedLog()
+        bg.schedule { _ = Seeds.wait(timeout: 10) { !gate.entries.isEmpty } }  // hold bg busy
+        let d = Seeds.sync().on(subscribed: { log("subscribed") }).subscribeOn(bg).subscribeNext { log("next(\($0))") }
+        d.dispose()
+        gate("open")
+        #expect(Seeds.drain(bg))
+        #expect(log.entries.isEmpty)
+    }
+}
+
+// MARK: - Cases on the real main loop (XCTest runs on the main thread)
+
+final class SignalOperationsMainLoopSeedTests: XCTestCase {
+    /// S01 on the real main loop, 2 s scaled to 0.05 s.
+    func testS01_switchToLatest_mainLoop() {
+        let log = SeedLog()
+        let outer = Signal<Signal<String>>.create { s in
+            for _ in 0..<2 { s.sendNext(Seeds.async(0.05, on: Scheduler.main)) }
+            s.sendCompleted()
+            return nil
+        }
+        Seeds.record(outer.switchToLatest(), into: log)
+        XCTAssertEqual(log.entries, ["next(start)", "next(start)"])
+        XCTAssertTrue(Seeds.runMain(until: "completed", in: log))
+        // The first inner's timer was due first: had it not been disposed, its "end" would
+        // have come before the second's.
+        XCTAssertEqual(log.entries, ["next(start)", "next(start)", "next(end)", "completed"])
+    }
+
+    /// S09 from the main thread with the work on the main loop: a blocking operator called
+    /// on a loop's own thread runs that loop instead of deadlocking.
+    func testS09_toArray_onMainLoop() throws {
+        XCTAssertEqual(try Seeds.async(0.05, on: Scheduler.main).toArray(), ["start", "end"])
+    }
+
+    /// S18 with a `fromArray` source (the seed's `sync` hits bug 1, see KnownBugs.swift):
+    /// the map runs on bg, the subscriber on the main thread.
+    func testS18_deliverOnMainThread_fromArray() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        Signal.fromArray([0, 1]).deliverOn(bg)
+            .map { v -> Int in
+                log("map \(v) on bg: \(Scheduler.current === bg)")
+                return v
+            }
+            .deliverOnMainThread()
+            .subscribe(
+                next: { log("next(\($0))\(Seeds.thread) current is main: \(Scheduler.current === Scheduler.main)") },
+                completed: { log("completed\(Seeds.thread)") })
+        XCTAssertTrue(Seeds.runMain(until: "completed @main", in: log))
+        // bg and main run concurrently: check each thread's own order.
+        XCTAssertEqual(log.entries.filter { $0.hasPrefix("map") }, ["map 0 on bg: true", "map 1 on bg: true"])
+        XCTAssertEqual(log.entries.filter { !$0.hasPrefix("map") }, [
+            "next(0) @main current is main: true", "next(1) @main current is main: true", "completed @main",
+        ])
+    }
+
+    /// S18's inline rule: on the main thread with nothing queued, delivery is synchronous.
+    func testS18_deliverOnMainThread_inlineOnMain() {
+        let log = SeedLog()
+        Seeds.record(Seeds.sync().deliverOnMainThread(), into: log)
+        XCTAssertEqual(log.entries, ["next(0)", "next(1)", "completed"])
     }
 }

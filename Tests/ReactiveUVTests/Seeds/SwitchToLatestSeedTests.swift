@@ -4,6 +4,7 @@
 
 import ReactiveUV
 import Testing
+import XCTest
 
 @Suite struct SwitchToLatestSeedTests {
     /// A source whose subscription and disposal are logged.
@@ -59,5 +60,50 @@ import Testing
         Seeds.record(Seeds.sync().takeUntil(trigger), into: log)
         Seeds.record(Signal<Int>.error(SeedError()).takeUntil(trigger), into: log, prefix: "failing ")
         #expect(log.entries == ["next(0)", "next(1)", "completed", "failing error(SeedError(test, 1))"])
+    }
+}
+
+/// The article's outer signal: sends S1 ("nancy", then "botwen" after `delay`) and S2
+/// ("jiang", then "longjian" after `delay`), then completes. As in the article, the inner
+/// signals return no disposable: their timers still fire after the switch, and what S1
+/// sends then must be dropped because its subscription was disposed.
+func namesOuter(delay: Double, on scheduler: Scheduler, log: SeedLog) -> Signal<Signal<String>> {
+    func inner(_ first: String, _ second: String) -> Signal<String> {
+        Signal.create { s in
+            s.sendNext(first)
+            scheduler.afterDelay(delay) {
+                log("\(second) sent")
+                s.sendNext(second)
+            }
+            return nil
+        }
+    }
+    return Signal.create { s in
+        s.sendNext(inner("nancy", "botwen"))
+        s.sendNext(inner("jiang", "longjian"))
+        s.sendCompleted()
+        return nil
+    }
+}
+
+@Suite struct SwitchToLatestTimedSeedTests {
+    @Test func testL01_switchToLatestDropsOldInner() {
+        let ts = TestScheduler(), log = SeedLog()
+        Seeds.record(namesOuter(delay: 0.5, on: ts, log: log).switchToLatest(), into: log, clock: ts)
+        ts.advance(by: 10)
+        #expect(log.entries == [
+            "[0.0s] next(nancy)", "[0.0s] next(jiang)", "botwen sent", "longjian sent", "[0.5s] next(longjian)",
+        ])  // and no completion: S2 never completes
+    }
+}
+
+final class SwitchToLatestMainLoopSeedTests: XCTestCase {
+    /// L01 on the real main loop, 0.5 s scaled to 0.0125 s.
+    func testL01_switchToLatestDropsOldInner_mainLoop() {
+        let log = SeedLog()
+        Seeds.record(namesOuter(delay: 0.0125, on: Scheduler.main, log: log).switchToLatest(), into: log)
+        XCTAssertTrue(Seeds.runMain(until: "next(longjian)", in: log))
+        Seeds.drainMain()
+        XCTAssertEqual(log.entries, ["next(nancy)", "next(jiang)", "botwen sent", "longjian sent", "next(longjian)"])
     }
 }
