@@ -11,7 +11,7 @@ public enum Diagnostics {
     public static var liveSubscriptions: Int { counter.load() }
 
     @usableFromInline
-    nonisolated(unsafe) static let counter = UnsafeAtomicInt(0)
+    static let counter = UnsafeAtomicInt(0)
 
     @inlinable
     static func subscriptionCreated() { counter.fetchAdd(1, csys_relaxed) }

@@ -18,8 +18,15 @@ public class Signal<Value>: @unchecked Sendable {
     /// A debug name (RAC's `name`), set with ``named(_:)``.
     public var name: String = ""
 
+    /// The subscription closure of signals built from one (operators, `create`); `nil` for
+    /// subjects, which override ``attach(_:_:)``.
+    @usableFromInline let body: ((@escaping Sink<Value>, CompoundDisposable) -> Void)?
+
     @usableFromInline
-    init() {}
+    init() { body = nil }
+
+    @usableFromInline
+    init(body: @escaping (@escaping Sink<Value>, CompoundDisposable) -> Void) { self.body = body }
 
     /// Connects `observer` to this signal for one subscription.
     ///
@@ -28,7 +35,9 @@ public class Signal<Value>: @unchecked Sendable {
     /// subscription end (`lifetime.isDisposed`). Overridden by every kind of signal; the
     /// per-event path is the `observer` closure alone, with no lock between operators.
     @usableFromInline
-    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {}
+    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        body?(observer, lifetime)
+    }
 }
 
 /// The per-event path between operators: one closure call per event and stage.
@@ -39,17 +48,9 @@ typealias Sink<Value> = (Event<Value>) -> Void
 /// is formed in `@inlinable` operator code, so a client module gets it specialized.
 @usableFromInline
 final class AnonymousSignal<Value>: Signal<Value>, @unchecked Sendable {
-    @usableFromInline let body: (@escaping Sink<Value>, CompoundDisposable) -> Void
-
     @inlinable
     init(_ body: @escaping (@escaping Sink<Value>, CompoundDisposable) -> Void) {
-        self.body = body
-        super.init()
-    }
-
-    @inlinable
-    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
-        body(observer, lifetime)
+        super.init(body: body)
     }
 }
 

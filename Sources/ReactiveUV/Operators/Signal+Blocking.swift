@@ -51,7 +51,7 @@ extension Signal {
     /// - Returns: `true` when it completed, `false` when it failed.
     public func waitUntilCompleted(error: inout (any Error)?) -> Bool {
         var success = false
-        _ = ignoreValues().map { _ in () }.firstOrDefault((), success: &success, error: &error)
+        ignoreValues().map { _ in () }.firstOrDefault((), success: &success, error: &error)
         return success
     }
 
@@ -90,6 +90,7 @@ extension Signal {
 
     func asynchronousFirstOrDefault(_ defaultValue: Value?, ignoringValues: Bool, timeout: Double) throws -> Value? {
         let wait = BlockingWait()
+        wait.runningLoop = EventLoop.main
         var result: Value?
         var failure: (any Error)?
         let source = ignoringValues ? ignoreValues() : take(1)
@@ -145,18 +146,25 @@ final class BlockingBuffer<Value>: @unchecked Sendable {
     var head = 0
     var ended = false
 
+    /// The loop the reader is running while it waits, woken on each push.
+    var runningLoop: EventLoop?
+
     func push(_ value: Value) {
         condition.lock()
         values.append(value)
+        let loop = runningLoop
         condition.signal()
         condition.unlock()
+        loop?.wakeUp()
     }
 
     func finish() {
         condition.lock()
         ended = true
+        let loop = runningLoop
         condition.signal()
         condition.unlock()
+        loop?.wakeUp()
     }
 
     func pop() -> Value? {
@@ -165,8 +173,11 @@ final class BlockingBuffer<Value>: @unchecked Sendable {
             defer { condition.unlock() }
             return head < values.count || ended
         }
-        if let loop = EventLoop.currentThreadLoop, !ready() {
-            _ = loop.run(until: ready, timeout: .infinity)
+        if !ready(), let loop = EventLoop.runnableCurrentThreadLoop {
+            condition.lock()
+            runningLoop = loop
+            condition.unlock()
+            _ = loop.run(until: ready, timeout: Double.infinity)
         }
         condition.lock()
         defer { condition.unlock() }

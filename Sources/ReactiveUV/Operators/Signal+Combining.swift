@@ -235,7 +235,8 @@ extension Signal where Value == Any {
             let state = ZipState(count: list.count)
             for (index, signal) in list.enumerated() {
                 if lifetime.isDisposed { return }
-                signal.attach({ state.receive($0, from: index, observer: observer, lifetime: lifetime) }, lifetime)
+                // Each source gets its own part: a source that completes ends only its part.
+                signal.attach({ state.receive($0, from: index, observer: observer, lifetime: lifetime) }, lifetime.child())
             }
         }
     }
@@ -274,7 +275,7 @@ extension Signal where Value == Any {
                         state.lock.unlock()
                         if finished { lifetime.dispose() }
                     }
-                }, lifetime)
+                }, lifetime.child())
             }
         }
     }

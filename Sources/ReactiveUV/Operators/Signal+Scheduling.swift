@@ -10,11 +10,13 @@ extension Signal {
     public func deliverOn(_ scheduler: Scheduler) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
+            // The source gets its own part: its completion must not cancel the deliveries
+            // still queued on the scheduler.
             source.attach({ event in
                 scheduler.schedule {
                     if !lifetime.isDisposed { observer(event) }
                 }
-            }, lifetime)
+            }, lifetime.child())
         }
     }
 
@@ -48,7 +50,7 @@ extension Signal {
                     if !lifetime.isDisposed { observer(event) }
                     queued.atomic.fetchSub(1)
                 }
-            }, lifetime)
+            }, lifetime.child())
         }
     }
 }

@@ -65,7 +65,7 @@ extension Signal {
                     }
                     state.lock.unlock()
                 }
-            }, lifetime)
+            }, lifetime.child())
         }
     }
 
@@ -82,6 +82,14 @@ extension Signal {
     /// sent at once and drops any held value: RAC's `-throttle:valuesPassingTest:`.
     public func throttle(
         _ interval: Double, valuesPassingTest predicate: @escaping (Value) -> Bool, on scheduler: Scheduler? = nil
+    ) -> Signal<Value> {
+        debounceCore(interval, valuesPassingTest: predicate, on: scheduler, flushOnCompletion: true)
+    }
+
+    /// The debounce behind `throttle` and `debounce`.
+    func debounceCore(
+        _ interval: Double, valuesPassingTest predicate: @escaping (Value) -> Bool, on scheduler: Scheduler?,
+        flushOnCompletion: Bool
     ) -> Signal<Value> {
         if let scheduler, scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("throttle needs a scheduler that keeps time"))
@@ -121,7 +129,7 @@ extension Signal {
                 case .completed:
                     state.done = true
                     state.timer.replace(nil)
-                    if let held = state.held {
+                    if flushOnCompletion, let held = state.held {
                         state.held = nil
                         observer(.next(held))
                     }

@@ -7,12 +7,16 @@ final class BlockingWait: @unchecked Sendable {
     /// Guards `finished`.
     let condition = ConditionLock()
     var finished = false
+    /// The loop being run by the waiting thread, woken when the answer comes from elsewhere.
+    var runningLoop: EventLoop?
 
     func finish() {
         condition.lock()
         finished = true
+        let loop = runningLoop
         condition.signal()
         condition.unlock()
+        loop?.wakeUp()
     }
 
     var isFinished: Bool {
@@ -26,9 +30,15 @@ final class BlockingWait: @unchecked Sendable {
         // Already answered (a synchronous source): touch no loop, so a blocking operator
         // called from inside a loop callback on a synchronous signal is safe.
         if isFinished { return true }
-        if let loop = EventLoop.currentThreadLoop {
+        if let loop = EventLoop.runnableCurrentThreadLoop {
+            condition.lock()
+            runningLoop = loop
+            condition.unlock()
             return loop.run(until: { self.isFinished }, timeout: timeout)
         }
+        // Any other thread — or a loop thread inside one of its own callbacks, where the loop
+        // cannot be run again: wait on the condition. (Blocking inside a loop callback on
+        // work that needs that same loop cannot finish; the docs say so.)
         condition.lock()
         defer { condition.unlock() }
         if timeout.isInfinite {

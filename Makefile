@@ -1,0 +1,26 @@
+# ReactiveUV: every command installs libuv1-dev first when pkg-config cannot find it.
+SWIFT ?= swift
+
+.PHONY: deps build run test bench clean
+
+deps:
+	@./scripts/ensure-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+## The main program (see README).
+run: deps
+	$(SWIFT) run ruv-demo
+
+## Every test: the library's unit, conformance, loop and IO tests.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+## Speed against OpenCombine and a closure baseline (release build, separate package).
+bench: deps
+	$(SWIFT) run -c release --package-path Benchmarks ruv-bench
+
+clean:
+	rm -rf .build Benchmarks/.build

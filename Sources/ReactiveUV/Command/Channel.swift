@@ -1,0 +1,73 @@
+/// A two-way binding: RAC's `RACChannel`. A value sent **to** one terminal reaches the
+/// subscribers of the **other**.
+///
+/// Subscribers of ``following`` get the latest value sent to ``leading`` at once (replay
+/// of one); subscribers of ``leading`` get only future values. An error or completion sent
+/// to either terminal reaches the subscribers of both, and is replayed to later ones.
+public final class Channel<Value>: @unchecked Sendable {
+    /// The terminal that is usually bound to a model.
+    public let leading: Terminal
+    /// The terminal that is usually bound to a view or a consumer.
+    public let following: Terminal
+    let termination: Disposable
+
+    /// Creates a channel.
+    public init() {
+        let leadingValues = ReplaySubject<Value>(capacity: 0)
+        let followingValues = ReplaySubject<Value>(capacity: 1)
+        leading = Terminal(values: leadingValues, other: followingValues)
+        following = Terminal(values: followingValues, other: leadingValues)
+        // Terminal events sent into one side reach both sides.
+        let c = CompoundDisposable()
+        c.add(leadingValues.ignoreValues().subscribe(followingValues))
+        c.add(followingValues.ignoreValues().subscribe(leadingValues))
+        termination = c
+    }
+
+    /// One end of a ``Channel``: a signal of the values sent to the other end, and a
+    /// subscriber whose values go to the other end: RAC's `RACChannelTerminal`.
+    public final class Terminal: Signal<Value>, SubscriberProtocol, @unchecked Sendable {
+        let values: Subject<Value>
+        let other: Subject<Value>
+
+        init(values: Subject<Value>, other: Subject<Value>) {
+            self.values = values
+            self.other = other
+            super.init()
+        }
+
+        @usableFromInline
+        override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+            values.attach(observer, lifetime)
+        }
+
+        /// Sends a value to the other terminal's subscribers.
+        public func sendNext(_ value: Value) { other.sendNext(value) }
+        /// Ends both terminals with an error.
+        public func sendError(_ error: any Error) { other.sendError(error) }
+        /// Completes both terminals.
+        public func sendCompleted() { other.sendCompleted() }
+        /// Keeps a subscription of this terminal to a signal.
+        public func didSubscribe(with disposable: Disposable) { other.didSubscribe(with: disposable) }
+    }
+}
+
+extension MutableProperty {
+    /// A channel terminal for this property (RAC's `RACChannelTo` / `RACKVOChannel`):
+    /// subscribers get the current value, then changes; values sent to it set the property.
+    public func channelTerminal() -> Channel<Value>.Terminal {
+        let channel = Channel<Value>()
+        // Set while a value from the channel is being written, so it is not echoed back.
+        let updating = AtomicCounter()
+        channel.leading.sendNext(value)
+        let toChannel = changes.filter { _ in updating.atomic.load() == 0 }.subscribe(channel.leading)
+        let fromChannel = channel.leading.subscribeNext { [weak self] v in
+            updating.atomic.fetchAdd(1)
+            self?.value = v
+            updating.atomic.fetchSub(1)
+        }
+        channels.add(toChannel)
+        channels.add(fromChannel)
+        return channel.following
+    }
+}

@@ -1,0 +1,113 @@
+/// A read-only observable value: the Linux replacement for RAC's `RACObserve` (which used
+/// KVO). ``signal`` sends the current value on subscription, then every change; it
+/// completes when the property is deallocated.
+public class Property<Value>: @unchecked Sendable {
+    /// Holds the value; its terminal event marks the property's deallocation.
+    let subject: BehaviorSubject<Value>
+    /// What this property is derived from, kept alive with it.
+    let retained: AnyObject?
+    let derivation: Disposable?
+
+    /// A property whose value never changes.
+    public init(value: Value) {
+        subject = BehaviorSubject(value: value)
+        retained = nil
+        derivation = nil
+    }
+
+    /// A property that starts at `initial` and then follows `values` (until it terminates).
+    public init(initial: Value, then values: Signal<Value>) {
+        let subject = BehaviorSubject(value: initial)
+        self.subject = subject
+        retained = nil
+        derivation = values.subscribeNext { subject.sendNext($0) }
+    }
+
+    /// A read-only view of `property` (it stays alive as long as this view).
+    public init(_ property: Property<Value>) {
+        subject = property.subject
+        retained = property
+        derivation = nil
+    }
+
+    deinit {
+        derivation?.dispose()
+        if retained == nil { subject.sendCompleted() }
+    }
+
+    /// The current value.
+    public var value: Value { subject.value }
+
+    /// The current value on subscription, then every change; completes when the property
+    /// is deallocated. (RAC's `RACObserve(target, keyPath)`.)
+    public var signal: Signal<Value> { subject }
+
+    /// Only the changes after subscription.
+    public var changes: Signal<Value> { subject.skip(1) }
+
+    /// A property whose value is `transform` of this one's.
+    public func map<U>(_ transform: @escaping (Value) -> U) -> Property<U> {
+        Property<U>(initial: transform(value), then: changes.map(transform))
+    }
+
+    /// A property holding both properties' current values.
+    public func combineLatest<U>(with other: Property<U>) -> Property<(Value, U)> {
+        Property<(Value, U)>(
+            initial: (value, other.value),
+            then: signal.combineLatest(with: other.signal).skip(1))
+    }
+}
+
+/// An observable value you can set: RAC's KVO-observed property plus `RAC(target, keyPath)`
+/// binding, without KVO.
+public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable {
+    /// The binding set by ``bind(to:)``; a new binding replaces (and disposes) the old one,
+    /// as RAC allowed one binding per key.
+    let binding = SerialDisposable()
+    /// Subscriptions of channel terminals made by `channelTerminal()`.
+    let channels = CompoundDisposable()
+
+    /// Creates a property holding `value`.
+    public override init(value: Value) { super.init(value: value) }
+
+    deinit {
+        binding.dispose()
+        channels.dispose()
+    }
+
+    /// The current value; setting it sends the new value to ``signal``'s subscribers.
+    public override var value: Value {
+        get { subject.value }
+        set { subject.sendNext(newValue) }
+    }
+
+    /// Changes the value in place with `action`, atomically with respect to other setters.
+    public func modify(_ action: (inout Value) -> Void) {
+        subject.lock.lock()
+        var v = subject.current
+        action(&v)
+        subject.sendNext(v)
+        subject.lock.unlock()
+    }
+
+    /// Sets the property from every value of `signal` until it terminates or the property is
+    /// deallocated: RAC's `RAC(target, keyPath) = signal`. An error ends the binding (RAC
+    /// asserted). Replaces an earlier binding.
+    ///
+    /// - Returns: a disposable that ends the binding.
+    @discardableResult
+    public func bind(to signal: Signal<Value>) -> Disposable {
+        let subject = self.subject
+        let d = signal.subscribeNext { [weak subject] in subject?.sendNext($0) }
+        binding.replace(d)
+        return d
+    }
+
+    /// `property <~ signal` binds the property to the signal (see ``bind(to:)``).
+    @discardableResult
+    public static func <~ (property: MutableProperty<Value>, signal: Signal<Value>) -> Disposable {
+        property.bind(to: signal)
+    }
+}
+
+infix operator <~ : AssignmentPrecedence

@@ -1,0 +1,137 @@
+/// Splits a stream of byte chunks into lines, carrying a partial line over to the next chunk.
+///
+/// Shared by every line signal (`TCPConnection.lines`, `File.lines`, `File.tail`,
+/// `StandardInput.lines`) so they agree on the rules: a line ends at `\n`; one `\r` before
+/// it is dropped (CRLF peers); bytes are decoded as UTF-8 with invalid sequences replaced
+/// (U+FFFD), never rejected; a line longer than `maxLength` bytes is an error
+/// (``LineError/lineTooLong(maxLength:)``) rather than unbounded memory.
+public struct LineBuffer: Sendable {
+    /// The longest line accepted, in bytes, not counting the line break.
+    public let maxLength: Int
+    /// The bytes of the line in progress.
+    var pending: [UInt8] = []
+
+    /// Creates a splitter accepting lines of at most `maxLength` bytes.
+    public init(maxLength: Int = LineBuffer.defaultMaxLength) {
+        self.maxLength = max(1, maxLength)
+    }
+
+    /// The default line limit: 1 MiB.
+    public static var defaultMaxLength: Int { 1 << 20 }
+
+    /// Whether a partial line is waiting for its end.
+    public var hasPartialLine: Bool { !pending.isEmpty }
+
+    /// Feeds `chunk`, calling `emit` for each complete line in order.
+    ///
+    /// - Throws: ``LineError/lineTooLong(maxLength:)`` when a line exceeds the limit; the
+    ///   lines before it in the chunk have been emitted.
+    public mutating func append(_ chunk: UnsafeRawBufferPointer, _ emit: (String) -> Void) throws {
+        guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        let count = chunk.count
+        var start = 0
+        while start < count {
+            // memchr is the fastest way to find the next break in a large chunk.
+            let rest = count - start
+            guard let hit = memchrNewline(base + start, rest) else {
+                if pending.count + rest > maxLength { throw tooLong() }
+                pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: rest))
+                return
+            }
+            let end = hit - base
+            let length = end - start
+            // The line's length without its break: a trailing `\r` (perhaps left in
+            // `pending` by the previous chunk) does not count.
+            let last: UInt8? = length > 0 ? base[end - 1] : pending.last
+            let contentLength = pending.count + length - (last == 13 ? 1 : 0)
+            if contentLength > maxLength { throw tooLong() }
+            if pending.isEmpty {
+                emit(Self.decode(UnsafeBufferPointer(start: base + start, count: length)))
+            } else {
+                pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: length))
+                let line = pending.withUnsafeBufferPointer { Self.decode($0) }
+                pending.removeAll(keepingCapacity: true)
+                emit(line)
+            }
+            start = end + 1
+        }
+    }
+
+    /// Feeds `chunk` (an array), calling `emit` for each complete line.
+    public mutating func append(_ chunk: [UInt8], _ emit: (String) -> Void) throws {
+        try chunk.withUnsafeBytes { try append($0, emit) }
+    }
+
+    /// Ends the stream: returns the partial line, if any (a last line without a break).
+    public mutating func finish() -> String? {
+        if pending.isEmpty { return nil }
+        let line = pending.withUnsafeBufferPointer { Self.decode($0) }
+        pending.removeAll()
+        return line
+    }
+
+    /// Drops the partial line (after a truncation, say).
+    public mutating func reset() { pending.removeAll() }
+
+    func tooLong() -> LineError { .lineTooLong(maxLength: maxLength) }
+
+    /// UTF-8 decoding of one line without its break, dropping one trailing `\r`.
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        var n = bytes.count
+        if n > 0 && bytes[n - 1] == 13 { n -= 1 }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[0..<n]), as: UTF8.self)
+    }
+}
+
+/// `memchr` for `\n`, returning a typed pointer.
+@inline(__always)
+func memchrNewline(_ p: UnsafePointer<UInt8>, _ count: Int) -> UnsafePointer<UInt8>? {
+    guard let r = memchr(p, 10, count) else { return nil }
+    return UnsafePointer(r.assumingMemoryBound(to: UInt8.self))
+}
+
+/// Errors of line splitting.
+public enum LineError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A line was longer than the limit (in bytes).
+    case lineTooLong(maxLength: Int)
+
+    public var description: String {
+        switch self {
+        case .lineTooLong(let max): return "line longer than the limit of \(max) bytes"
+        }
+    }
+}
+
+extension Signal where Value == [UInt8] {
+    /// Splits byte chunks into UTF-8 lines (see ``LineBuffer`` for the rules). A last line
+    /// without a break is sent at completion; a line over `maxLength` bytes fails the signal
+    /// with ``LineError/lineTooLong(maxLength:)``.
+    public func lines(maxLength: Int = LineBuffer.defaultMaxLength) -> Signal<String> {
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            var buffer = LineBuffer(maxLength: maxLength)
+            var failed = false
+            source.attach({ event in
+                if failed { return }
+                switch event {
+                case .next(let chunk):
+                    do {
+                        try buffer.append(chunk) { line in
+                            if !lifetime.isDisposed { observer(.next(line)) }
+                        }
+                    } catch {
+                        failed = true
+                        observer(.error(error))
+                        lifetime.dispose()
+                    }
+                case .error(let e): observer(.error(e))
+                case .completed:
+                    if let last = buffer.finish(), !lifetime.isDisposed { observer(.next(last)) }
+                    if !lifetime.isDisposed { observer(.completed) }
+                }
+            }, lifetime)
+        }
+    }
+}
+
+import Glibc

@@ -1,0 +1,540 @@
+import CLibUV
+import CSystemShims
+import Glibc
+
+/// One libuv loop (`uv_loop_t`) and the thread it belongs to.
+///
+/// Every libuv call on a loop happens on that loop's thread: ``threadID``, the thread that
+/// created it (for ``main``, the process's main thread). Other threads hand work in with
+/// ``execute(_:)``, which appends to a locked queue and wakes the loop through one
+/// `uv_async_t`; the loop runs the queue in batches.
+///
+/// A loop is either **owned** (``init()``: we allocate the `uv_loop_t`, and ``close()``
+/// closes every handle on it and then the loop itself) or **adopted**
+/// (``init(adopting:)``: a host program owns the `uv_loop_t` and runs `uv_run`; ``close()``
+/// closes only the handles ReactiveUV made on it).
+///
+/// Lifetime: the loop's own handles keep the `EventLoop` alive until ``close()`` has closed
+/// them, so an owned loop you stop using must be closed (as a `uv_loop_t` must be); the
+/// shared loops (``main`` and the background pool) live for the whole process.
+///
+/// Re-entrance: libuv's `uv_run` is not reentrant ("It must not be called from a
+/// callback", libuv 1.44 `docs/src/loop.rst`). So ``run()``, ``runOnce()``,
+/// ``runNoWait()``, ``run(until:timeout:)`` and ``close()`` do nothing (or return `false`,
+/// or throw) when called from inside one of this loop's callbacks, including blocks run by
+/// its schedulers. Blocking operators must not be used from inside a loop callback: they
+/// cannot run the loop there and give up at once instead of deadlocking.
+public final class EventLoop: @unchecked Sendable {
+    // Thread-safety: `queueLock` guards `pending`, `accepting` and `cachedScheduler`;
+    // `queued` and `timerSequence` are atomics; every other mutable property is touched
+    // only on the loop thread (`threadID`).
+
+    /// A unit of work handed to the loop by ``execute(_:)``.
+    typealias Work = @Sendable () -> Void
+
+    /// The libuv loop. Use it only on the loop's thread.
+    public let uvLoop: UnsafeMutablePointer<uv_loop_t>
+    /// Whether this object allocated the `uv_loop_t` (and so closes it in ``close()``).
+    public let isOwned: Bool
+    /// The kernel id (`gettid`) of the thread this loop is bound to.
+    public let threadID: Int64
+    /// Whether this is ``EventLoop/main``.
+    let isMain: Bool
+
+    /// The one wake-up handle that drains the work queue (unref'd: it alone does not keep
+    /// the loop alive). Heap memory, freed in its close callback.
+    let asyncHandle: UnsafeMutablePointer<uv_async_t>
+    /// Runs fired timers in deadline order once per iteration (see `EventLoop+Timers`).
+    let prepareHandle: UnsafeMutablePointer<uv_prepare_t>
+
+    // MARK: State guarded by `queueLock`
+    let queueLock = UnsafeLock()
+    /// Work waiting for the loop.
+    var pending: [Work] = []
+    /// False once ``close()`` started: new work is dropped and nobody touches `asyncHandle`.
+    var accepting = true
+    /// The default scheduler for this loop (see ``scheduler``).
+    var cachedScheduler: Scheduler?
+
+    // MARK: Atomics
+    /// Work items enqueued and not yet started (``hasQueuedWork``).
+    let queued = UnsafeAtomicInt(0)
+    /// Scheduling order of timers, so equal deadlines fire in the order they were made.
+    let timerSequence = UnsafeAtomicInt(0)
+
+    // MARK: Loop-thread state
+    /// The batch being run by `drainQueue` (kept to reuse its capacity).
+    var batch: [Work] = []
+    /// Nesting depth of our `uv_run` calls.
+    var runDepth = 0
+    /// Nesting depth of our callbacks (queue drain, timer drain), for hosts' `uv_run`.
+    var callbackDepth = 0
+    /// How many callers need the async handle referenced (the loop kept alive).
+    var asyncRefs = 0
+    /// Set by ``stop()``; consumed when ``run()`` returns.
+    var stopRequested = false
+    /// Set once ``close()`` has closed our handles.
+    var closedOnLoop = false
+    /// Set once `uv_loop_close` succeeded, so `deinit` may free the `uv_loop_t`.
+    var loopMemoryReleasable = false
+    /// Timers whose `uv_timer_t` fired this iteration, run in deadline order by the prepare handle.
+    var dueTimers: [LoopTimer] = []
+    /// Everything holding handles on this loop that ``close()`` must close.
+    var resources: [ObjectIdentifier: any LoopResource] = [:]
+
+    /// How many times one wake-up swaps the queue out before letting the loop poll for IO.
+    static let maxRoundsPerWakeUp = 16
+
+    // MARK: - Creating
+
+    /// Creates a loop with its own `uv_loop_t`, bound to the calling thread.
+    ///
+    /// Run it on this thread (``run()``, ``run(until:timeout:)``); hand it work from any
+    /// thread with ``execute(_:)``; close it with ``close()`` when done.
+    ///
+    /// - Throws: ``UVError`` when libuv cannot create the loop (out of file descriptors).
+    public convenience init() throws {
+        try self.init(ownedBy: csys_thread_id(), isMain: false)
+    }
+
+    /// Wraps a `uv_loop_t` that a host program owns and runs.
+    ///
+    /// The host keeps calling `uv_run` on its thread (the calling thread, which this object
+    /// is bound to). ReactiveUV adds two unreferenced handles to the loop (a `uv_async_t`
+    /// for ``execute(_:)`` and a `uv_prepare_t` for timers), so they never keep the host's
+    /// loop alive. Before the host closes its loop it calls ``close()``, which closes only
+    /// ReactiveUV's handles; their close callbacks run on the host's next `uv_run`.
+    ///
+    /// - Parameter loop: an initialized loop that outlives this object's handles.
+    /// - Throws: ``UVError`` when libuv cannot add the wake-up handle.
+    public convenience init(adopting loop: UnsafeMutablePointer<uv_loop_t>) throws {
+        try self.init(loop: loop, owned: false, threadID: csys_thread_id(), isMain: false)
+    }
+
+    /// Creates an owned loop bound to `threadID` (which may differ from the calling thread:
+    /// the main loop is created on first use, from any thread, but bound to the main thread).
+    convenience init(ownedBy threadID: Int64, isMain: Bool) throws {
+        let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+        do {
+            try uvCheck(uv_loop_init(loop), "uv_loop_init")
+        } catch {
+            loop.deallocate()
+            throw error
+        }
+        do {
+            try self.init(loop: loop, owned: true, threadID: threadID, isMain: isMain)
+        } catch {
+            uv_loop_close(loop)
+            loop.deallocate()
+            throw error
+        }
+    }
+
+    private init(loop: UnsafeMutablePointer<uv_loop_t>, owned: Bool, threadID: Int64, isMain: Bool) throws {
+        let async = UnsafeMutablePointer<uv_async_t>.allocate(capacity: 1)
+        let rc = uv_async_init(loop, async) { handle in
+            guard let handle, let data = handle.pointee.data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drainQueue()
+        }
+        if rc < 0 {
+            async.deallocate()
+            throw UVError(code: rc, operation: "uv_async_init")
+        }
+        // The prepare handle cannot fail to start (uv_prepare_init/start return 0 unless
+        // given a NULL callback).
+        let prepare = UnsafeMutablePointer<uv_prepare_t>.allocate(capacity: 1)
+        uv_prepare_init(loop, prepare)
+
+        self.uvLoop = loop
+        self.isOwned = owned
+        self.threadID = threadID
+        self.isMain = isMain
+        self.asyncHandle = async
+        self.prepareHandle = prepare
+
+        // The handles hold one reference to the loop object until the async handle's close
+        // callback, so a loop cannot be freed while libuv can still call into it.
+        let me = Unmanaged.passRetained(self).toOpaque()
+        async.pointee.data = me
+        prepare.pointee.data = me
+        uv_unref(EventLoop.handle(async))
+        uv_prepare_start(prepare) { handle in
+            guard let handle, let data = handle.pointee.data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drainDueTimers()
+        }
+        uv_unref(EventLoop.handle(prepare))
+    }
+
+    deinit {
+        // Only reachable after close(): until then the handles hold a reference.
+        if isOwned && loopMemoryReleasable { uvLoop.deallocate() }
+        queueLock.destroy()
+        queued.destroy()
+        timerSequence.destroy()
+    }
+
+    /// The loop bound to the process's main thread, created on first use from any thread.
+    ///
+    /// ``Scheduler/main`` schedules onto it. Something must run it on the main thread
+    /// (``run()``, or ``run(until:timeout:)`` inside blocking operators and tests) for its
+    /// work to happen, as with RAC's main run loop. It is never closed.
+    public static let main: EventLoop = {
+        do {
+            // The main thread's kernel id is the process id.
+            return try EventLoop(ownedBy: Int64(getpid()), isMain: true)
+        } catch {
+            fatalError("ReactiveUV: cannot create the main event loop: \(error)")
+        }
+    }()
+
+    // MARK: - Thread identity
+
+    /// Whether the calling thread is the one this loop is bound to.
+    public var isCurrentThread: Bool { csys_thread_id() == threadID }
+
+    /// Whether a block or callback of this loop is running, or one of our `uv_run` calls is
+    /// under way, on the calling thread (the loop's): running the loop again here would
+    /// re-enter `uv_run`. Meaningful only on the loop's thread.
+    var isInsideLoop: Bool { runDepth > 0 || callbackDepth > 0 }
+
+    /// Whether ``close()`` has begun. Safe from any thread.
+    public var isClosed: Bool { queueLock.withLock { !accepting } }
+
+    /// Whether work handed in by ``execute(_:)`` (including scheduled blocks and timers
+    /// started from other threads) is waiting and has not started yet. Safe from any
+    /// thread; `deliverOnMainThread()` uses it to decide whether it may run inline.
+    var hasQueuedWork: Bool { queued.load() > 0 }
+
+    /// The default serial scheduler of this loop: ``Scheduler/main`` for ``main``,
+    /// otherwise one scheduler per loop, created on first use.
+    ///
+    /// Blocks scheduled on it run on the loop's thread, with ``Scheduler/current`` set to it.
+    public var scheduler: Scheduler {
+        if isMain { return Scheduler.main }
+        return queueLock.withLock {
+            if let s = cachedScheduler { return s }
+            let s = LoopScheduler(loop: self, name: "ReactiveUV.loop.\(threadID)")
+            cachedScheduler = s
+            return s
+        }
+    }
+
+    // MARK: - Handing work in
+
+    /// Runs `work` on the loop's thread, after the work already queued. Safe from any thread.
+    ///
+    /// Always enqueues, even when called on the loop's thread (like `dispatch_async`).
+    /// Work from one thread runs in the order it was handed in. The queue is drained in
+    /// batches by one `uv_async_t` callback; a long burst yields to IO polling now and then.
+    /// After ``close()`` began, `work` is dropped without running.
+    ///
+    /// - Parameter work: the work; it runs once, on the loop's thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        // Count before appending, so `hasQueuedWork` never reports empty while work waits.
+        queued.fetchAdd(1)
+        queueLock.lock()
+        guard accepting else {
+            queueLock.unlock()
+            queued.fetchSub(1)
+            return
+        }
+        let wasEmpty = pending.isEmpty
+        pending.append(work)
+        // Only the first item after a drain needs a wake-up; later ones ride along. The
+        // send happens under the lock so close() (which clears `accepting` under it) never
+        // closes the handle while a sender is still using it.
+        if wasEmpty { uv_async_send(asyncHandle) }
+        queueLock.unlock()
+    }
+
+    /// Wakes the loop without queueing work, so a ``run(until:timeout:)`` re-checks its
+    /// condition. Call it after changing, from another thread, something such a condition
+    /// reads. Safe from any thread.
+    func wakeUp() {
+        queueLock.withLock {
+            if accepting { uv_async_send(asyncHandle) }
+        }
+    }
+
+    /// The async handle's callback: runs queued work in batches.
+    func drainQueue() {
+        callbackDepth += 1
+        defer { callbackDepth -= 1 }
+        for _ in 0..<EventLoop.maxRoundsPerWakeUp {
+            queueLock.lock()
+            swap(&pending, &batch)
+            queueLock.unlock()
+            if batch.isEmpty { return }
+            for work in batch {
+                queued.fetchSub(1)
+                work()
+            }
+            // Keep a moderate buffer for the next batch; let a huge burst's memory go.
+            batch.removeAll(keepingCapacity: batch.capacity <= 4096)
+        }
+        // Still more: come back after one pass of IO polling, so a producer that keeps the
+        // queue full cannot starve sockets and timers.
+        wakeUp()
+    }
+
+    /// Keeps the loop alive while the caller needs it (the async handle referenced).
+    func retainAsync() {
+        asyncRefs += 1
+        if asyncRefs == 1 && !closedOnLoop { uv_ref(EventLoop.handle(asyncHandle)) }
+    }
+
+    /// Undoes one ``retainAsync()``.
+    func releaseAsync() {
+        asyncRefs -= 1
+        if asyncRefs == 0 && !closedOnLoop { uv_unref(EventLoop.handle(asyncHandle)) }
+    }
+
+    // MARK: - Running
+
+    /// Whether the loop may be run by the calling thread right now.
+    private var canRun: Bool { isCurrentThread && !isInsideLoop && !closedOnLoop }
+
+    /// One `uv_run` call, marked so nested calls are refused; then runs timers that the
+    /// call's trailing timer pass fired (`UV_RUN_ONCE` fires timers after the prepare phase).
+    @discardableResult
+    func runUV(_ mode: uv_run_mode) -> Bool {
+        runDepth += 1
+        let alive = uv_run(uvLoop, mode) != 0
+        runDepth -= 1
+        drainDueTimers()
+        return alive
+    }
+
+    /// Runs the loop until ``stop()`` or until nothing keeps it alive and no work is queued.
+    ///
+    /// "Alive" is libuv's notion: referenced active handles (timers, sockets, ...) or
+    /// requests in flight. Queued ``execute(_:)`` work also counts, so a block handed in
+    /// from another thread just before the loop ran out of handles still runs.
+    /// Call it on the loop's thread; elsewhere, or from inside one of this loop's callbacks
+    /// (libuv's `uv_run` is not reentrant), or after ``close()``, it returns at once.
+    /// A ``stop()`` made on the loop's thread while no `run()` was active makes the next
+    /// `run()` return at once; one made from another thread is queued work, so `run()`
+    /// returns when it gets to it.
+    public func run() {
+        guard canRun else { return }
+        if stopRequested {
+            stopRequested = false
+            return
+        }
+        while true {
+            let alive = runUV(UV_RUN_DEFAULT)
+            // uv_run(DEFAULT) returns while alive only when uv_stop was called.
+            if stopRequested || alive {
+                stopRequested = false
+                return
+            }
+            if hasQueuedWork {
+                // Nothing else is alive, but work is on its way: keep the loop alive (the
+                // async handle referenced) for one iteration, which blocks until it arrives.
+                retainAsync()
+                runUV(UV_RUN_ONCE)
+                releaseAsync()
+                continue
+            }
+            return
+        }
+    }
+
+    /// Runs one iteration of the loop, blocking in the poll phase if nothing is ready
+    /// (`UV_RUN_ONCE`).
+    ///
+    /// Same thread and re-entrance rules as ``run()``.
+    ///
+    /// - Returns: whether something still keeps the loop alive or work is queued.
+    @discardableResult
+    public func runOnce() -> Bool {
+        run(mode: UV_RUN_ONCE)
+    }
+
+    /// Runs one iteration of the loop without blocking (`UV_RUN_NOWAIT`).
+    ///
+    /// Same thread and re-entrance rules as ``run()``.
+    ///
+    /// - Returns: whether something still keeps the loop alive or work is queued.
+    @discardableResult
+    public func runNoWait() -> Bool {
+        run(mode: UV_RUN_NOWAIT)
+    }
+
+    private func run(mode: uv_run_mode) -> Bool {
+        guard canRun else { return false }
+        // uv_run does not iterate at all when nothing is alive, so queued work needs the
+        // async handle referenced to be seen.
+        let keepAlive = hasQueuedWork
+        if keepAlive { retainAsync() }
+        let alive = runUV(mode)
+        if keepAlive { releaseAsync() }
+        return alive || hasQueuedWork
+    }
+
+    /// Makes ``run()`` return after the current iteration. Safe from any thread.
+    ///
+    /// From another thread the request travels through ``execute(_:)`` (libuv's `uv_stop`
+    /// is not thread-safe). If no ``run()`` is active when the request is carried out, the
+    /// next `run()` returns at once. ``run(until:timeout:)``, ``runOnce()`` and
+    /// ``runNoWait()`` are not ended by it: they have their own bounds.
+    public func stop() {
+        if isCurrentThread {
+            requestStop()
+        } else {
+            execute { [self] in requestStop() }
+        }
+    }
+
+    private func requestStop() {
+        guard !closedOnLoop else { return }
+        stopRequested = true
+        // Only a uv_run under way needs libuv's flag (for an adopted loop, that may be the
+        // host's). Set outside any uv_run, libuv's flag would linger and end a later
+        // uv_run early; our own flag already makes the next run() return.
+        if isInsideLoop { uv_stop(uvLoop) }
+    }
+
+    /// Runs the loop until `condition()` is true or `seconds` have passed.
+    ///
+    /// For tests and for blocking operators on a loop's own thread: the loop keeps running
+    /// the work they wait for. It blocks in libuv's poll phase between events (no spinning):
+    /// `condition` is checked before the first iteration and after each one. Whoever makes
+    /// it true from **another** thread must wake the loop (hand it work with
+    /// ``execute(_:)``), or it is only noticed at the next event or the timeout.
+    ///
+    /// Returns `false` without running anything when called from a thread other than the
+    /// loop's, after ``close()``, or from inside one of this loop's callbacks (libuv's
+    /// `uv_run` is not reentrant): there the wait cannot make progress.
+    ///
+    /// - Parameters:
+    ///   - condition: checked on the loop's thread; cheap and side-effect free.
+    ///   - seconds: the longest wait.
+    /// - Returns: whether `condition()` became true.
+    public func run(until condition: () -> Bool, timeout seconds: Double) -> Bool {
+        if condition() { return true }
+        guard canRun else { return false }
+        let deadline = SchedulerTime.add(csys_monotonic_ns(), max(0, SchedulerTime.nanoseconds(seconds)))
+
+        // A timer for the deadline keeps uv_run(ONCE) from blocking past it.
+        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        uv_timer_init(uvLoop, timer)
+        let wake: uv_timer_cb = { _ in }
+        retainAsync()
+        defer {
+            releaseAsync()
+            uv_close(EventLoop.handle(timer)) { handle in UnsafeMutableRawPointer(handle)?.deallocate() }
+        }
+        while true {
+            let now = csys_monotonic_ns()
+            if now >= deadline { return condition() }
+            if uv_is_active(EventLoop.handle(timer)) == 0 {
+                uv_update_time(uvLoop)
+                uv_timer_start(timer, wake, EventLoop.milliseconds(deadline - now), 0)
+            }
+            runUV(UV_RUN_ONCE)
+            if condition() { return true }
+            if closedOnLoop { return false }
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Closes the loop: ReactiveUV's handles always; for an owned loop, every other handle
+    /// too, then `uv_loop_close`. Afterwards the loop is unusable.
+    ///
+    /// Work already queued runs first; later ``execute(_:)`` calls are dropped. Pending
+    /// timers are cancelled. For an owned loop this runs the loop until every close callback
+    /// ran, then closes it, so no memory is left behind. For an adopted loop only our
+    /// handles are closed; their close callbacks run on the host's next `uv_run`.
+    /// Call it on the loop's thread, outside its callbacks. Calling it again does nothing.
+    ///
+    /// - Throws: ``UVError`` (`EPERM`) from another thread, (`EBUSY`) from inside one of
+    ///   the loop's callbacks, or what `uv_loop_close` reports (`EBUSY` while a request
+    ///   such as a file operation is still in flight).
+    public func close() throws {
+        guard isCurrentThread else {
+            throw UVError(code: UV_EPERM.rawValue, operation: "EventLoop.close from a thread other than the loop's")
+        }
+        if closedOnLoop { return }
+        guard !isInsideLoop else {
+            throw UVError(code: UV_EBUSY.rawValue, operation: "EventLoop.close from inside a loop callback")
+        }
+
+        // 1. Stop accepting work, then run what was accepted (it was promised to run).
+        let scheduler: Scheduler? = queueLock.withLock {
+            accepting = false
+            let s = cachedScheduler
+            cachedScheduler = nil  // the scheduler holds the loop: break the cycle
+            return s
+        }
+        _ = scheduler
+        drainQueue()
+
+        // 2. Close our handles and everything registered with us (timers, IO handles).
+        closedOnLoop = true
+        for resource in Array(resources.values) { resource.closeForLoopShutdown() }
+        dueTimers.removeAll()
+        uv_close(EventLoop.handle(prepareHandle)) { handle in UnsafeMutableRawPointer(handle)?.deallocate() }
+        uv_close(EventLoop.handle(asyncHandle)) { handle in
+            guard let handle else { return }
+            if let data = handle.pointee.data { Unmanaged<EventLoop>.fromOpaque(data).release() }
+            UnsafeMutableRawPointer(handle).deallocate()
+        }
+        guard isOwned else { return }
+
+        // 3. An owned loop: close whatever else is left, let the close callbacks run, close.
+        var others: [UnsafeMutablePointer<uv_handle_t>] = []
+        withUnsafeMutablePointer(to: &others) { list in
+            uv_walk(uvLoop, { handle, arg in
+                guard let handle, let arg, uv_is_closing(handle) == 0 else { return }
+                arg.assumingMemoryBound(to: [UnsafeMutablePointer<uv_handle_t>].self).pointee.append(handle)
+            }, list)
+        }
+        // A handle that was not registered as a LoopResource has no close callback we know
+        // of; closing it without one may leak what its owner allocated, but a loop that
+        // still holds handles can never be closed at all.
+        for handle in others { uv_close(handle, nil) }
+        runDepth += 1
+        while uv_run(uvLoop, UV_RUN_DEFAULT) != 0 {}
+        runDepth -= 1
+        try uvCheck(uv_loop_close(uvLoop), "uv_loop_close")
+        loopMemoryReleasable = true
+    }
+
+    // MARK: - Resources
+
+    /// Registers something that holds handles on this loop, so ``close()`` closes them.
+    /// Loop thread only.
+    func register(_ resource: any LoopResource) {
+        resources[ObjectIdentifier(resource)] = resource
+    }
+
+    /// Removes a registration (typically from the handle's close callback). Loop thread only.
+    func unregister(_ resource: any LoopResource) {
+        resources.removeValue(forKey: ObjectIdentifier(resource))
+    }
+
+    // MARK: - Helpers
+
+    /// Views any libuv handle as the `uv_handle_t` it starts with.
+    @inline(__always)
+    static func handle<H>(_ pointer: UnsafeMutablePointer<H>) -> UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutablePointer<uv_handle_t>(OpaquePointer(pointer))
+    }
+
+    /// Nanoseconds to whole milliseconds, rounded up, so a timer never fires early.
+    @inline(__always)
+    static func milliseconds(_ nanoseconds: UInt64) -> UInt64 {
+        nanoseconds / 1_000_000 + (nanoseconds % 1_000_000 == 0 ? 0 : 1)
+    }
+}
+
+/// Something that owns libuv handles on an ``EventLoop`` and must close them when the loop
+/// closes. Register with `EventLoop.register(_:)` when the first handle is created and
+/// unregister in the last close callback.
+protocol LoopResource: AnyObject {
+    /// Called on the loop's thread by ``EventLoop/close()``: stop delivering to user code
+    /// and `uv_close` every handle (close callbacks free the memory as usual).
+    func closeForLoopShutdown()
+}

@@ -1,0 +1,48 @@
+// Signals whose work runs once and is shared (RAC's +startLazilyWithScheduler:block: and
+// +startEagerlyWithScheduler:block:), and sequences sent one value per scheduling step
+// (RACSequence's -signalWithScheduler:).
+
+extension Signal {
+    /// Runs `block` **once**, at the first subscription, on `scheduler`; its events go into
+    /// an unlimited ``ReplaySubject`` so every subscriber gets all of them. The work is
+    /// never cancelled; disposing a subscriber only detaches it: RAC's
+    /// `+startLazilyWithScheduler:block:`.
+    public static func startLazily(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
+        let connection = Signal.create { subscriber -> Disposable? in
+            block(subscriber)
+            return nil
+        }.multicast(ReplaySubject())
+        // As in RAC, both the subscription to the replay subject and the connection happen
+        // on `scheduler`, so a subscriber added after eager work was scheduled gets its
+        // events after that work has run.
+        return AnonymousSignal { observer, lifetime in
+            connection.subject.attach(observer, lifetime)
+            connection.connect()
+        }.subscribeOn(scheduler)
+    }
+
+    /// ``startLazily(on:_:)`` that schedules `block` right away: RAC's
+    /// `+startEagerlyWithScheduler:block:`.
+    public static func startEagerly(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
+        let signal = startLazily(on: scheduler, block)
+        signal.publish().connect()
+        return signal
+    }
+
+    /// Sends the elements of `sequence`, one per scheduling step on `scheduler`, then
+    /// completes: RACSequence's `-signalWithScheduler:`. Disposal stops it between elements.
+    public convenience init<S: Sequence>(sequence: S, on scheduler: Scheduler) where S.Element == Value {
+        self.init(body: { observer, lifetime in
+            var iterator = sequence.makeIterator()
+            lifetime.add(scheduler.scheduleRecursive { reschedule in
+                if lifetime.isDisposed { return }
+                if let v = iterator.next() {
+                    observer(.next(v))
+                    reschedule()
+                } else {
+                    observer(.completed)
+                }
+            })
+        })
+    }
+}

@@ -1,0 +1,97 @@
+import CSystemShims
+import Testing
+@testable import ReactiveUV
+
+/// The threading contract under real threads: serialized delivery, exactly-once, and
+/// nothing after `dispose()` returns.
+@Suite struct ConcurrencyTests {
+    @Test func fourThreadsIntoOneSubjectDeliverEveryValueOnceAndNeverConcurrently() {
+        let subject = Subject<Int>()
+        let perThread = 100_000
+        let inside = SharedBox(csys_atomic_int(value: 0))
+        let seen = SharedBox([UInt8](repeating: 0, count: 4 * perThread))
+        let overlaps = SharedBox(0)
+        let count = SharedBox(0)
+        let d = subject.subscribeNext { v in
+            if csys_atomic_int_fetch_add(&inside.value, 1, csys_acq_rel) != 0 { overlaps.value += 1 }
+            seen.value[v] &+= 1
+            count.value += 1
+            csys_atomic_int_fetch_sub(&inside.value, 1, csys_acq_rel)
+        }
+        runOnThreads(4) { t in
+            for i in 0..<perThread { subject.sendNext(t * perThread + i) }
+        }
+        d.dispose()
+        #expect(overlaps.value == 0)
+        #expect(count.value == 4 * perThread)
+        #expect(seen.value.allSatisfy { $0 == 1 })
+    }
+
+    @Test func perThreadOrderIsKept() {
+        let subject = Subject<(Int, Int)>()
+        let last = SharedBox([Int](repeating: -1, count: 4))
+        let outOfOrder = SharedBox(0)
+        let d = subject.subscribeNext { (t, i) in
+            if i != last.value[t] + 1 { outOfOrder.value += 1 }
+            last.value[t] = i
+        }
+        runOnThreads(4) { t in
+            for i in 0..<50_000 { subject.sendNext((t, i)) }
+        }
+        d.dispose()
+        #expect(outOfOrder.value == 0)
+        #expect(last.value == [49_999, 49_999, 49_999, 49_999])
+    }
+
+    @Test func nothingArrivesAfterDisposeReturnsFromAnotherThread() {
+        for round in 0..<20 {
+            let subject = Subject<Int>()
+            let disposeReturned = SharedBox(csys_atomic_bool(value: false))
+            let lateDeliveries = SharedBox(0)
+            let received = SharedBox(0)
+            let stop = SharedBox(csys_atomic_bool(value: false))
+            let d = subject.subscribeNext { _ in
+                if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) { lateDeliveries.value += 1 }
+                received.value += 1
+            }
+            let join = startThread {
+                var i = 0
+                while !csys_atomic_bool_load(&stop.value, csys_acquire) {
+                    subject.sendNext(i)
+                    i += 1
+                }
+            }
+            // Let values flow, then dispose from this (another) thread.
+            while received.value < 1_000 + round * 100 { csys_thread_yield() }
+            d.dispose()
+            csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
+            for _ in 0..<10_000 { csys_thread_yield() }
+            csys_atomic_bool_store(&stop.value, true, csys_release)
+            join()
+            #expect(lateDeliveries.value == 0, "round \(round)")
+        }
+    }
+
+    @Test func reentrantSendFromSubscriberDoesNotDeadlock() {
+        let subject = Subject<Int>()
+        var got: [Int] = []
+        subject.subscribeNext { v in
+            got.append(v)
+            if v < 3 { subject.sendNext(v + 1) }
+        }
+        subject.sendNext(0)
+        #expect(got == [0, 1, 2, 3])
+    }
+
+    @Test func subscriberDisposingItselfInsideItsCallback() {
+        let subject = Subject<Int>()
+        var got: [Int] = []
+        var d: Disposable?
+        d = subject.subscribeNext { v in
+            got.append(v)
+            if v == 1 { d?.dispose() }
+        }
+        for i in 0..<5 { subject.sendNext(i) }
+        #expect(got == [0, 1])
+    }
+}

@@ -1,0 +1,254 @@
+import CSystemShims
+import Glibc
+import XCTest
+
+@testable import ReactiveUV
+
+/// `Scheduler.main` and `Scheduler.background()` on the real loops.
+final class LoopSchedulerTests: XCTestCase {
+    func testMainScheduleEnqueuesAndRunsInFIFOOrder() {
+        let order = Confined<[Int]>([])
+        let currents = Confined<[Bool]>([])
+        for i in 1...5 {
+            Scheduler.main.schedule {
+                order.value.append(i)
+                currents.value.append(Scheduler.current === Scheduler.main && csys_thread_is_main())
+            }
+        }
+        XCTAssertEqual(order.value, [], "schedule on the main scheduler never runs inline")
+        XCTAssertTrue(EventLoop.main.hasQueuedWork)
+        XCTAssertTrue(runMainLoop { order.value.count == 5 })
+        XCTAssertEqual(order.value, [1, 2, 3, 4, 5])
+        XCTAssertEqual(currents.value, Array(repeating: true, count: 5))
+    }
+
+    func testMainIsCurrentOnTheMainThreadAndNilElsewhere() {
+        XCTAssertTrue(Scheduler.current === Scheduler.main)
+        XCTAssertTrue(Scheduler.main.loop === EventLoop.main)
+        XCTAssertTrue(Scheduler.main === Scheduler.main)
+        let elsewhere = Locked(true)
+        TestThread { elsewhere.withLock { $0 = Scheduler.current == nil } }.join()
+        XCTAssertTrue(elsewhere.value)
+        XCTAssertNil(Scheduler.immediate.loop)
+    }
+
+    func testDisposedMainBlockNeverRuns() {
+        let ran = Confined<[String]>([])
+        let d = Scheduler.main.schedule { ran.value.append("disposed") }
+        Scheduler.main.schedule { ran.value.append("kept") }
+        d?.dispose()
+        XCTAssertTrue(runMainLoop { ran.value.contains("kept") })
+        runMainLoop(for: 0.01)
+        XCTAssertEqual(ran.value, ["kept"])
+    }
+
+    func testCurrentInsideABackgroundScheduler() {
+        let bg = Scheduler.background(name: "test.bg")
+        XCTAssertEqual(bg.name, "test.bg")
+        let seen = Locked<(current: Bool, main: Bool, loopThread: Bool)?>(nil)
+        bg.schedule {
+            seen.withLock { $0 = (Scheduler.current === bg, csys_thread_is_main(), bg.loop?.isCurrentThread ?? false) }
+        }
+        XCTAssertTrue(runMainLoop { seen.value != nil })
+        XCTAssertEqual(seen.value?.current, true)
+        XCTAssertEqual(seen.value?.main, false)
+        XCTAssertEqual(seen.value?.loopThread, true)
+    }
+
+    func testBackgroundSchedulersAreDistinctAndEachSerial() {
+        let a = Scheduler.background()
+        let b = Scheduler.background()
+        XCTAssertFalse(a === b)
+        let blocks = 2_000
+        struct Track {
+            var order: [Int] = []
+            var overlaps = 0
+            var wrongCurrent = 0
+        }
+        for scheduler in [a, b] {
+            let inside = UnsafeAtomicInt(0)
+            let track = Locked(Track())
+            let done = Latch()
+            for i in 0..<blocks {
+                scheduler.schedule {
+                    if inside.fetchAdd(1) != 0 { track.withLock { $0.overlaps += 1 } }
+                    if Scheduler.current !== scheduler { track.withLock { $0.wrongCurrent += 1 } }
+                    track.withLock { $0.order.append(i) }
+                    csys_thread_yield()
+                    inside.fetchSub(1)
+                    if i == blocks - 1 { done.countDown() }
+                }
+            }
+            XCTAssertTrue(done.wait(timeout: 30))
+            XCTAssertEqual(track.value.order, Array(0..<blocks))
+            XCTAssertEqual(track.value.overlaps, 0)
+            XCTAssertEqual(track.value.wrongCurrent, 0)
+            inside.destroy()
+        }
+    }
+
+    func testBackgroundSchedulersStaySerialWhenFedFromManyThreads() {
+        let bg = Scheduler.background()
+        let inside = UnsafeAtomicInt(0)
+        defer { inside.destroy() }
+        let overlaps = Locked(0)
+        let count = Locked(0)
+        let feeders = (0..<4).map { _ in
+            TestThread {
+                for _ in 0..<2_500 {
+                    bg.schedule {
+                        if inside.fetchAdd(1) != 0 { overlaps.withLock { $0 += 1 } }
+                        count.withLock { $0 += 1 }
+                        inside.fetchSub(1)
+                    }
+                }
+            }
+        }
+        feeders.forEach { $0.join() }
+        XCTAssertTrue(runMainLoop { count.value == 10_000 })
+        XCTAssertEqual(overlaps.value, 0)
+    }
+
+    func testAfterDelayOnMainFiresNotBeforeItsDeadline() {
+        let scheduled = Scheduler.main.now
+        let deadline = scheduled.advanced(by: 0.02)
+        let firedAt = Confined<[SchedulerTime]>([])
+        Scheduler.main.after(deadline) { firedAt.value.append(SchedulerTime.monotonicNow) }
+        Scheduler.main.afterDelay(0.01) { firedAt.value.append(SchedulerTime.monotonicNow) }
+        XCTAssertTrue(runMainLoop { firedAt.value.count == 2 })
+        XCTAssertGreaterThanOrEqual(firedAt.value[0], scheduled.advanced(by: 0.01), "the shorter delay fires first")
+        XCTAssertGreaterThanOrEqual(firedAt.value[1], deadline)
+    }
+
+    func testAfterDelayOnBackgroundFiresNotBeforeItsDeadline() {
+        let bg = Scheduler.background()
+        let deadline = bg.now.advanced(by: 0.02)
+        let result = Locked<(at: SchedulerTime, current: Bool)?>(nil)
+        bg.after(deadline) { result.withLock { $0 = (SchedulerTime.monotonicNow, Scheduler.current === bg) } }
+        XCTAssertTrue(runMainLoop { result.value != nil })
+        XCTAssertGreaterThanOrEqual(result.value!.at, deadline)
+        XCTAssertTrue(result.value!.current)
+    }
+
+    func testDisposedAfterDelayNeverFires() {
+        let bg = Scheduler.background()
+        let ran = Locked<[String]>([])
+        let d = bg.afterDelay(0.01) { ran.withLock { $0.append("disposed") } }
+        d?.dispose()
+        let m = Scheduler.main.afterDelay(0.01) { ran.withLock { $0.append("disposed main") } }
+        m?.dispose()
+        bg.afterDelay(0.03) { ran.withLock { $0.append("kept") } }
+        XCTAssertTrue(runMainLoop { ran.value.contains("kept") })
+        runMainLoop(for: 0.02)
+        XCTAssertEqual(ran.value, ["kept"])
+    }
+
+    func testRepeatingOnMainStopsWhenDisposedFromItsOwnTick() {
+        let ticks = Confined<[SchedulerTime]>([])
+        let start = Scheduler.main.now.advanced(by: 0.005)
+        let box = Confined<Disposable?>(nil)
+        box.value = Scheduler.main.after(start, repeatingEvery: 0.005) {
+            ticks.value.append(Scheduler.main.now)
+            if ticks.value.count == 5 { box.value?.dispose() }
+        }
+        XCTAssertTrue(runMainLoop { ticks.value.count >= 5 })
+        runMainLoop(for: 0.05)
+        XCTAssertEqual(ticks.value.count, 5, "no tick after dispose")
+        XCTAssertGreaterThanOrEqual(ticks.value[0], start)
+        for (i, tick) in ticks.value.enumerated() {
+            XCTAssertGreaterThanOrEqual(tick, start.advanced(by: 0.005 * Double(i)), "tick \(i) came early")
+        }
+    }
+
+    func testRepeatingOnMainStopsWhenDisposedBetweenTicks() {
+        let ticks = Confined(0)
+        let tickAfterDispose = Confined(false)
+        let disposed = Confined(false)
+        let d = Scheduler.main.after(Scheduler.main.now, repeatingEvery: 0.005) {
+            if disposed.value { tickAfterDispose.value = true }
+            ticks.value += 1
+        }
+        XCTAssertTrue(runMainLoop { ticks.value >= 3 })
+        d?.dispose()
+        disposed.value = true
+        runMainLoop(for: 0.05)
+        XCTAssertFalse(tickAfterDispose.value)
+    }
+
+    func testRepeatingOnBackgroundStopsAfterDispose() {
+        let bg = Scheduler.background()
+        let ticks = Locked(0)
+        let startedAfterDispose = Locked(0)
+        let disposeReturned = UnsafeAtomicFlag()
+        defer { disposeReturned.destroy() }
+        let d = bg.after(bg.now, repeatingEvery: 0.005) {
+            if disposeReturned.isSet { startedAfterDispose.withLock { $0 += 1 } }
+            ticks.withLock { $0 += 1 }
+        }
+        XCTAssertTrue(runMainLoop { ticks.value >= 3 })
+        // Disposed from a foreign thread (this one): a tick already under way on the
+        // background thread may finish, but none starts after dispose() returned.
+        d?.dispose()
+        _ = disposeReturned.set()
+        runMainLoop(for: 0.05)
+        XCTAssertLessThanOrEqual(startedAfterDispose.value, 1, "at most the tick already in flight")
+
+        // Disposed on the scheduler itself (no tick can be in flight): strictly none after.
+        let ticks2 = Locked(0)
+        let after = Locked(0)
+        let flag = Locked(false)
+        let d2 = bg.after(bg.now, repeatingEvery: 0.005) {
+            if flag.value { after.withLock { $0 += 1 } }
+            ticks2.withLock { $0 += 1 }
+        }
+        XCTAssertTrue(runMainLoop { ticks2.value >= 3 })
+        let disposedOnBackground = Latch()
+        bg.schedule {
+            d2?.dispose()
+            flag.withLock { $0 = true }
+            disposedOnBackground.countDown()
+        }
+        XCTAssertTrue(disposedOnBackground.wait(timeout: 30))
+        runMainLoop(for: 0.05)
+        XCTAssertEqual(after.value, 0)
+    }
+
+    func testScheduleRecursiveDeepOnBackgroundDoesNotOverflowTheStack() {
+        let bg = Scheduler.background()
+        let depth = 100_000
+        let count = Locked(0)
+        let done = Latch()
+        bg.scheduleRecursive { reschedule in
+            let n = count.withLock { c -> Int in
+                c += 1
+                return c
+            }
+            if n < depth { reschedule() } else { done.countDown() }
+        }
+        XCTAssertTrue(done.wait(timeout: 30))
+        XCTAssertEqual(count.value, depth)
+    }
+
+    func testScheduleRecursiveOnMain() {
+        let count = Confined(0)
+        let d = Scheduler.main.scheduleRecursive { reschedule in
+            count.value += 1
+            if count.value < 1_000 { reschedule() }
+        }
+        XCTAssertTrue(runMainLoop { count.value == 1_000 })
+        d.dispose()
+    }
+
+    func testOwnLoopSchedulerRunsOnThatLoop() throws {
+        let loop = try EventLoop()
+        let scheduler = loop.scheduler
+        XCTAssertTrue(scheduler === loop.scheduler)
+        XCTAssertTrue(scheduler.loop === loop)
+        let seen = Confined<[String]>([])
+        scheduler.schedule { seen.value.append(Scheduler.current === scheduler ? "schedule" : "wrong") }
+        scheduler.afterDelay(0.005) { seen.value.append(Scheduler.current === scheduler ? "after" : "wrong") }
+        XCTAssertTrue(loop.run(until: { seen.value.count == 2 }, timeout: 30))
+        XCTAssertEqual(seen.value, ["schedule", "after"])
+        XCTAssertNoThrow(try loop.close())
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what building ReactiveUV needs from Debian when it is missing: libuv1-dev (the
+# loop, timers and IO) and pkg-config (how SwiftPM finds libuv). Safe to run every time.
+set -euo pipefail
+
+need=()
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if ! pkg-config --exists libuv 2>/dev/null; then need+=(libuv1-dev); fi
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "ensure-deps: installing ${need[*]} with apt-get" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+        echo "ensure-deps: need root (or sudo) to apt-get install ${need[*]}" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
+pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-config" >&2; exit 1; }
