@@ -10,20 +10,13 @@ import XCTest
 /// The article's `ret(x)`: `[RACSignal return:x]`.
 private func ret<V>(_ value: V) -> Signal<V> { Signal.return(value) }
 
-/// The enabled signal of the K cases. The articles use `ret(x)` (or none, which RAC and
-/// ReactiveUV turn into `ret(true)`), but with today's library a `Command` whose enabled
-/// signal *completes* never computes `enabled` and `execute` blocks forever (bug 3 in
-/// KnownBugs.swift, which pins the seeds' exact constructions). Until that is fixed these
-/// tests pass `x` followed by no completion, which the contract treats the same (only the
-/// latest enabled value matters). When bug 3 is fixed: use `ret(x)` and `nil` here again.
-private func enabledSignal(_ value: Bool) -> Signal<Bool> { Signal.return(value).concat(.never()) }
-
-/// Fails (instead of letting `execute` block forever, see bug 3) when `command.enabled`
-/// does not answer synchronously on subscription, as the contract says it does.
+/// Fails, instead of letting `execute` block forever in its enabled check, when
+/// `command.enabled` does not answer synchronously on subscription as the contract says
+/// (a regression seen once: a completing enabled signal left it silent).
 private func assertUsable<I, O>(_ command: Command<I, O>, file: StaticString = #filePath, line: UInt = #line) -> Bool {
     var answered = false
     command.enabled.take(1).subscribeNext { _ in answered = true }
-    if !answered { XCTFail("command.enabled sent no value on subscription (bug 3): not executing", file: file, line: line) }
+    if !answered { XCTFail("command.enabled sent no value on subscription ): not executing", file: file, line: line) }
     return answered
 }
 
@@ -48,7 +41,7 @@ final class CommandSeedTests: XCTestCase {
     /// command enabled, so the execution delivers `hehe`.
     func testK01_executeEnabled() {
         let log = SeedLog()
-        let command = Command<Int?, String>(enabled: enabledSignal(true)) { _ in
+        let command = Command<Int?, String>(enabled: ret(true)) { _ in
             log("block")
             return ret("hehe")
         }
@@ -59,10 +52,39 @@ final class CommandSeedTests: XCTestCase {
         XCTAssertEqual(log.entries, ["block", "execute next(hehe) @main", "execute completed @main"])
     }
 
+    /// K01 without an enabled signal (RAC's `initWithSignalBlock:`): enabled by default.
+    func testK01_executeEnabledByDefault() {
+        let log = SeedLog()
+        let command = Command<Int, Int> { ret($0 * 10) }
+        guard assertUsable(command) else { return }
+        recordExecution(command.execute(4), "execute", into: log)
+        XCTAssertTrue(Seeds.runMain(until: "execute completed @main", in: log))
+        XCTAssertEqual(log.entries, ["execute next(40) @main", "execute completed @main"])
+    }
+
+    /// K01 with a `create` enabled signal that sends `true` and completes: `enabled` answers
+    /// `true` at once and the execution runs.
+    func testK01_executeEnabled_createEnabledSignal() {
+        let log = SeedLog()
+        let enabledSignal = Signal<Bool>.create { s in
+            s.sendNext(true)
+            s.sendCompleted()
+            return nil
+        }
+        let command = Command<Int, Int>(enabled: enabledSignal) { ret($0) }
+        command.enabled.subscribeNext { log("enabled \($0)\(Seeds.thread)") }
+        XCTAssertEqual(log.entries, ["enabled true @main"])
+        guard assertUsable(command) else { return }
+        recordExecution(command.execute(7), "execute", into: log)
+        XCTAssertTrue(Seeds.runMain(until: "execute completed @main", in: log))
+        Seeds.drainMain()
+        XCTAssertEqual(log.entries.filter { $0.hasPrefix("execute") }, ["execute next(7) @main", "execute completed @main"])
+    }
+
     func testK02_executeError() {
         let log = SeedLog()
         var failure: (any Error)?
-        let command = Command<Int?, String>(enabled: enabledSignal(true)) { _ in Signal.error(SeedError("test", code: 1)) }
+        let command = Command<Int?, String>(enabled: ret(true)) { _ in Signal.error(SeedError("test", code: 1)) }
         guard assertUsable(command) else { return }
         command.execute(nil).subscribe(
             next: { log("next(\($0))") },
@@ -79,7 +101,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK03_executionSignals() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { ret($0) }
+        let command = Command<Int, Int> { ret($0) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = true
         recordExecution(command.execute(0), "eS0", into: log)
@@ -100,7 +122,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK04_executionSignalsWithError() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { _ in Signal.error(SeedError("executionSignals1", code: 0)) }
+        let command = Command<Int, Int> { _ in Signal.error(SeedError("executionSignals1", code: 0)) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = true
         command.executionSignals.subscribeNext { inner in
@@ -118,7 +140,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK05_errors() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { _ in Signal.error(SeedError("executionSignals1", code: 0)) }
+        let command = Command<Int, Int> { _ in Signal.error(SeedError("executionSignals1", code: 0)) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = true
         command.errors.subscribeNext { log("errors next(\($0))\(Seeds.thread)") }
@@ -136,7 +158,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK06_executing() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { ret($0) }
+        let command = Command<Int, Int> { ret($0) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = true
         command.executing.subscribeNext { log("executing \($0)\(Seeds.thread)") }
@@ -154,7 +176,7 @@ final class CommandSeedTests: XCTestCase {
     func testK07_enabledFalse() {
         let log = SeedLog()
         var called = 0
-        let command = Command<Int, Int>(enabled: enabledSignal(false)) { v in
+        let command = Command<Int, Int>(enabled: ret(false)) { v in
             called += 1
             return ret(v)
         }
@@ -171,7 +193,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK08_enabledWithoutConcurrency() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { ret($0) }
+        let command = Command<Int, Int>(enabled: ret(true)) { ret($0) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = false
         command.enabled.subscribeNext { log("enabled \($0)\(Seeds.thread)") }
@@ -188,7 +210,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK09_errorsSequence() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { input in
+        let command = Command<Int, Int> { input in
             switch input {
             case 0: return Signal.error(SeedError("NSURLErrorDomain", code: 0))
             case 1: return Signal.error(SeedError("NSURLErrorDomain", code: 1))
@@ -210,7 +232,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK10_allowsConcurrentExecution_true() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { ret($0) }
+        let command = Command<Int, Int> { ret($0) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = true
         command.execute(0).subscribeNext { log("allowsConcurrentExecution \($0)") }
@@ -222,7 +244,7 @@ final class CommandSeedTests: XCTestCase {
 
     func testK10_allowsConcurrentExecution_false() {
         let log = SeedLog()
-        let command = Command<Int, Int>(enabled: enabledSignal(true)) { ret($0) }
+        let command = Command<Int, Int> { ret($0) }
         guard assertUsable(command) else { return }
         command.allowsConcurrentExecution = false
         recordExecution(command.execute(0), "0", into: log)
@@ -236,7 +258,7 @@ final class CommandSeedTests: XCTestCase {
     }
 
     func testK11_notEnabledError() {
-        let command = Command<Int, Int>(enabled: enabledSignal(false)) { ret($0) }
+        let command = Command<Int, Int>(enabled: ret(false)) { ret($0) }
         guard assertUsable(command) else { return }
         var failure: (any Error)?
         command.execute(1).subscribeError { failure = $0 }

@@ -1,6 +1,6 @@
 // Seed cases C01–C05 (shared/seeds/rac-signal-combination.txt). The seed's S1/S2 send a
 // second value after 2 s on the main scheduler: those run on virtual time and on the real
-// main loop further down. The synchronous tests here pin the parts of each contract that
+// main loop further down. The synchronous tests first pin the parts of each contract that
 // need no clock (errors, completion rules), driven by subjects.
 
 import ReactiveUV
@@ -177,7 +177,102 @@ func combinationSignal(_ n: Int, delay: Double, on scheduler: Scheduler, log: Se
         #expect(log.entries.suffix(2) == ["[2.0s] next(2.2)", "[2.0s] completed"])
     }
 
-    // C04 and C05 (zip, combineLatest) on virtual time are in KnownBugs.swift (bug 1).
+    /// C04: S1 sends "1" and completes; S2 sends "2.1" at 1 s, "2.2" at 2 s and completes.
+    /// Exactly one tuple, and completed as soon as S1 is complete with nothing queued.
+    @Test func testC04_zip() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            log("call signal1 block")
+            s.sendNext("1")
+            s.sendCompleted()
+            return nil
+        }
+        let s2 = Signal<String>.create { s in
+            log("call signal2 block")
+            let c = CompoundDisposable()
+            c.add(ts.afterDelay(1) { s.sendNext("2.1") })
+            c.add(ts.afterDelay(2) {
+                s.sendNext("2.2")
+                s.sendCompleted()
+            })
+            return c
+        }
+        Seeds.record(Signal.zip([s1, s2]), into: log, clock: ts)
+        ts.advance(by: 3)
+        #expect(log.entries == [
+            "call signal1 block", "call signal2 block", "[1.0s] next([\"1\", \"2.1\"])", "[1.0s] completed",
+        ])
+        #expect(ts.pendingCount == 0)  // S2's 2 s timer was disposed with the zip
+    }
+
+    /// C04 with the typed tuple spelling, driven by a subject.
+    @Test func testC04_zip_typedTuple() {
+        let log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            s.sendNext("1")
+            s.sendCompleted()
+            return nil
+        }
+        let s2 = Subject<String>()
+        Seeds.record(Signal<(String, String)>.zip(s1, s2), into: log)
+        s2.sendNext("2.1")
+        s2.sendNext("2.2")
+        #expect(log.entries == ["next((\"1\", \"2.1\"))", "completed"])
+    }
+
+    /// C05: three tuples of the latest values, completed when all have completed (at 2 s).
+    @Test func testC05_combineLatest() {
+        let ts = TestScheduler(), log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            log("call signal1 block")
+            s.sendNext("1")
+            s.sendCompleted()
+            return nil
+        }
+        let s2 = combinationSignal(2, delay: 2, on: ts, log: log)
+        let s3 = combinationSignal(3, delay: 2, on: ts, log: log)
+        Seeds.record(Signal.combineLatest([s1, s2, s3]), into: log, clock: ts)
+        ts.advance(by: 3)
+        #expect(log.entries == [
+            "call signal1 block", "call signal2 block", "call signal3 block",
+            "[0.0s] next([\"1\", \"2.1\", \"3.1\"])", "[2.0s] next([\"1\", \"2.2\", \"3.1\"])",
+            "[2.0s] next([\"1\", \"2.2\", \"3.2\"])", "[2.0s] completed",
+        ])
+    }
+
+    /// C05 with subjects standing in for the timers: completes only when the last completes.
+    @Test func testC05_combineLatest_subjects() {
+        let log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            s.sendNext("1")
+            s.sendCompleted()
+            return nil
+        }
+        let s2 = Subject<String>(), s3 = Subject<String>()
+        Seeds.record(Signal.combineLatest([s1, s2, s3]), into: log)
+        s2.sendNext("2.1")
+        s3.sendNext("3.1")
+        s2.sendNext("2.2")
+        s2.sendCompleted()
+        s3.sendNext("3.2")
+        log("before s3 completes")
+        s3.sendCompleted()
+        #expect(log.entries == [
+            "next([\"1\", \"2.1\", \"3.1\"])", "next([\"1\", \"2.2\", \"3.1\"])", "next([\"1\", \"2.2\", \"3.2\"])",
+            "before s3 completes", "completed",
+        ])
+    }
+
+    /// C05 with a source that disposes its own lifetime when it completes (`takeUntil`):
+    /// its completion ends only its own part of the combineLatest.
+    @Test func testC05_combineLatest_takeUntilSource() {
+        let log = SeedLog()
+        let other = Subject<Int>()
+        Seeds.record(Signal.combineLatest([Signal.return(1).takeUntil(Subject<Void>()), other]), into: log)
+        other.sendNext(2)
+        other.sendCompleted()
+        #expect(log.entries == ["next([1, 2])", "completed"])
+    }
 }
 
 // MARK: - Cases on the real main loop (2 s scaled to 0.05 s)
@@ -207,5 +302,24 @@ final class SignalCombinationMainLoopSeedTests: XCTestCase {
         ])
     }
 
-    // C05 on the real main loop is in KnownBugs.swift (bug 1).
+    /// C05 on the real main loop.
+    func testC05_combineLatest_mainLoop() {
+        let log = SeedLog()
+        let s1 = Signal<String>.create { s in
+            log("call signal1 block")
+            s.sendNext("1")
+            s.sendCompleted()
+            return nil
+        }
+        let s2 = combinationSignal(2, delay: 0.05, on: Scheduler.main, log: log)
+        let s3 = combinationSignal(3, delay: 0.05, on: Scheduler.main, log: log)
+        Seeds.record(Signal.combineLatest([s1, s2, s3]), into: log)
+        XCTAssertTrue(Seeds.runMain(until: "completed", in: log))
+        // S2's timer was set before S3's with the same delay, so it fires first.
+        XCTAssertEqual(log.entries, [
+            "call signal1 block", "call signal2 block", "call signal3 block",
+            "next([\"1\", \"2.1\", \"3.1\"])", "next([\"1\", \"2.2\", \"3.1\"])", "next([\"1\", \"2.2\", \"3.2\"])",
+            "completed",
+        ])
+    }
 }

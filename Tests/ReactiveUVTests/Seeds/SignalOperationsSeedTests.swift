@@ -483,10 +483,10 @@ import XCTest
         ])
     }
 
-    /// S08 (the part that holds today): the defer block of a never-subscribed `defer` never
-    /// runs, so E2 is never even created. The exact order `1`, `3`, `defer -- eagerly` is in
-    /// KnownBugs.swift (bug 2).
-    @Test func testS08_defer_blockNeverRunsWithoutSubscription() {
+    /// S08 with the seed's eager signals on a scheduler standing for `main` (virtual time):
+    /// `1`, `3`, then `defer -- eagerly`; the defer block of the never-subscribed `defer`
+    /// never runs, so E2 is never even created and `2` never logged.
+    @Test func testS08_defer() {
         let ts = TestScheduler()
         let log = SeedLog()
         func eager(_ n: Int) -> Signal<String> {
@@ -500,12 +500,9 @@ import XCTest
         _ = eager(1)
         _ = Signal<String>.defer { eager(2) }
         Signal<String>.defer { eager(3) }.subscribeNext { log("defer -- \($0)") }
+        #expect(log.entries == ["E1 created", "E3 created"])  // nothing runs before the scheduler does
         ts.run()
-        #expect(log.count(of: "E2 created") == 0)
-        #expect(log.count(of: "2") == 0)
-        #expect(log.count(of: "defer -- eagerly") == 1)
-        let order = log.entries.filter { ["1", "3"].contains($0) }
-        #expect(order == ["1", "3"])
+        #expect(log.entries == ["E1 created", "E3 created", "1", "3", "defer -- eagerly"])
     }
 
     @Test func testS15_timeout() {
@@ -543,6 +540,29 @@ import XCTest
             "[0.5s] quick completed", "[0.8s] ticking next(tick 0.8)", "[1.0s] ticking error(The signal timed out)",
         ])
         #expect(ts.pendingCount == 0)
+    }
+
+    /// S16's `sync.deliverOn(scheduler)` on virtual time: both values and the completion
+    /// arrive when the scheduler runs, with `Scheduler.current` the scheduler.
+    @Test func testS16_deliverOn_testScheduler() {
+        let ts = TestScheduler(), log = SeedLog()
+        Seeds.sync().deliverOn(ts).subscribe(
+            next: { log("next(\($0)) current: \(Scheduler.current === ts)") },
+            completed: { log("completed current: \(Scheduler.current === ts)") })
+        #expect(log.entries.isEmpty)  // nothing before the scheduler runs
+        ts.advance()
+        #expect(log.entries == ["next(0) current: true", "next(1) current: true", "completed current: true"])
+    }
+
+    /// Regression guard beside S16 (same shape): `delay` keeps the pending sends of a
+    /// `create` source that has already completed.
+    @Test func testS16_delay_createSourceKeepsPendingSends() {
+        let ts = TestScheduler(), log = SeedLog()
+        Seeds.record(Seeds.sync().delay(1, on: ts), into: log, clock: ts)
+        ts.advance(by: 0.5)
+        #expect(log.entries.isEmpty)
+        ts.advance(by: 1)
+        #expect(log.entries == ["[1.0s] next(0)", "[1.0s] next(1)", "[1.0s] completed"])
     }
 
     @Test func testS27_sample() {
@@ -607,12 +627,12 @@ import XCTest
         #expect(failure as? SignalError == .timedOut)
     }
 
-    /// S16 with a source that does not dispose its lifetime (`fromArray`); the seed's own
-    /// `sync` (a `create` signal) is in KnownBugs.swift (bug 1).
-    @Test func testS16_deliverOn_fromArray() {
+    /// S16 as seeded: `sync.deliverOn(bg)`; both values (and the completion) arrive with
+    /// the current scheduler being that background scheduler.
+    @Test func testS16_deliverOn() {
         let bg = Scheduler.background()
         let log = SeedLog()
-        Signal.fromArray([0, 1]).deliverOn(bg).subscribe(
+        Seeds.sync().deliverOn(bg).subscribe(
             next: { log("next(\($0)) on bg: \(Scheduler.current === bg)") },
             completed: { log("completed on bg: \(Scheduler.current === bg)") })
         #expect(Seeds.drain(bg))
@@ -676,12 +696,12 @@ final class SignalOperationsMainLoopSeedTests: XCTestCase {
         XCTAssertEqual(try Seeds.async(0.05, on: Scheduler.main).toArray(), ["start", "end"])
     }
 
-    /// S18 with a `fromArray` source (the seed's `sync` hits bug 1, see KnownBugs.swift):
-    /// the map runs on bg, the subscriber on the main thread.
-    func testS18_deliverOnMainThread_fromArray() {
+    /// S18 as seeded: `sync.deliverOn(bg).map{…}.deliverOnMainThread()`: the map runs on
+    /// bg, the subscriber on the main thread for both values.
+    func testS18_deliverOnMainThread() {
         let bg = Scheduler.background()
         let log = SeedLog()
-        Signal.fromArray([0, 1]).deliverOn(bg)
+        Seeds.sync().deliverOn(bg)
             .map { v -> Int in
                 log("map \(v) on bg: \(Scheduler.current === bg)")
                 return v
@@ -696,6 +716,18 @@ final class SignalOperationsMainLoopSeedTests: XCTestCase {
         XCTAssertEqual(log.entries.filter { !$0.hasPrefix("map") }, [
             "next(0) @main current is main: true", "next(1) @main current is main: true", "completed @main",
         ])
+    }
+
+    /// S18, `deliverOnMainThread` alone: a `create` source run on bg (`subscribeOn`) sends
+    /// 0, 1 and completes; all three reach the subscriber on the main thread, in order.
+    func testS18_deliverOnMainThread_fromBackground() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        Seeds.sync().subscribeOn(bg).deliverOnMainThread().subscribe(
+            next: { log("next(\($0))\(Seeds.thread)") },
+            completed: { log("completed\(Seeds.thread)") })
+        XCTAssertTrue(Seeds.runMain(until: "completed @main", in: log))
+        XCTAssertEqual(log.entries, ["next(0) @main", "next(1) @main", "completed @main"])
     }
 
     /// S18's inline rule: on the main thread with nothing queued, delivery is synchronous.
