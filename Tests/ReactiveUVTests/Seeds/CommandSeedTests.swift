@@ -274,4 +274,47 @@ final class CommandSeedTests: XCTestCase {
             XCTFail("expected .notEnabled")
         }
     }
+
+    // MARK: Contract details behind the K cases (RAC2-CATALOGUE §9, §19.12)
+
+    /// K06: an execution that fails ends `executing` too.
+    func testK06_executing_endsOnError() {
+        let log = SeedLog()
+        let command = Command<Int, Int> { _ in Signal.error(SeedError()) }
+        guard assertUsable(command) else { return }
+        command.executing.subscribeNext { log("executing \($0)\(Seeds.thread)") }
+        recordExecution(command.execute(1), "1", into: log)
+        XCTAssertTrue(EventLoop.main.run(until: { log.count(of: "executing false @main") == 2 }, timeout: 10))
+        Seeds.drainMain()
+        XCTAssertEqual(log.entries, [
+            "executing false @main", "executing true @main", "1 error(SeedError(test, 1)) @main", "executing false @main",
+        ])
+    }
+
+    /// K05: `errors` is connected at init, so an execution started before anyone subscribed
+    /// to `errors` still reports its error there if it fails after the subscription.
+    func testK05_errors_connectedAtInit() {
+        let log = SeedLog()
+        let command = Command<Int, Int> { _ in Signal.error(SeedError("late", code: 5)) }
+        guard assertUsable(command) else { return }
+        command.execute(0)  // runs on the main loop, later
+        command.errors.subscribeNext { log("errors next(\($0))\(Seeds.thread)") }
+        XCTAssertTrue(Seeds.runMain(until: "errors next(SeedError(late, 5)) @main", in: log))
+        Seeds.drainMain()
+        XCTAssertEqual(log.entries, ["errors next(SeedError(late, 5)) @main"])
+    }
+
+    /// K03 (catalogue §9): `executionSignals` completes, on the main thread, when the
+    /// command is deallocated. (`enabled` should complete too: KnownBugs.swift, bug 4.)
+    func testK03_executionSignalsCompleteOnDeallocation() {
+        let log = SeedLog()
+        var command: Command<Int, Int>? = Command<Int, Int> { ret($0) }
+        guard assertUsable(command!) else { return }
+        weak var weakCommand = command
+        command!.executionSignals.subscribe(completed: { log("executionSignals completed\(Seeds.thread)") })
+        command = nil
+        XCTAssertNil(weakCommand, "the command should be deallocated once released")
+        XCTAssertTrue(Seeds.runMain(until: "executionSignals completed @main", in: log))
+        XCTAssertEqual(log.entries, ["executionSignals completed @main"])
+    }
 }

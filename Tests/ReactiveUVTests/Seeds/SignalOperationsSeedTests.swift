@@ -160,6 +160,24 @@ import XCTest
         ])
     }
 
+    /// S11 (catalogue §8): disposing the connection disconnects for good; connecting again
+    /// neither resubscribes nor reconnects.
+    @Test func testS11_publish_disconnectIsFinal() {
+        let log = SeedLog()
+        let source = Subject<Int>()
+        let connection = source.on(subscribed: { log("subscribed") }, disposed: { log("disposed") }).publish()
+        Seeds.record(connection.signal, into: log)
+        let d = connection.connect()
+        source.sendNext(1)
+        d.dispose()
+        source.sendNext(2)
+        let again = connection.connect()
+        source.sendNext(3)
+        #expect(again === d)
+        #expect(again.isDisposed)
+        #expect(log.entries == ["subscribed", "next(1)", "disposed"])
+    }
+
     @Test func testS12_replay() {
         let log = SeedLog()
         let source = Seeds.sync().on(subscribed: { log("subscribed") })
@@ -351,6 +369,23 @@ import XCTest
             "signal 1", "attempt 1 disposed", "signal 2", "attempt 2 disposed", "signal 3", "attempt 3 disposed",
             "signal 4", "attempt 4 disposed",
         ])
+    }
+
+    /// S26: the resubscription loop does not deepen the stack: 100,000 synchronous
+    /// failures in a row, then a trigger stops it.
+    @Test func testS26_retryForever_deepSynchronousRetries() {
+        let stop = Subject<Void>()
+        var subscriptions = 0
+        let signal = Signal<Int>.create { s in
+            subscriptions += 1
+            if subscriptions == 100_000 { stop.sendNext(()) }
+            s.sendError(SeedError())
+            return nil
+        }
+        let log = SeedLog()
+        Seeds.record(signal.retry().takeUntil(stop), into: log)
+        #expect(subscriptions == 100_000)
+        #expect(log.entries == ["completed"])
     }
 
     // MARK: S28–S31
@@ -669,7 +704,14 @@ import XCTest
         #expect(Seeds.drain(bg))
         #expect(log.entries.isEmpty)
     }
+
+    /// S10: reading an element not sent yet blocks until it arrives.
+    @Test func testS10_sequence_blocksForLaterValues() {
+        let bg = Scheduler.background()
+        #expect(Array(Seeds.async(0.05, on: bg).blockingSequence) == ["start", "end"])
+    }
 }
+
 
 // MARK: - Cases on the real main loop (XCTest runs on the main thread)
 
@@ -728,6 +770,24 @@ final class SignalOperationsMainLoopSeedTests: XCTestCase {
             completed: { log("completed\(Seeds.thread)") })
         XCTAssertTrue(Seeds.runMain(until: "completed @main", in: log))
         XCTAssertEqual(log.entries, ["next(0) @main", "next(1) @main", "completed @main"])
+    }
+
+    /// S18, RAC's rule for `deliverOnMainThread`: inline only when on the main thread *and*
+    /// nothing is queued; a value sent on main while an earlier one from bg is still queued
+    /// waits behind it, so the order is kept.
+    func testS18_deliverOnMainThread_keepsOrderBehindQueuedEvents() {
+        let bg = Scheduler.background()
+        let log = SeedLog()
+        let subject = Subject<Int>()
+        Seeds.record(subject.deliverOnMainThread(), into: log)
+        bg.schedule { subject.sendNext(1) }
+        XCTAssertTrue(Seeds.drain(bg))  // 1 is now queued on main (the main loop is not running)
+        subject.sendNext(2)  // on main, but 1 is queued: must not overtake it
+        XCTAssertEqual(log.entries, [])
+        subject.sendNext(3)
+        XCTAssertTrue(EventLoop.main.run(until: { log.entries.count == 3 }, timeout: 10))
+        subject.sendNext(4)  // nothing queued any more: inline
+        XCTAssertEqual(log.entries, ["next(1)", "next(2)", "next(3)", "next(4)"])
     }
 
     /// S18's inline rule: on the main thread with nothing queued, delivery is synchronous.

@@ -49,6 +49,36 @@ import Testing
         #expect(log.entries == ["A next(a)", "A next(b)", "B next(b)"])
     }
 
+    /// R02, ReactiveUV's documented deviation: a terminated subject replays its terminal
+    /// event to late subscribers (and nothing else).
+    @Test func testR02_subjectReplaysTerminalEventToLateSubscribers() {
+        let log = SeedLog()
+        let subject = Subject<String>()
+        subject.sendNext("a")
+        subject.sendCompleted()
+        subject.sendNext("b")
+        Seeds.record(subject, into: log, prefix: "late ")
+        #expect(log.entries == ["late completed"])
+    }
+
+    /// R02 (catalogue C6): a subject used as the subscriber of several signals is terminated
+    /// by the first terminal event of any of them; its other subscriptions are disposed.
+    @Test func testR02_subjectAsSubscriberEndsAllOnFirstTerminalEvent() {
+        let log = SeedLog()
+        let subject = Subject<String>()
+        Seeds.record(subject, into: log)
+        let a = Subject<String>(), b = Subject<String>()
+        a.on(disposed: { log("a disposed") }).subscribe(subject)
+        b.on(disposed: { log("b disposed") }).subscribe(subject)
+        a.sendNext("a1")
+        b.sendNext("b1")
+        a.sendCompleted()
+        b.sendNext("b2")
+        #expect(log.entries.prefix(3) == ["next(a1)", "next(b1)", "completed"])
+        #expect(Set(log.entries.dropFirst(3)) == ["a disposed", "b disposed"])
+        #expect(log.entries.count == 5)
+    }
+
     @Test func testR03_bind() {
         let log = SeedLog()
         let bound = Signal<String>.return("8").bind { { value, _ in Signal.return(value) } }
