@@ -305,7 +305,7 @@ final class CommandSeedTests: XCTestCase {
     }
 
     /// K03 (catalogue §9): `executionSignals` completes, on the main thread, when the
-    /// command is deallocated. (`enabled` should complete too: KnownBugs.swift, bug 4.)
+    /// command is deallocated.
     func testK03_executionSignalsCompleteOnDeallocation() {
         let log = SeedLog()
         var command: Command<Int, Int>? = Command<Int, Int> { ret($0) }
@@ -316,5 +316,21 @@ final class CommandSeedTests: XCTestCase {
         XCTAssertNil(weakCommand, "the command should be deallocated once released")
         XCTAssertTrue(Seeds.runMain(until: "executionSignals completed @main", in: log))
         XCTAssertEqual(log.entries, ["executionSignals completed @main"])
+    }
+
+    /// K07 (catalogue §9): `enabled` completes when the command is deallocated, even if the
+    /// enabled signal never does.
+    func testK07_enabledCompletesOnDeallocation() {
+        let log = SeedLog()
+        var command: Command<Int, Int>? = Command<Int, Int>(enabled: Signal.return(true).concat(.never())) {
+            Signal.return($0)
+        }
+        weak var weakCommand = command
+        command!.enabled.subscribe(next: { log("enabled \($0)") }, completed: { log("enabled completed") })
+        command = nil
+        XCTAssertNil(weakCommand, "the command should be deallocated once released")
+        XCTAssertTrue(Seeds.runMain(until: "enabled completed", in: log))
+        Seeds.drainMain()
+        XCTAssertEqual(log.entries, ["enabled true", "enabled completed"])
     }
 }

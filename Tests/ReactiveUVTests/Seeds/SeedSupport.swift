@@ -129,15 +129,3 @@ extension Seeds {
     }
 }
 
-/// XCTest on Linux has no `XCTExpectFailure`, so a main-loop known-bug test asserts that the
-/// contract does **not** hold yet: it passes while the bug exists, prints what it observed,
-/// and fails (asking to be moved back to its seed file) once the library is fixed.
-func XCTAssertKnownBug<T: Equatable>(
-    _ observed: T, contract: T, _ bug: String, file: StaticString = #filePath, line: UInt = #line
-) {
-    if observed == contract {
-        XCTFail("known bug no longer reproduces (\(bug)): move this test back to its seed file", file: file, line: line)
-    } else {
-        print("KNOWN BUG (\(bug)): observed \(observed), contract \(contract)")
-    }
-}
