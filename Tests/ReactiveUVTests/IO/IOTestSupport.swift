@@ -171,9 +171,29 @@ func assertLoopCleanAndClose(_ loop: EventLoop, file: StaticString = #filePath, 
 
 /// For tests on the shared main loop: how many of our IO resources are registered there.
 func mainLoopIOResources() -> Int {
-    EventLoop.main.resources.values.filter {
-        $0 is TailFollower || $0 is FileReader || $0 is FileWatcher || $0 is UnixSignalWatcher || $0 is DNSResolver
-    }.count
+    EventLoop.main.resources.values.filter { isIOResource($0) }.count
+}
+
+/// For tests on a pool loop (another thread): waits until none of our IO resources is
+/// registered there, asking the loop itself (its registry is loop-thread state).
+func waitUntilNoIOResources(on loop: EventLoop, timeout seconds: Double = 60) -> Bool {
+    let deadline = csys_monotonic_ns() + UInt64(seconds * 1e9)
+    while csys_monotonic_ns() < deadline {
+        let answer = Locked<Bool?>(nil)
+        let answered = Latch()
+        loop.execute {
+            answer.withLock { $0 = loop.resources.values.contains { isIOResource($0) } }
+            answered.countDown()
+        }
+        if answered.wait(timeout: 10), answer.value == false { return true }
+        usleep(10_000)
+    }
+    return false
+}
+
+func isIOResource(_ resource: any LoopResource) -> Bool {
+    resource is TailFollower || resource is FileReader || resource is FileWatcher || resource is UnixSignalWatcher
+        || resource is DNSResolver
 }
 
 /// The decimal number a test line starts with ("123 filler" → 123).
