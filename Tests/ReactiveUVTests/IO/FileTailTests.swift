@@ -276,6 +276,29 @@ final class FileTailTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testLinesWrittenToTheOldFileAfterTheNewOneAppearedAreNotLost() throws {
+        // Two writers: one has already reopened the path (the new file exists and has a
+        // line) while the other still writes to the renamed file. `tail -F` would switch at
+        // once and lose the late lines; we finish the old file only once it has been quiet.
+        let loop = try EventLoop()
+        let path = directory.file("two.log")
+        let old = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        writeAll(old, "old-0\n")
+        let recorder = EventRecorder<String>(loop: loop)
+        let subscription = recorder.subscribe(
+            File.tail(path, from: .beginning, pollInterval: 0.05, rotationQuietPeriod: 2, on: loop))
+        XCTAssertTrue(run(loop, until: recorder, has: 1))
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        append(path, "new-0\n")
+        _ = loop.run(until: { false }, timeout: 0.2)  // the tail sees the new file meanwhile
+        writeAll(old, "old-1\nold-2\n")
+        close(old)
+        XCTAssertTrue(run(loop, until: recorder, has: 4))
+        XCTAssertEqual(recorder.values, ["old-0", "old-1", "old-2", "new-0"])
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testRotationByRemovalAndRecreation() throws {
         let loop = try EventLoop()
         let path = directory.file("gone.log")
