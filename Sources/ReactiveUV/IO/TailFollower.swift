@@ -330,7 +330,7 @@ final class TailFollower: LoopResource, @unchecked Sendable {
         case .beginning:
             readHead()
         case .line(let k):
-            skipLines = max(0, k - 1)
+            skipLines = k <= 1 ? 0 : k - 1
             readHead()
         case .end:
             scanBack(file, before: size, breaksWanted: 1, found: 0)

@@ -224,6 +224,21 @@ final class FileTailTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testExtremeStartPositionsDoNotTrap() throws {
+        let loop = try EventLoop()
+        let path = directory.file("extreme.log")
+        writeFile(path, numbered(0..<3))
+        let starts: [TailStart] = [.line(Int.min), .line(Int.max), .lastLines(Int.min), .lastLines(Int.max), .line(0)]
+        let tails = starts.map { tail(path, from: $0, on: loop) }
+        XCTAssertTrue(loop.run(until: {
+            tails[0].0.valueCount == 3 && tails[3].0.valueCount == 3 && tails[4].0.valueCount == 3
+        }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.1)
+        XCTAssertEqual(tails.map { $0.0.values.count }, [3, 0, 0, 3, 3])
+        tails.forEach { $0.1.dispose() }
+        assertLoopCleanAndClose(loop)
+    }
+
     func testBadArgumentsFailWithoutTrapping() {
         let poll = EventRecorder<String>()
         _ = poll.subscribe(File.tail("x", pollInterval: 0))
@@ -286,7 +301,7 @@ final class FileTailTests: XCTestCase {
         writeAll(old, "old-0\n")
         let recorder = EventRecorder<String>(loop: loop)
         let subscription = recorder.subscribe(
-            File.tail(path, from: .beginning, pollInterval: 0.05, rotationQuietPeriod: 2, on: loop))
+            File.tail(path, from: .beginning, pollInterval: 0.05, rotationQuietPeriod: 4, on: loop))
         XCTAssertTrue(run(loop, until: recorder, has: 1))
         XCTAssertEqual(rename(path, path + ".1"), 0)
         append(path, "new-0\n")
