@@ -4,7 +4,12 @@ import CLibUV
 public struct FileChange: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// What happened, as libuv reports it (inotify's many kinds folded into two).
     public struct Kind: OptionSet, Sendable, Hashable {
+        /// libuv's `uv_fs_event` bits (`UV_RENAME`, `UV_CHANGE`).
         public let rawValue: Int32
+
+        /// Creates a set of kinds from libuv's bits.
+        ///
+        /// - Parameter rawValue: `UV_RENAME`, `UV_CHANGE`, or both.
         public init(rawValue: Int32) { self.rawValue = rawValue }
 
         /// A name appeared, disappeared or moved (create, delete, rename; `UV_RENAME`).
