@@ -293,6 +293,13 @@ import Testing
         #expect(p1.live == 0 && p2.live == 0 && p1.subscriptions == 1 && p2.subscriptions == 1)
     }
 
+    @Test func combineLatestSubscribesTheSameSignalTwice() {
+        let p = OpProbe()
+        let s = Signal.fromArray([1, 2]).probed(p)
+        #expect(opPairs(opRecord(s.combineLatest(with: s)).events) == [.next("21"), .next("22"), .completed])
+        #expect(p.subscriptions == 2)
+    }
+
     @Test func combineLatestReentrantSendIsDeliveredNested() {
         let a = Subject<Int>(), b = Subject<Int>()
         var got: [String] = []

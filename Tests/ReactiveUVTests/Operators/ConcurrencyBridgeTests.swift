@@ -181,9 +181,11 @@ final class ConcurrencyBridgeLeakTests: XCTestCase {
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let ended = Latch()
         continuation.onTermination = { _ in ended.countDown() }
-        let d = Signal(stream).subscribeNext { _ in }
-        XCTAssertEqual(Diagnostics.liveSubscriptions, before + 1)
-        d.dispose()
+        do {
+            let d = Signal(stream).subscribeNext { _ in }
+            XCTAssertEqual(Diagnostics.liveSubscriptions, before + 1)
+            d.dispose()
+        }
         XCTAssertTrue(ended.wait(timeout: 60), "the iterating task is cancelled")
         XCTAssertTrue(runMainLoop(timeout: 60) { Diagnostics.liveSubscriptions == before })
     }

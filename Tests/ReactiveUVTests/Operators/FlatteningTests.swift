@@ -64,6 +64,12 @@ import Testing
         #expect(got == [1, 2, 3])
     }
 
+    // FlattenState.completeIfFinished() returns early while `draining`, and drain() never
+    // re-checks completion after it clears the flag: an outer completion that arrives
+    // re-entrantly while an inner is being subscribed (from the subscriber's callback) is lost.
+    static let reentrantOuterCompletionIssue =
+        "FlattenState: outer completion arriving re-entrantly during drain() is never acted on; the result never completes"
+
     @Test func flattenCompletesWhenTheOuterCompletesReentrantlyFromAnInnerValue() {
         let outer = Subject<Signal<Int>>()
         var events: [Event<Int>] = []
@@ -72,6 +78,62 @@ import Testing
             if case .next(1) = e { outer.sendCompleted() }
         }
         outer.sendNext(.return(1))
+        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
+            #expect(events == [.next(1), .completed])
+        }
+    }
+
+    @Test func concatCompletesWhenTheOuterCompletesReentrantlyFromAnInnerValue() {
+        let outer = Subject<Signal<Int>>()
+        var events: [Event<Int>] = []
+        outer.concat().subscribeEvents { e in
+            events.append(e)
+            if case .next(1) = e { outer.sendCompleted() }
+        }
+        outer.sendNext(.fromArray([1, 2]))
+        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
+            #expect(events == [.next(1), .next(2), .completed])
+        }
+    }
+
+    @Test func flattenMapCompletesWhenTheSourceCompletesReentrantlyFromAnInnerValue() {
+        let source = Subject<Int>()
+        var events: [Event<Int>] = []
+        source.flattenMap { Signal.return($0 * 10) }.subscribeEvents { e in
+            events.append(e)
+            if case .next(10) = e { source.sendCompleted() }
+        }
+        source.sendNext(1)
+        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
+            #expect(events == [.next(10), .completed])
+        }
+    }
+
+    @Test func bindCompletesWhenTheSourceCompletesReentrantlyFromAnInnerValue() {
+        let source = Subject<Int>()
+        var events: [Event<Int>] = []
+        source.bind { { v, _ in Signal.return(v) } }.subscribeEvents { e in
+            events.append(e)
+            if case .next(1) = e { source.sendCompleted() }
+        }
+        source.sendNext(1)
+        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
+            #expect(events == [.next(1), .completed])
+        }
+    }
+
+    @Test func flattenCompletesWhenTheOuterCompletesReentrantlyAfterAnAsynchronousInner() {
+        // The same re-entrant completion, but the inner is still running: not affected.
+        let outer = Subject<Signal<Int>>()
+        let inner = Subject<Int>()
+        var events: [Event<Int>] = []
+        outer.flatten().subscribeEvents { e in
+            events.append(e)
+            if case .next(1) = e { outer.sendCompleted() }
+        }
+        outer.sendNext(inner)
+        inner.sendNext(1)
+        inner.sendCompleted()
         #expect(events == [.next(1), .completed])
     }
 
@@ -256,6 +318,17 @@ import Testing
         i1.sendNext(1)
         i1.sendNext(99)
         #expect(got == [1, 2, 3])
+    }
+
+    @Test func switchToLatestCompletesWhenTheOuterCompletesReentrantlyFromAnInnerValue() {
+        let outer = Subject<Signal<Int>>()
+        var events: [Event<Int>] = []
+        outer.switchToLatest().subscribeEvents { e in
+            events.append(e)
+            if case .next(1) = e { outer.sendCompleted() }
+        }
+        outer.sendNext(.return(1))
+        #expect(events == [.next(1), .completed])
     }
 
     // MARK: Signal.switch, Signal.if
