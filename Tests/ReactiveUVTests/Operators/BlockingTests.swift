@@ -1,4 +1,5 @@
 import Testing
+import XCTest
 @testable import ReactiveUV
 
 /// first, firstOrDefault, waitUntilCompleted, toArray, blockingSequence (catalogue §4i),
@@ -103,5 +104,42 @@ import Testing
         }
         #expect(got == [1, 2])
         #expect(p.live == 0)
+    }
+}
+
+/// The asynchronous waits spin the main loop (catalogue §5): XCTest, on the main thread.
+final class BlockingMainLoopTests: XCTestCase {
+    func testAsynchronousFirstOrDefaultRunsTheMainLoopUntilAValueArrives() throws {
+        let value = try Signal.fromArray([5, 6]).deliverOn(Scheduler.main).asynchronousFirstOrDefault(0, timeout: 30)
+        XCTAssertEqual(value, 5)
+        XCTAssertEqual(try Signal<Int>.empty().deliverOn(Scheduler.main).asynchronousFirstOrDefault(7, timeout: 30), 7)
+    }
+
+    func testAsynchronousFirstOrDefaultThrowsTheErrorOrTimesOut() {
+        XCTAssertThrowsError(try Signal<Int>.error(OpError.boom).deliverOn(Scheduler.main).asynchronousFirstOrDefault(0)) {
+            XCTAssertEqual($0 as? OpError, .boom)
+        }
+        // A signal that never answers: the outcome does not depend on how long the wait is.
+        XCTAssertThrowsError(try Signal<Int>.never().asynchronousFirstOrDefault(0, timeout: 0.05)) {
+            XCTAssertEqual($0 as? SignalError, .timedOut)
+        }
+    }
+
+    func testAsynchronouslyWaitUntilCompleted() {
+        let p = OpProbe()
+        XCTAssertNoThrow(try Signal.fromArray([1, 2]).probed(p).deliverOn(Scheduler.main).asynchronouslyWaitUntilCompleted(timeout: 30))
+        XCTAssertEqual(p.live, 0)
+        XCTAssertThrowsError(try Signal<Int>.error(OpError.other).deliverOn(Scheduler.main).asynchronouslyWaitUntilCompleted()) {
+            XCTAssertEqual($0 as? OpError, .other)
+        }
+        XCTAssertThrowsError(try Signal<Int>.never().probed(p).asynchronouslyWaitUntilCompleted(timeout: 0.05))
+        XCTAssertEqual(p.live, 0, "the wait disposes its subscription when it gives up")
+    }
+
+    func testBlockingFirstOnTheMainThreadRunsTheMainLoop() throws {
+        // On a loop's own thread the blocking operators run that loop, so work queued to it
+        // (here: deliverOn(main)) still arrives.
+        XCTAssertEqual(Signal.fromArray([3]).deliverOn(Scheduler.main).first(), 3)
+        XCTAssertEqual(try Signal.fromArray([1, 2]).deliverOn(Scheduler.main).toArray(), [1, 2])
     }
 }

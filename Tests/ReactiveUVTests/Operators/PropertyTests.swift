@@ -79,6 +79,16 @@ import Testing
         #expect(opPairs(log.events) == [.next("1x"), .next("5x"), .next("5y")])
     }
 
+    @Test func aPropertyFromASignalStopsFollowingItWhenDeallocated() {
+        let source = Subject<Int>()
+        var derived: Property<Int>? = Property(initial: 0, then: source)
+        source.sendNext(1)
+        #expect(derived?.value == 1)
+        #expect(source.entries.count == 1)
+        derived = nil
+        #expect(source.entries.isEmpty)
+    }
+
     // MARK: bindings
 
     @Test func bindSetsTheValueFromASignal() {
@@ -215,6 +225,20 @@ import Testing
         #expect(log.values == [1], "a value from the terminal is not echoed back to it")
         p.value = 7
         #expect(log.values == [1, 7])
+    }
+
+    @Test func channelTerminalCompletesWhenThePropertyIsDeallocated() {
+        // RAC's RACKVOChannel completes its terminals when the target deallocates, as a
+        // property's own signal does (catalogue §16).
+        var p: MutableProperty<Int>? = MutableProperty(value: 1)
+        let terminal = p!.channelTerminal()
+        let log = opRecord(terminal)
+        let own = opRecord(p!.signal)
+        p = nil
+        #expect(own.events == [.next(1), .completed])
+        withKnownIssue("MutableProperty.deinit disposes `channels` before Property.deinit sends completed, so the channel never hears that the property ended") {
+            #expect(log.events == [.next(1), .completed])
+        }
     }
 
     @Test func twoPropertiesBoundThroughAChannelTerminal() {

@@ -184,6 +184,14 @@ import Testing
         #expect(log.values == [1, 2, 3])
     }
 
+    @Test(.timeLimit(.minutes(1))) func sequenceSignalOnTheImmediateSchedulerIsALoopThatStopsAtDisposal() {
+        var count = 0
+        Signal(sequence: 1...100_000, on: Scheduler.immediate).subscribeNext { _ in count += 1 }
+        #expect(count == 100_000, "recursion is flattened: no stack overflow")
+        #expect(opRecord(Signal(sequence: 1..., on: Scheduler.immediate).take(3)).events
+            == [.next(1), .next(2), .next(3), .completed])
+    }
+
     @Test func sequenceSignalIsColdAndInterleavesOnTheScheduler() {
         let s = TestScheduler()
         let signal = Signal(sequence: ["a", "b"], on: s)

@@ -205,6 +205,43 @@ import Testing
         #expect(opRecord(subject).values == [1, 2], "the buffer keeps the live order")
     }
 
+    @Test func aValueSentDuringReplayReachesTheReplayingSubscriberInLiveOrder() {
+        // A subscriber that sends into a replay subject while it is being replayed to gets
+        // its own value right after the replayed ones, as a live subscriber would. The
+        // buffer compacts its storage once 64 trimmed slots accumulate; compaction must not
+        // change what a replay delivers.
+        func replayWithReentrantSend(after count: Int) -> [Int] {
+            let subject = ReplaySubject<Int>(capacity: 1)
+            for i in 1...count { subject.sendNext(i) }
+            var got: [Int] = []
+            subject.subscribeNext { v in
+                got.append(v)
+                if v == count { subject.sendNext(count + 1) }
+            }
+            return got
+        }
+        #expect(replayWithReentrantSend(after: 10) == [10, 11])
+        #expect(replayWithReentrantSend(after: 64) == [64, 65])
+        withKnownIssue("ReplaySubject: compaction (buffer.removeFirst(head)) during a replay moves the elements under the replay loop's index; the re-entrantly sent value is skipped and the subscriber is registered after it") {
+            #expect(replayWithReentrantSend(after: 65) == [65, 66])
+        }
+    }
+
+    @Test func aSubscriberAddedDuringDeliveryDoesNotGetTheValueBeingDelivered() {
+        let subject = Subject<Int>()
+        var late: [Int] = []
+        var added = false
+        subject.subscribeNext { _ in
+            if !added {
+                added = true
+                subject.subscribeNext { late.append($0) }
+            }
+        }
+        subject.sendNext(1)
+        subject.sendNext(2)
+        #expect(late == [2], "delivery goes to a snapshot of the subscribers")
+    }
+
     // MARK: BehaviorSubject
 
     @Test func behaviorSubjectSendsTheCurrentValueThenLiveValues() {
