@@ -31,6 +31,31 @@ import Testing
         #expect(log.events == [.next(1)])
     }
 
+    @Test func aCreateSubscriberForwardingOtherSignalsOwnsThoseSubscriptions() {
+        // The RAC idiom `[signal subscribe:subscriber]` inside +createSignal:.
+        let a = Subject<Int>(), b = Subject<Int>()
+        let pb = OpProbe(), pc = OpProbe()
+        let forwarded = Signal<Int>.create { sub in
+            a.subscribe(sub)
+            b.probed(pb).subscribe(sub)
+            return nil
+        }
+        let log = opRecord(forwarded)
+        a.sendNext(1)
+        b.sendNext(2)
+        a.sendCompleted()
+        #expect(log.events == [.next(1), .next(2), .completed])
+        #expect(pb.live == 0, "the first terminal event ends the subscriber's other subscriptions (C6)")
+
+        let log2 = opRecord(Signal<Int>.create { sub in
+            Signal<Int>.never().probed(pc).subscribe(sub)
+            return nil
+        })
+        #expect(pc.live == 1)
+        log2.dispose()
+        #expect(pc.live == 0, "disposing the outer subscription disposes the forwarded one")
+    }
+
     @Test func constants() {
         #expect(opRecord(Signal.return(1)).events == [.next(1), .completed])
         #expect(opRecord(Signal<Int>.empty()).events == [.completed])

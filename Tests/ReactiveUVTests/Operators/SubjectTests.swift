@@ -138,6 +138,28 @@ import Testing
         }
     }
 
+    @Test func subjectForgetsItsSubscriptionsToSourcesOnceTheyAreDisposed() {
+        // RAC's -[RACSubject didSubscribeWithDisposable:] removes each disposable again when
+        // it is disposed (catalogue §6: "no unbounded growth"): a long-lived subject that is
+        // subscribed to many short-lived sources must not keep every finished subscription.
+        let subject = Subject<Int>()
+        weak var weakSubscription: Disposable?
+        for _ in 0..<100 {
+            let d = Signal<Int>.never().subscribe(subject)
+            weakSubscription = d
+            d.dispose()
+        }
+        withKnownIssue("Subject.didSubscribe(with:) adds to `subscriptions` and never removes a disposed one: the compound grows by one per subscription") {
+            #expect(subject.subscriptions.members.count == 0)
+            #expect(weakSubscription == nil)
+        }
+        // The subject still works, and still ends its live subscriptions at termination.
+        let p = OpProbe()
+        Signal<Int>.never().probed(p).subscribe(subject)
+        subject.sendCompleted()
+        #expect(p.live == 0)
+    }
+
     // MARK: ReplaySubject
 
     @Test func unlimitedReplaySubjectReplaysEverythingThenGoesLive() {
