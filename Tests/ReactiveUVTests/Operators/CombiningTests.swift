@@ -426,6 +426,11 @@ import Testing
         #expect(log.events == [.next(1), .completed])
     }
 
+    @Test func takeUntilASynchronousTriggerErrorIsIgnored() {
+        let log = opRecord(Signal.fromArray([1, 2]).takeUntil(Signal<Void>.error(OpError.boom)))
+        #expect(log.events == [.next(1), .next(2), .completed])
+    }
+
     @Test func takeUntilForwardsReceiverErrorsAndDisposesTheTrigger() {
         let pt = OpProbe()
         let source = Subject<Int>()
@@ -499,5 +504,52 @@ import Testing
         let p1 = OpProbe(), p2 = OpProbe()
         opRecord(Signal<Int>.never().probed(p1).takeUntilReplacement(Signal<Int>.never().probed(p2))).dispose()
         #expect(p1.live == 0 && p2.live == 0 && p1.subscriptions == 1 && p2.subscriptions == 1)
+    }
+
+    // MARK: sources on several threads
+
+    @Test func mergeOfTwoThreadsDeliversEveryValueWithoutOverlap() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        let inside = Locked(0), overlaps = Locked(0)
+        let got = Locked<[Int]>([])
+        a.merge(b).subscribeNext { v in
+            if inside.withLock({ n -> Int in n += 1; return n }) > 1 { overlaps.withLock { $0 += 1 } }
+            got.withLock { $0.append(v) }
+            inside.withLock { $0 -= 1 }
+        }
+        runOnThreads(2) { t in
+            let subject = t == 0 ? a : b
+            for i in 0..<2000 { subject.sendNext(t * 10_000 + i) }
+        }
+        #expect(overlaps.value == 0)
+        let values = got.value
+        #expect(values.count == 4000)
+        #expect(values.filter { $0 < 10_000 } == Array(0..<2000), "each source's order is kept")
+        #expect(values.filter { $0 >= 10_000 } == Array(10_000..<12_000))
+    }
+
+    @Test func zipOfTwoThreadsPairsEveryIndex() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        let got = Locked<[String]>([])
+        a.zip(with: b).subscribeNext { x, y in got.withLock { $0.append("\(x):\(y)") } }
+        runOnThreads(2) { t in
+            for i in 0..<2000 { (t == 0 ? a : b).sendNext(i) }
+        }
+        #expect(got.value == (0..<2000).map { "\($0):\($0)" })
+    }
+
+    @Test func combineLatestOfTwoThreadsEndsWithBothLastValues() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        let got = Locked<[String]>([])
+        let done = Locked(false)
+        a.combineLatest(with: b).subscribe(next: { x, y in got.withLock { $0.append("\(x):\(y)") } },
+                                           completed: { done.withLock { $0 = true } })
+        runOnThreads(2) { t in
+            let s = t == 0 ? a : b
+            for i in 0..<1000 { s.sendNext(i) }
+            s.sendCompleted()
+        }
+        #expect(done.value)
+        #expect(got.value.last == "999:999")
     }
 }

@@ -454,4 +454,26 @@ import Testing
         log.dispose()
         #expect(ps.live == 0 && pi.live == 0 && pi.subscriptions == 2)
     }
+
+    @Test func switchToLatestNeverForwardsAnOldInnerAfterTheSwitch() {
+        // The old inner keeps sending on another thread while the outer switches.
+        let outer = Subject<Signal<Int>>()
+        let old = Subject<Int>(), new = Subject<Int>()
+        let got = Locked<[Int]>([])
+        outer.switchToLatest().subscribeNext { v in got.withLock { $0.append(v) } }
+        outer.sendNext(old)
+        runOnThreads(2) { t in
+            if t == 0 {
+                for i in 0..<5000 { old.sendNext(i) }
+            } else {
+                outer.sendNext(new)
+                new.sendNext(-1)
+            }
+        }
+        let values = got.value
+        let switchIndex = values.firstIndex(of: -1)
+        #expect(switchIndex != nil)
+        if let switchIndex { #expect(values[(switchIndex + 1)...].isEmpty, "nothing from the old inner after the new one spoke") }
+        #expect(values.filter { $0 >= 0 } == Array(0..<values.filter { $0 >= 0 }.count), "the old inner's values arrive in order, without gaps")
+    }
 }

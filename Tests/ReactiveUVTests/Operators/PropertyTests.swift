@@ -241,6 +241,24 @@ import Testing
         }
     }
 
+    @Test func aCorrectionMadeWhileTheChannelWritesStillReachesTheTerminal() {
+        // The channel must skip only the echo of the value it wrote itself. Here another
+        // observer of the property corrects that value (a clamp) while the channel is still
+        // writing it: the correction is a genuine change and must reach the terminal, or the
+        // two sides of the binding disagree (RACKVOChannel ignores only the next update).
+        let p = MutableProperty(value: 0)
+        let terminal = p.channelTerminal()
+        p.changes.subscribeNext { v in if v < 0 { p.value = 0 } }
+        let log = opRecord(terminal)
+        terminal.sendNext(-5)
+        #expect(p.value == 0)
+        withKnownIssue("channelTerminal(): the shared `updating` counter filters every property change made while the channel writes, not just the echo of its own value; the clamp's correction never reaches the terminal") {
+            #expect(log.values == [0, 0])
+        }
+        p.value = 3
+        #expect(log.values.last == 3)
+    }
+
     @Test func twoPropertiesBoundThroughAChannelTerminal() {
         let a = MutableProperty(value: 0)
         let b = MutableProperty(value: 10)
