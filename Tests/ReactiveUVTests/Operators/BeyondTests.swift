@@ -136,7 +136,7 @@ import Testing
         #expect(recorder.marble(render: { "\($0)" }) == "1-2-(3|)")
     }
 
-    @Test(.disabled("Known issue: retry(when:) resubscribes by recursion (attempt() runs inside the errors subject's delivery), so a synchronously failing source with an immediately retrying handler overflows the stack (SIGSEGV at 10 000 retries, 1 000 pass). Enabling this test crashes the test process."))
+    @Test
     func retryWhenResubscribesWithoutGrowingTheStack() {
         var subscriptions = 0
         let source = Signal<Int>.create { s in

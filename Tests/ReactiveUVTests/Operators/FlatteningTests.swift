@@ -64,12 +64,8 @@ import Testing
         #expect(got == [1, 2, 3])
     }
 
-    // FlattenState.completeIfFinished() returns early while `draining`, and drain() never
-    // re-checks completion after it clears the flag: an outer completion that arrives
-    // re-entrantly while an inner is being subscribed (from the subscriber's callback) is lost.
-    static let reentrantOuterCompletionIssue =
-        "FlattenState: outer completion arriving re-entrantly during drain() is never acted on; the result never completes"
-
+    // An outer completion that arrives re-entrantly while an inner is being subscribed
+    // (from the subscriber's callback) must still complete the result.
     @Test func flattenCompletesWhenTheOuterCompletesReentrantlyFromAnInnerValue() {
         let outer = Subject<Signal<Int>>()
         var events: [Event<Int>] = []
@@ -78,9 +74,8 @@ import Testing
             if case .next(1) = e { outer.sendCompleted() }
         }
         outer.sendNext(.return(1))
-        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
-            #expect(events == [.next(1), .completed])
-        }
+        #expect(events == [.next(1), .completed])
+        
     }
 
     @Test func concatCompletesWhenTheOuterCompletesReentrantlyFromAnInnerValue() {
@@ -91,9 +86,8 @@ import Testing
             if case .next(1) = e { outer.sendCompleted() }
         }
         outer.sendNext(.fromArray([1, 2]))
-        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
-            #expect(events == [.next(1), .next(2), .completed])
-        }
+        #expect(events == [.next(1), .next(2), .completed])
+        
     }
 
     @Test func flattenMapCompletesWhenTheSourceCompletesReentrantlyFromAnInnerValue() {
@@ -104,9 +98,8 @@ import Testing
             if case .next(10) = e { source.sendCompleted() }
         }
         source.sendNext(1)
-        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
-            #expect(events == [.next(10), .completed])
-        }
+        #expect(events == [.next(10), .completed])
+        
     }
 
     @Test func bindCompletesWhenTheSourceCompletesReentrantlyFromAnInnerValue() {
@@ -117,9 +110,8 @@ import Testing
             if case .next(1) = e { source.sendCompleted() }
         }
         source.sendNext(1)
-        withKnownIssue(Comment(rawValue: Self.reentrantOuterCompletionIssue)) {
-            #expect(events == [.next(1), .completed])
-        }
+        #expect(events == [.next(1), .completed])
+        
     }
 
     @Test func flattenCompletesWhenTheOuterCompletesReentrantlyAfterAnAsynchronousInner() {

@@ -236,9 +236,8 @@ import Testing
         let own = opRecord(p!.signal)
         p = nil
         #expect(own.events == [.next(1), .completed])
-        withKnownIssue("MutableProperty.deinit disposes `channels` before Property.deinit sends completed, so the channel never hears that the property ended") {
-            #expect(log.events == [.next(1), .completed])
-        }
+        #expect(log.events == [.next(1), .completed])
+        
     }
 
     @Test func aCorrectionMadeWhileTheChannelWritesStillReachesTheTerminal() {
@@ -252,9 +251,8 @@ import Testing
         let log = opRecord(terminal)
         terminal.sendNext(-5)
         #expect(p.value == 0)
-        withKnownIssue("channelTerminal(): the shared `updating` counter filters every property change made while the channel writes, not just the echo of its own value; the clamp's correction never reaches the terminal") {
-            #expect(log.values == [0, 0])
-        }
+        #expect(log.values == [0, 0])
+        
         p.value = 3
         #expect(log.values.last == 3)
     }

@@ -133,9 +133,8 @@ import Testing
             if v < 0 { p.value = 0 }
         }
         #expect(p.value == 0)
-        withKnownIssue("BehaviorSubject.attach registers the subscriber only after the current value; the correction is lost to it") {
-            #expect(got == [-1, 0])
-        }
+        #expect(got == [-1, 0])
+        
     }
 
     @Test func subjectForgetsItsSubscriptionsToSourcesOnceTheyAreDisposed() {
@@ -149,10 +148,9 @@ import Testing
             weakSubscription = d
             d.dispose()
         }
-        withKnownIssue("Subject.didSubscribe(with:) adds to `subscriptions` and never removes a disposed one: the compound grows by one per subscription") {
-            #expect(subject.subscriptions.members.count == 0)
-            #expect(weakSubscription == nil)
-        }
+        #expect(subject.subscriptions.members.count == 0)
+        #expect(weakSubscription == nil)
+        
         // The subject still works, and still ends its live subscriptions at termination.
         let p = OpProbe()
         Signal<Int>.never().probed(p).subscribe(subject)
@@ -244,9 +242,8 @@ import Testing
         }
         #expect(replayWithReentrantSend(after: 10) == [10, 11])
         #expect(replayWithReentrantSend(after: 64) == [64, 65])
-        withKnownIssue("ReplaySubject: compaction (buffer.removeFirst(head)) during a replay moves the elements under the replay loop's index; the re-entrantly sent value is skipped and the subscriber is registered after it") {
-            #expect(replayWithReentrantSend(after: 65) == [65, 66])
-        }
+        #expect(replayWithReentrantSend(after: 65) == [65, 66])
+        
     }
 
     @Test func aSubscriberAddedDuringDeliveryDoesNotGetTheValueBeingDelivered() {
@@ -304,9 +301,8 @@ import Testing
         subject.sendNext(2)
         // RAC's -[RACBehaviorSubject subscribe:] registers the subscriber, then sends the
         // current value: a value sent from that callback reaches the subscriber, nested.
-        withKnownIssue("BehaviorSubject.attach sends the current value before registering the subscriber, so a value sent re-entrantly from that callback is lost to it") {
-            #expect(got == [0, 1, 2])
-        }
+        #expect(got == [0, 1, 2])
+        
         #expect(subject.value == 2)
     }
 }
