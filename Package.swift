@@ -30,6 +30,18 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-demo"
         ),
+        // A TCP echo server as signal pipelines (prints its bound address once).
+        .executableTarget(
+            name: "ruv-echo",
+            dependencies: ["ReactiveUV", "CLibUV"],
+            path: "Examples/ruv-echo"
+        ),
+        // Prints StandardInput.lines; the IO tests pipe into it.
+        .executableTarget(
+            name: "ruv-stdin-lines",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-stdin-lines"
+        ),
         .testTarget(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
