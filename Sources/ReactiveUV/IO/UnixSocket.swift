@@ -15,8 +15,8 @@ public enum UnixSocket {
     /// Same contract as ``TCP/listen(host:port:backlog:options:on:onListening:)``:
     /// disposing stops listening, closes the connections it accepted and removes the
     /// socket file (libuv unlinks it on close). Fails with `EADDRINUSE` when `path`
-    /// exists (a stale socket is not removed for you), `EACCES`, `ENOENT` (no such
-    /// directory), `ENAMETOOLONG`.
+    /// exists (a stale socket is not removed for you), `EACCES` (also for a directory that
+    /// does not exist: libuv's `uv_pipe_bind` reports `ENOENT` as `EACCES`), `ENAMETOOLONG`.
     ///
     /// - Parameters:
     ///   - path: the socket file to create.
