@@ -38,6 +38,7 @@ public enum BackpressurePolicy: Int, Sendable, Equatable, CustomStringConvertibl
     /// ``WriteQueueFullError``.
     case disconnect
 
+    /// The case's name: `pauseSource`, `dropAndCount`, `disconnect`.
     public var description: String {
         switch self {
         case .pauseSource: return "pauseSource"

@@ -92,10 +92,12 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Equal when host, port and family are equal (an IPv6 scope id takes no part).
     public static func == (lhs: SocketAddress, rhs: SocketAddress) -> Bool {
         lhs.host == rhs.host && lhs.port == rhs.port && lhs.family == rhs.family
     }
 
+    /// Hashes host and port, consistent with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(host)
         hasher.combine(port)

@@ -12,6 +12,7 @@ public enum SubprocessEvent: Sendable, Equatable, CustomStringConvertible {
     /// The child ended: its exit status, or the signal that killed it.
     case exit(SubprocessExit)
 
+    /// `stdout("a\n")`, `stderr("err\n")`, `exit(status 3)`.
     public var description: String {
         switch self {
         case .stdout(let bytes): return "stdout(\(String(decoding: bytes, as: UTF8.self).debugDescription))"

@@ -74,7 +74,8 @@ public enum TCP {
                 loop: loop, type: UV_TCP, target: target, observer: { observer($0.map { unsafeDowncast($0, to: TCPConnection.self) }) },
                 lifetime: lifetime,
                 makeClient: {
-                    try UVStream(loop: loop, type: UV_TCP, target: target, operation: "accept", limits: options.limits) {
+                    // Named by the peer's address once accepted (TCPConnection.init).
+                    try UVStream(loop: loop, type: UV_TCP, target: "client of \(target)", operation: "accept", limits: options.limits) {
                         uv_tcp_init(loop.uvLoop, uvCast($0))
                     }
                 },

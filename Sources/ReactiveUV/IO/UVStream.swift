@@ -190,6 +190,7 @@ final class UVStream: LoopResource, @unchecked Sendable {
             buffer.deallocate()
         }
         stream.handle.deallocate()
+        stream.writeQueueSnapshot.store(0)
         stream.loop.unregister(stream)
         let handlers = stream.closeHandlers
         stream.closeHandlers = []
