@@ -201,6 +201,24 @@ void csys_cond_broadcast(csys_cond *cond);
 
 // MARK: - Threads and time
 
+/// A token unique to the calling thread among live threads, never 0, read in one
+/// instruction (the thread pointer). For hot paths that only compare "same thread?":
+/// re-entrant locks and the subscriber's delivery gate. Use `csys_thread_id` for the kernel id.
+static inline uintptr_t csys_thread_token(void) {
+#if defined(__x86_64__)
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+#elif defined(__aarch64__)
+    uintptr_t tp;
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+    return tp;
+#else
+    extern unsigned long pthread_self(void);
+    return (uintptr_t)pthread_self();
+#endif
+}
+
 /// The calling thread's kernel id (gettid), cached per thread.
 int64_t csys_thread_id(void);
 /// True on the process's main thread (the thread whose id is the process id).

@@ -10,7 +10,7 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
     /// Creates a behavior subject whose current value is `value`.
     public init(value: Value) {
         current = value
-        super.init()
+        super.init(remembersValues: true)
     }
 
     /// The current value.

@@ -5,58 +5,63 @@ import CSystemShims
 /// is the whole per-subscription bookkeeping of a linear chain.
 ///
 /// It guarantees what a user's callback relies on: after `dispose()` returns (from any
-/// thread) no callback starts, and after a terminal event nothing more is delivered. It
-/// does so with an atomic gate, not a lock: `gate` counts deliveries in flight (in units of
-/// 2) with bit 0 meaning closed; `dispose` closes the gate and waits for deliveries on other
-/// threads to finish. A callback that disposes its own subscription does not wait for
-/// itself (`deliverer` names the delivering thread). Serializing events is the sources' job
-/// (subjects, `create` subscribers, merge-like operators), as the threading contract says.
+/// thread) no callback starts, and after a terminal event nothing more is delivered.
+///
+/// How, with one locked instruction per event and no lock: a delivery announces itself by
+/// exchanging its thread token into `inFlight`, then reads `closed`; `dispose` sets
+/// `closed`, then reads `inFlight` and waits while another thread is delivering. Both sides
+/// use sequentially consistent operations (a Dekker handshake), so at least one of them
+/// sees the other: either the delivery sees `closed` and skips, or `dispose` sees the
+/// delivery and waits for it. A callback that disposes its own subscription does not wait
+/// for itself (its token is the one in flight), and a re-entrant delivery on the same
+/// thread leaves clearing `inFlight` to the outermost one. Serializing events is the
+/// sources' job (subjects, `create` subscribers, merge-like operators), as the threading
+/// contract says, so only one thread delivers at a time.
 @usableFromInline
 final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     @usableFromInline let onNext: ((Value) -> Void)?
     @usableFromInline let onError: ((any Error) -> Void)?
     @usableFromInline let onCompleted: (() -> Void)?
-    @usableFromInline let gate: UnsafeAtomicInt
-    @usableFromInline let deliverer: UnsafeAtomicInt
+    /// Word 0: the delivering thread's token, or 0. Word 1: 1 once closed (terminated or
+    /// disposed). One allocation for both.
+    @usableFromInline let words: UnsafeMutablePointer<csys_atomic_int>
 
     @inlinable
     init(next: ((Value) -> Void)?, error: ((any Error) -> Void)?, completed: (() -> Void)?) {
         onNext = next
         onError = error
         onCompleted = completed
-        gate = UnsafeAtomicInt(0)
-        deliverer = UnsafeAtomicInt(0)
+        words = .allocate(capacity: 2)
+        csys_atomic_int_init(words, 0)
+        csys_atomic_int_init(words + 1, 0)
         super.init()
         Diagnostics.subscriptionCreated()
     }
 
     deinit {
-        gate.destroy()
-        deliverer.destroy()
+        words.deallocate()
         Diagnostics.subscriptionDestroyed()
     }
 
     @inlinable
     func receive(_ event: Event<Value>) {
-        deliverer.store(Int(csys_thread_id()), csys_relaxed)
-        if gate.fetchAdd(2) & 1 != 0 {
-            gate.fetchSub(2)
-            return
-        }
+        let me = Int64(Int(bitPattern: csys_thread_token()))
+        let previous = csys_atomic_int_exchange(words, me, csys_seq_cst)
+        defer { if previous != me { csys_atomic_int_store(words, 0, csys_release) } }
+        if csys_atomic_int_load(words + 1, csys_seq_cst) != 0 { return }
         switch event {
         case .next(let value):
             onNext?(value)
-            gate.fetchSub(2)
         case .error(let error):
-            let first = gate.fetchOr(1) & 1 == 0
-            if first { onError?(error) }
-            gate.fetchSub(2)
-            if first { super.dispose() }
+            if csys_atomic_int_exchange(words + 1, 1, csys_seq_cst) == 0 {
+                onError?(error)
+                super.dispose()
+            }
         case .completed:
-            let first = gate.fetchOr(1) & 1 == 0
-            if first { onCompleted?() }
-            gate.fetchSub(2)
-            if first { super.dispose() }
+            if csys_atomic_int_exchange(words + 1, 1, csys_seq_cst) == 0 {
+                onCompleted?()
+                super.dispose()
+            }
         }
     }
 
@@ -64,13 +69,14 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// subscription's resources.
     @usableFromInline
     override func dispose() {
-        let s = gate.fetchOr(1)
-        if s >> 1 != 0 && deliverer.load(csys_acquire) != Int(csys_thread_id()) {
-            var spins = 0
-            while gate.load() >> 1 != 0 {
-                spins += 1
-                if spins > 64 { csys_thread_yield() }
-            }
+        csys_atomic_int_exchange(words + 1, 1, csys_seq_cst)
+        let me = Int64(Int(bitPattern: csys_thread_token()))
+        var spins = 0
+        while true {
+            let delivering = csys_atomic_int_load(words, csys_seq_cst)
+            if delivering == 0 || delivering == me { break }
+            spins += 1
+            if spins > 64 { csys_thread_yield() }
         }
         super.dispose()
     }

@@ -6,7 +6,7 @@
 /// must cancel, and a terminal event or `dispose()` tears it all down.
 open class CompoundDisposable: Disposable, @unchecked Sendable {
     /// Members, guarded by the state word's spin bit.
-    @usableFromInline var members: [Disposable] = []
+    @usableFromInline @exclusivity(unchecked) final var members: [Disposable] = []
 
     /// Creates an empty compound.
     public override init() { super.init() }

@@ -44,6 +44,11 @@ open class Disposable: @unchecked Sendable {
         }
     }
 
+    /// The disposed bit, read without a virtual call (for the per-event paths; subclasses
+    /// that override `isDisposed` with other rules are never used as subscription lifetimes).
+    @inlinable
+    final var isDisposedBitSet: Bool { state.load(csys_acquire) & Disposable.disposedBit != 0 }
+
     /// Sets the disposed bit; true for the one caller that set it.
     @usableFromInline
     final func markDisposed() -> Bool {

@@ -18,7 +18,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
     /// Creates a replay subject keeping the last `capacity` values (negative counts as 0).
     public init(capacity: Int = ReplaySubject.unlimited) {
         self.capacity = max(0, capacity)
-        super.init()
+        super.init(remembersValues: true)
     }
 
     @usableFromInline

@@ -10,24 +10,47 @@
 /// event** to late subscribers (RAC 2 sent them nothing, so they waited forever).
 public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Sendable {
     /// One subscriber: its sink and its subscription's lifetime (checked before each send).
+    /// A class so a send can call through a guaranteed reference without retaining it.
     @usableFromInline
-    struct Entry {
+    final class Entry {
         @usableFromInline let id: Int
         @usableFromInline let sink: Sink<Value>
         @usableFromInline let lifetime: CompoundDisposable
+
+        @usableFromInline
+        init(id: Int, sink: @escaping Sink<Value>, lifetime: CompoundDisposable) {
+            self.id = id
+            self.sink = sink
+            self.lifetime = lifetime
+        }
     }
 
     /// Serializes sends and guards everything below.
     @usableFromInline let lock = RecursiveSpinLock()
-    @usableFromInline var entries: ContiguousArray<Entry> = []
-    @usableFromInline var nextID = 0
+    // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
+    // would cost more than the send itself.
+    @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Entry> = []
+    @usableFromInline @exclusivity(unchecked) final var nextID = 0
     /// The latched terminal event.
-    @usableFromInline var terminal: Event<Value>?
+    @usableFromInline @exclusivity(unchecked) final var terminal: Event<Value>?
+    /// Whether a subclass remembers sent values (`willSendNext` must be called); plain
+    /// subjects skip that call on the hot path.
+    @usableFromInline let remembersValues: Bool
     /// Subscriptions of this subject to other signals (it used as a subscriber).
     let subscriptions = CompoundDisposable()
 
     /// Creates a subject with no subscribers.
-    public override init() { super.init() }
+    public override init() {
+        remembersValues = false
+        super.init()
+    }
+
+    /// For subclasses that remember values (replay, behavior).
+    @usableFromInline
+    init(remembersValues: Bool) {
+        self.remembersValues = remembersValues
+        super.init()
+    }
 
     deinit { lock.destroy() }
 
@@ -66,24 +89,35 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     }
 
     /// Sends a value to every current subscriber.
+    ///
+    /// `final` and inlinable so a caller's module runs a specialized copy (the per-event
+    /// path of a subject-driven pipeline).
     @inlinable
-    public func sendNext(_ value: Value) {
+    public final func sendNext(_ value: Value) {
         lock.lock()
         if terminal == nil {
-            willSendNext(value)
+            if remembersValues { willSendNext(value) }
+            // The local copy keeps the array alive even if a callback subscribes or
+            // unsubscribes re-entrantly (that mutation copies on write). Entries are called
+            // through guaranteed references: the array holds them, so no retain per call.
             let current = entries
-            for entry in current where !entry.lifetime.isDisposed {
-                entry.sink(.next(value))
+            let event = Event<Value>.next(value)
+            current.withUnsafeBufferPointer { buffer in
+                for i in 0..<buffer.count {
+                    Unmanaged.passUnretained(buffer[i])._withUnsafeGuaranteedRef { entry in
+                        if !entry.lifetime.isDisposedBitSet { entry.sink(event) }
+                    }
+                }
             }
         }
         lock.unlock()
     }
 
     /// Fails every current subscriber and latches the error for late ones.
-    public func sendError(_ error: any Error) { terminate(.error(error)) }
+    public final func sendError(_ error: any Error) { terminate(.error(error)) }
 
     /// Completes every current subscriber and latches completion for late ones.
-    public func sendCompleted() { terminate(.completed) }
+    public final func sendCompleted() { terminate(.completed) }
 
     final func terminate(_ event: Event<Value>) {
         lock.lock()
@@ -104,7 +138,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     func willSendNext(_ value: Value) {}
 
     /// Keeps the disposable of a subscription of this subject to a signal.
-    public func didSubscribe(with disposable: Disposable) {
+    public final func didSubscribe(with disposable: Disposable) {
         subscriptions.add(disposable)
     }
 

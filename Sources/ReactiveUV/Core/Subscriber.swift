@@ -10,7 +10,8 @@ public final class Subscriber<Value>: SubscriberProtocol, @unchecked Sendable {
     @usableFromInline let lifetime: CompoundDisposable
     /// Serializes sends; guards `terminated`.
     @usableFromInline let lock: RecursiveSpinLock
-    @usableFromInline var terminated = false
+    /// Guarded by `lock` (so exclusivity is not checked dynamically on the hot path).
+    @usableFromInline @exclusivity(unchecked) var terminated = false
 
     @inlinable
     init(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {

@@ -14,19 +14,19 @@ extension Signal {
         if count == 0 { return .empty() }
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var remaining = count
+            let remaining = Cell(count)
             upstream.attach({ event in
-                if remaining <= 0 { return }
+                if remaining.value <= 0 { return }
                 switch event {
                 case .next(let v):
-                    remaining -= 1
+                    remaining.value -= 1
                     observer(.next(v))
-                    if remaining == 0 {
+                    if remaining.value == 0 {
                         observer(.completed)
                         lifetime.dispose()
                     }
                 case .error, .completed:
-                    remaining = 0
+                    remaining.value = 0
                     observer(event)
                 }
             }, lifetime)
@@ -40,10 +40,10 @@ extension Signal {
         if count < 0 { return .error(SignalError.invalidArgument("skip(\(count)): the count must not be negative")) }
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var toSkip = count
+            let toSkip = Cell(count)
             upstream.attach({ event in
-                if case .next = event, toSkip > 0 {
-                    toSkip -= 1
+                if case .next = event, toSkip.value > 0 {
+                    toSkip.value -= 1
                     return
                 }
                 observer(event)
@@ -57,16 +57,16 @@ extension Signal {
     public func takeUntilBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var done = false
+            let done = Cell(false)
             upstream.attach({ event in
-                if done { return }
+                if done.value { return }
                 if case .next(let v) = event, predicate(v) {
-                    done = true
+                    done.value = true
                     observer(.completed)
                     lifetime.dispose()
                     return
                 }
-                if event.isTerminating { done = true }
+                if event.isTerminating { done.value = true }
                 observer(event)
             }, lifetime)
         }
@@ -84,11 +84,11 @@ extension Signal {
     public func skipUntilBlock(_ predicate: @escaping (Value) -> Bool) -> Signal<Value> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var skipping = true
+            let skipping = Cell(true)
             upstream.attach({ event in
-                if skipping, case .next(let v) = event {
+                if skipping.value, case .next(let v) = event {
                     if !predicate(v) { return }
-                    skipping = false
+                    skipping.value = false
                 }
                 observer(event)
             }, lifetime)
@@ -106,11 +106,11 @@ extension Signal {
     public func distinctUntilChanged(by isEquivalent: @escaping (Value, Value) -> Bool) -> Signal<Value> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var last: Value?
+            let last = Cell<Value?>(nil)
             upstream.attach({ event in
                 if case .next(let v) = event {
-                    if let l = last, isEquivalent(l, v) { return }
-                    last = v
+                    if let l = last.value, isEquivalent(l, v) { return }
+                    last.value = v
                 }
                 observer(event)
             }, lifetime)

@@ -56,12 +56,13 @@ extension Signal {
     public func scan<A>(start: A, reduce: @escaping (A, Value) -> A) -> Signal<A> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var accumulator = start
+            let accumulator = Cell(start)
             upstream.attach({ event in
                 switch event {
                 case .next(let v):
-                    accumulator = reduce(accumulator, v)
-                    observer(.next(accumulator))
+                    let next = reduce(accumulator.value, v)
+                    accumulator.value = next
+                    observer(.next(next))
                 case .error(let e): observer(.error(e))
                 case .completed: observer(.completed)
                 }
@@ -74,14 +75,15 @@ extension Signal {
     public func scan<A>(start: A, reduceWithIndex reduce: @escaping (A, Value, Int) -> A) -> Signal<A> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var accumulator = start
-            var index = 0
+            let accumulator = Cell(start)
+            let index = Cell(0)
             upstream.attach({ event in
                 switch event {
                 case .next(let v):
-                    accumulator = reduce(accumulator, v, index)
-                    index += 1
-                    observer(.next(accumulator))
+                    let next = reduce(accumulator.value, v, index.value)
+                    accumulator.value = next
+                    index.value += 1
+                    observer(.next(next))
                 case .error(let e): observer(.error(e))
                 case .completed: observer(.completed)
                 }
@@ -95,12 +97,12 @@ extension Signal {
     public func combinePrevious<U>(start: Value, reduce: @escaping (Value, Value) -> U) -> Signal<U> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var previous = start
+            let previous = Cell(start)
             upstream.attach({ event in
                 switch event {
                 case .next(let v):
-                    let r = reduce(previous, v)
-                    previous = v
+                    let r = reduce(previous.value, v)
+                    previous.value = v
                     observer(.next(r))
                 case .error(let e): observer(.error(e))
                 case .completed: observer(.completed)
@@ -224,19 +226,19 @@ extension Signal {
     public func dematerialize<U>() -> Signal<U> where Value == Event<U> {
         let upstream = self
         return AnonymousSignal { observer, lifetime in
-            var done = false
+            let done = Cell(false)
             upstream.attach({ event in
-                if done { return }
+                if done.value { return }
                 switch event {
                 case .next(let inner):
-                    if inner.isTerminating { done = true }
+                    if inner.isTerminating { done.value = true }
                     observer(inner)
-                    if done { lifetime.dispose() }
+                    if done.value { lifetime.dispose() }
                 case .error(let e):
-                    done = true
+                    done.value = true
                     observer(.error(e))
                 case .completed:
-                    done = true
+                    done.value = true
                     observer(.completed)
                 }
             }, lifetime)

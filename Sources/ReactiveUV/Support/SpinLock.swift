@@ -11,7 +11,7 @@ import CSystemShims
 /// `@synchronized` did.
 @usableFromInline
 struct RecursiveSpinLock: @unchecked Sendable {
-    /// Owner thread id, or 0 when free.
+    /// Owner thread token (`csys_thread_token`), or 0 when free.
     @usableFromInline let owner: UnsafeAtomicInt
     /// Re-entry depth, touched only by the owning thread.
     @usableFromInline let depth: UnsafeMutablePointer<Int>
@@ -31,7 +31,7 @@ struct RecursiveSpinLock: @unchecked Sendable {
 
     @inlinable
     func lock() {
-        let me = Int(csys_thread_id())
+        let me = Int(bitPattern: csys_thread_token())
         if owner.load(csys_relaxed) == me {
             depth.pointee += 1
             return
@@ -63,5 +63,5 @@ struct RecursiveSpinLock: @unchecked Sendable {
 
     /// True when the calling thread holds the lock.
     @inlinable
-    var isHeldByCurrentThread: Bool { owner.load(csys_relaxed) == Int(csys_thread_id()) }
+    var isHeldByCurrentThread: Bool { owner.load(csys_relaxed) == Int(bitPattern: csys_thread_token()) }
 }

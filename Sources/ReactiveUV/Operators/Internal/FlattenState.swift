@@ -8,14 +8,14 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
     @usableFromInline let maxConcurrent: Int
     @usableFromInline let observer: Sink<Value>
     @usableFromInline let lifetime: CompoundDisposable
-    @usableFromInline var active = 0
-    @usableFromInline var waiting: [Signal<Value>] = []
-    @usableFromInline var waitingHead = 0
-    @usableFromInline var outerDone = false
-    @usableFromInline var done = false
-    @usableFromInline var draining = false
+    @usableFromInline @exclusivity(unchecked) var active = 0
+    @usableFromInline @exclusivity(unchecked) var waiting: [Signal<Value>] = []
+    @usableFromInline @exclusivity(unchecked) var waitingHead = 0
+    @usableFromInline @exclusivity(unchecked) var outerDone = false
+    @usableFromInline @exclusivity(unchecked) var done = false
+    @usableFromInline @exclusivity(unchecked) var draining = false
 
-    @usableFromInline
+    @inlinable
     init(maxConcurrent: Int, observer: @escaping Sink<Value>, lifetime: CompoundDisposable) {
         self.maxConcurrent = maxConcurrent
         self.observer = observer
@@ -23,7 +23,7 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         super.init()
     }
 
-    @usableFromInline
+    @inlinable
     func outer(_ event: Event<Signal<Value>>) {
         switch event {
         case .next(let inner):
@@ -45,7 +45,7 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
     }
 
     /// Starts waiting inners while slots are free.
-    @usableFromInline
+    @inlinable
     func drain() {
         lock.lock()
         if draining {
@@ -69,7 +69,7 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         lock.unlock()
     }
 
-    @usableFromInline
+    @inlinable
     func subscribe(_ inner: Signal<Value>) {
         let part = lifetime.child()
         inner.attach({ [self] event in
@@ -90,7 +90,7 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         }, part)
     }
 
-    @usableFromInline
+    @inlinable
     func fail(_ error: any Error) {
         lock.lock()
         if done {
@@ -103,7 +103,7 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         lifetime.dispose()
     }
 
-    @usableFromInline
+    @inlinable
     func completeIfFinished() {
         lock.lock()
         if done || !outerDone || active > 0 || waitingHead < waiting.count || draining {

@@ -6,7 +6,7 @@ class LockedState: @unchecked Sendable {
     /// Guards every field of the subclass and serializes sends downstream.
     @usableFromInline let lock = RecursiveSpinLock()
 
-    @usableFromInline
+    @inlinable
     init() {}
 
     deinit { lock.destroy() }

@@ -4,20 +4,20 @@
 final class SwitchState<Value>: LockedState, @unchecked Sendable {
     @usableFromInline let observer: Sink<Value>
     @usableFromInline let lifetime: CompoundDisposable
-    @usableFromInline var generation = 0
-    @usableFromInline var current: CompoundDisposable?
-    @usableFromInline var innerActive = false
-    @usableFromInline var outerDone = false
-    @usableFromInline var done = false
+    @usableFromInline @exclusivity(unchecked) var generation = 0
+    @usableFromInline @exclusivity(unchecked) var current: CompoundDisposable?
+    @usableFromInline @exclusivity(unchecked) var innerActive = false
+    @usableFromInline @exclusivity(unchecked) var outerDone = false
+    @usableFromInline @exclusivity(unchecked) var done = false
 
-    @usableFromInline
+    @inlinable
     init(observer: @escaping Sink<Value>, lifetime: CompoundDisposable) {
         self.observer = observer
         self.lifetime = lifetime
         super.init()
     }
 
-    @usableFromInline
+    @inlinable
     func outer(_ event: Event<Signal<Value>>) {
         switch event {
         case .next(let inner):

@@ -1,0 +1,31 @@
+// swift-tools-version:6.1
+//
+// ReactiveUV's benchmarks: a separate package, so that OpenCombine (the comparison) never
+// enters the main package's dependency graph. Build and run in release only:
+//
+//     swift run -c release --package-path Benchmarks ruv-bench
+//
+// ReactiveUV's operators are `@inlinable` and specialize in the client module, so this
+// executable measures what a user's program gets: a separate module compiled with -O.
+import PackageDescription
+
+let package = Package(
+    name: "ReactiveUVBenchmarks",
+    dependencies: [
+        // By path, with an explicit name so the product reference below does not depend on
+        // the name of the directory the repository was cloned into.
+        .package(name: "ReactiveUV", path: ".."),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "ruv-bench",
+            dependencies: [
+                .product(name: "ReactiveUV", package: "ReactiveUV"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Sources/ruv-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

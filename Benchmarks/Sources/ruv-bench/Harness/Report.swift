@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Formats `value` with a fixed number of decimals (no Foundation).
+func format(_ value: Double, decimals: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let scaled = (value * scale).rounded()
+    guard scaled.isFinite, abs(scaled) < 1e18 else { return "\(value)" }
+    let whole = Int(scaled)
+    let integer = whole / Int(scale)
+    let fraction = abs(whole % Int(scale))
+    guard decimals > 0 else { return "\(integer)" }
+    var digits = String(fraction)
+    while digits.count < decimals { digits = "0" + digits }
+    return (whole < 0 && integer == 0 ? "-" : "") + "\(integer).\(digits)"
+}
+
+/// Writes a line to standard error (progress and warnings; the table goes to standard output).
+func printError(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+}
+
+/// The first "model name" line of /proc/cpuinfo, if there is one.
+func cpuModelName() -> String? {
+    guard let file = fopen("/proc/cpuinfo", "r") else { return nil }
+    defer { fclose(file) }
+    var line: UnsafeMutablePointer<CChar>?
+    var capacity = 0
+    defer { free(line) }
+    while getline(&line, &capacity, file) > 0 {
+        guard let line else { break }
+        let text = String(cString: line)
+        if text.hasPrefix("model name"), let colon = text.firstIndex(of: ":") {
+            return String(text[text.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })
+                .prefix(while: { $0 != "\n" }))
+        }
+    }
+    return nil
+}
+
+/// Prints the results as a Markdown table.
+func printTable(_ results: [RowResult]) {
+    let headers = ["row", "unit"] + Column.allCases.map { "\($0.header) (ns)" }
+        + ["ReactiveUV/OpenCombine", "ReactiveUV/baseline"]
+    var lines: [[String]] = []
+    for r in results {
+        var cells = ["\(r.row.title)", r.row.unit]
+        for column in Column.allCases {
+            var cell = r.medians[column].map { format($0, decimals: 1) } ?? "—"
+            if r.checksumMismatch.contains(column) { cell += " (checksum differs!)" }
+            cells.append(cell)
+        }
+        cells.append(r.ratio(.reactiveUV, .openCombine).map { format($0, decimals: 2) + "x" } ?? "—")
+        cells.append(r.ratio(.reactiveUV, .baseline).map { format($0, decimals: 2) + "x" } ?? "—")
+        lines.append(cells)
+    }
+    print("| " + headers.joined(separator: " | ") + " |")
+    print("|" + headers.enumerated().map { i, _ in i < 2 ? " --- |" : " ---: |" }.joined())
+    for cells in lines {
+        print("| " + cells.joined(separator: " | ") + " |")
+    }
+}
