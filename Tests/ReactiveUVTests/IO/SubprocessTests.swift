@@ -70,8 +70,9 @@ final class SubprocessTests: XCTestCase {
 
     func testAChildThatStopsReadingItsInputEarlyIsNotAnError() throws {
         let loop = try EventLoop()
-        // `head -c 1` exits after one byte; the rest of 8 MiB meets a closed pipe (EPIPE).
-        let input = Signal.fromArray(Array(repeating: [UInt8](repeating: 0x41, count: 64 << 10), count: 128))
+        // `head -c 1` exits after one byte; the rest of 2 MiB (offered at once, more than
+        // the pipe holds, less than the write queue's hard limit) meets a closed pipe: EPIPE.
+        let input = Signal.fromArray(Array(repeating: [UInt8](repeating: 0x41, count: 64 << 10), count: 32))
         let events = Recorder<SubprocessEvent>()
         events.subscribe(Subprocess.run(["head", "-c", "1"], input: input, on: loop))
         XCTAssertTrue(loop.run(until: { events.terminated }, timeout: 30))
