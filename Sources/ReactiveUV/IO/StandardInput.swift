@@ -54,6 +54,9 @@ public enum StandardInput {
     /// Whether a subscription is reading fd 0 (only one may).
     private static let busy = UnsafeAtomicInt(0)
 
+    /// fd 0's file status flags before the first subscription (read on first use).
+    private static let originalFlags: Int32 = fcntl(0, F_GETFL)
+
     /// Reads any inherited descriptor the way standard input is read (tests use a
     /// `pipe(2)`). The descriptor is not closed when it is 0, 1 or 2 (libuv's rule); a
     /// higher one is, when read through a pipe or terminal handle.
@@ -71,7 +74,8 @@ public enum StandardInput {
                 }
                 switch uv_guess_handle(fd) {
                 case UV_TTY, UV_NAMED_PIPE, UV_TCP:
-                    readStream(fd: fd, name: name, loop: loop, observer: observer, lifetime: lifetime)
+                    readStream(
+                        fd: fd, name: name, restoreFlags: exclusive, loop: loop, observer: observer, lifetime: lifetime)
                 case UV_FILE:
                     DescriptorFileReader(loop: loop, fd: fd, name: name, observer: observer, lifetime: lifetime).start()
                 default:
@@ -84,11 +88,13 @@ public enum StandardInput {
 
     /// Reads a terminal, pipe or socket through a stream handle (loop thread).
     private static func readStream(
-        fd: Int32, name: String, loop: EventLoop, observer: @escaping Sink<[UInt8]>, lifetime: CompoundDisposable
+        fd: Int32, name: String, restoreFlags: Bool, loop: EventLoop,
+        observer: @escaping Sink<[UInt8]>, lifetime: CompoundDisposable
     ) {
         let isTTY = uv_guess_handle(fd) == UV_TTY
-        // libuv makes the descriptor non-blocking; remember its flags to put them back.
-        let savedFlags = fcntl(fd, F_GETFL)
+        // libuv makes the descriptor non-blocking; remember fd 0's flags as they were before
+        // any subscription touched them, to put them back.
+        let savedFlags = restoreFlags ? originalFlags : -1
         let stream: UVStream
         do {
             stream = try UVStream(loop: loop, type: isTTY ? UV_TTY : UV_NAMED_PIPE, target: name, operation: "read") {
@@ -106,9 +112,13 @@ public enum StandardInput {
             lifetime.dispose()
             return
         }
-        // Only for 0–2: libuv closes higher descriptors, whose numbers may be reused by then.
-        if !isTTY && savedFlags >= 0 && fd <= 2 {
-            stream.whenClosed { _ in _ = fcntl(fd, F_SETFL, savedFlags) }
+        // Put fd 0's flags back once the handle is closed, unless a new subscription has
+        // started reading it meanwhile (it wants non-blocking mode). Only for standard input:
+        // libuv closes other descriptors, whose numbers may be reused by then.
+        if restoreFlags && !isTTY && savedFlags >= 0 && fd <= 2 {
+            stream.whenClosed { _ in
+                if busy.load() == 0 { _ = fcntl(fd, F_SETFL, savedFlags) }
+            }
         }
         lifetime.add(Disposable { loop.perform { stream.close() } })
         stream.readSignal().attach(observer, lifetime)
