@@ -145,6 +145,9 @@ final class StreamSender: WriteWaiter {
     }
 
     private func finish(_ event: Event<Void>) {
+        // A failing write closes the stream, which may fail our own source (the stream's
+        // reads) re-entrantly before the write reports back: finish once.
+        guard !finished else { return }
         finished = true
         if let sourcePart { lifetime.end(sourcePart) }
         if !lifetime.isDisposed { observer(event) }

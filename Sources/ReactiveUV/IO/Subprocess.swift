@@ -244,7 +244,9 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
         stdinPipe?.close()
         guard let process, exit == nil, !processClosing, pid != 0 else { return }
         _ = uv_process_kill(uvCast(process), SIGTERM)
-        let grace = UInt64(max(0, killGracePeriod) * 1e9)
+        // Between 0 and a day: a negative, NaN or infinite period must not trap.
+        let seconds = killGracePeriod.isNaN ? 0 : min(max(0, killGracePeriod), 86_400)
+        let grace = UInt64(seconds * 1e9)
         killTimer = loop.scheduleTimer(at: csys_monotonic_ns() + grace, repeatEvery: nil) { [self] in
             killTimer = nil
             if let process = self.process, exit == nil, !processClosing {

@@ -72,8 +72,10 @@ extension UVStream {
 
         var offset = 0
         if queued == 0 {
-            var buffer = uv_buf_init(
-                UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+            // uv_buf_t directly: uv_buf_init takes a 32-bit length, which a >4 GiB write
+            // would overflow.
+            var buffer = uv_buf_t(
+                base: UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), len: bytes.count)
             let written = Int(uv_try_write(uvStream, &buffer, 1))
             if written == bytes.count { return .done }
             if written >= 0 {
@@ -91,7 +93,7 @@ extension UVStream {
         (block + header).copyMemory(from: base + offset, byteCount: rest)
         let request: UnsafeMutablePointer<uv_write_t> = uvCast(block)
         request.pointee.data = waiter.map { Unmanaged.passRetained($0).toOpaque() }
-        var buffer = uv_buf_init((block + header).assumingMemoryBound(to: CChar.self), UInt32(rest))
+        var buffer = uv_buf_t(base: (block + header).assumingMemoryBound(to: CChar.self), len: rest)
         let rc = uv_write(request, uvStream, &buffer, 1, UVStream.writeCallback)
         if rc < 0 {
             if let data = request.pointee.data { Unmanaged<WriteWaiter>.fromOpaque(data).release() }
