@@ -113,6 +113,45 @@ final class AddressFamilyTests: XCTestCase {
         server.dispose()
         assertAllHandlesClosedAndClose(loop)
     }
+
+    func testNoDelayAndKeepAliveOptionsReachTheSocket() throws {
+        let loop = try EventLoop()
+        let options = TCPOptions(noDelay: true, keepAlive: 30)
+        let (port, server, _) = startServer(on: loop, options: options) { _ in .never() }
+        let connection = Locked<TCPConnection?>(nil)
+        let client = Recorder<TCPConnection>()
+        let subscription = client.subscribe(
+            TCP.connect(host: "127.0.0.1", port: port, options: options, on: loop).doNext { c in connection.withLock { $0 = c } })
+        XCTAssertTrue(loop.run(until: { connection.value != nil }, timeout: 30))
+        let c = connection.value!
+        func option(_ level: Int32, _ name: Int32) -> Int32 {
+            var fd: uv_os_fd_t = -1
+            XCTAssertEqual(uv_fileno(c.stream.uvHandle, &fd), 0)
+            var value: Int32 = -1
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            XCTAssertEqual(getsockopt(fd, level, name, &value, &length), 0)
+            return value
+        }
+        XCTAssertNotEqual(option(Int32(IPPROTO_TCP), TCP_NODELAY), 0)
+        XCTAssertNotEqual(option(SOL_SOCKET, SO_KEEPALIVE), 0)
+        XCTAssertEqual(option(Int32(IPPROTO_TCP), TCP_KEEPIDLE), 30)
+        XCTAssertEqual(c.localAddress?.host, "127.0.0.1")
+        XCTAssertEqual(c.remoteAddress?.port, port)
+        XCTAssertEqual("\(c)", "127.0.0.1:\(port)")
+
+        // Changed later, from another thread: applied on the loop.
+        TestThread {
+            c.setNoDelay(false)
+            c.setKeepAlive(false)
+        }.join()
+        runLoop(loop, for: 0.05)
+        XCTAssertEqual(option(Int32(IPPROTO_TCP), TCP_NODELAY), 0)
+        XCTAssertEqual(option(SOL_SOCKET, SO_KEEPALIVE), 0)
+
+        subscription.dispose()
+        server.dispose()
+        assertAllHandlesClosedAndClose(loop)
+    }
 }
 
 /// A fresh directory under /tmp for sockets and files.
