@@ -5,172 +5,205 @@ import XCTest
 
 @testable import ReactiveUV
 
-// Helpers for the IO tests: counting a loop's handles, a loop running on its own thread,
-// and a recorder of events.
+// Helpers for the IO tests: a fresh temporary directory per test, plain POSIX file
+// writes (the writers a tailer meets in practice), an event recorder that other threads
+// can wait on, and the end-of-test check that a loop has no handles of ours left.
 
-/// Handles on `loop` other than the loop's own two (its async and prepare handles),
-/// including ones whose close callback has not run yet. Call on the loop's thread.
-func userHandleCount(_ loop: EventLoop) -> Int {
-    var count = 0
-    let own: Set<UnsafeMutableRawPointer> = [UnsafeMutableRawPointer(loop.asyncHandle), UnsafeMutableRawPointer(loop.prepareHandle)]
-    withUnsafeMutablePointer(to: &count) { counter in
-        var context = (counter, own)
-        withUnsafeMutablePointer(to: &context) { context in
-            uv_walk(loop.uvLoop, { handle, arg in
-                guard let handle, let arg else { return }
-                let context = arg.assumingMemoryBound(to: (UnsafeMutablePointer<Int>, Set<UnsafeMutableRawPointer>).self)
-                if !context.pointee.1.contains(UnsafeMutableRawPointer(handle)) { context.pointee.0.pointee += 1 }
-            }, context)
+/// A directory made with `mkdtemp`, removed with everything in it by `remove()`.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        var template = Array("/tmp/ruv-io-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw UVError(code: errno, operation: "mkdtemp")
+        }
+        path = String(cString: made)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func remove() { TemporaryDirectory.removeTree(path) }
+
+    /// `rm -rf` with opendir/unlink/rmdir.
+    static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            if let dir = opendir(path) {
+                var names: [String] = []
+                while let entry = readdir(dir) {
+                    let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                        $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                    }
+                    if name != "." && name != ".." { names.append(name) }
+                }
+                closedir(dir)
+                for name in names { removeTree(path + "/" + name) }
+            }
+            rmdir(path)
+        } else {
+            unlink(path)
         }
     }
-    return count
 }
 
-/// IO objects (streams, listeners, processes) registered on `loop`: for the shared loops,
-/// where other tests' timers may live too. Call on the loop's thread.
-func ioResourceCount(_ loop: EventLoop) -> Int {
-    loop.resources.values.filter { $0 is UVStream || $0 is StreamListener || $0 is SubprocessRun }.count
-}
-
-/// Runs `loop` (this thread's) until every IO handle is closed and freed and no IO object
-/// is registered; then closes the loop. Fails the test if handles stay open.
-func assertAllHandlesClosedAndClose(
-    _ loop: EventLoop, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line
-) {
-    let closed = waitForHandlesToClose(loop, timeout: timeout)
-    XCTAssertTrue(closed, "handles still open: \(userHandleCount(loop)), resources: \(loop.resources.count)", file: file, line: line)
-    XCTAssertNoThrow(try loop.close(), "uv_loop_close", file: file, line: line)
-}
-
-/// Runs `loop` (this thread's) without blocking until it holds no IO handle and no
-/// registered IO object, or `timeout` passes. Polls with `runNoWait` rather than
-/// `run(until:)`, whose own deadline timer would be counted as an open handle.
-func waitForHandlesToClose(_ loop: EventLoop, timeout: Double = 10) -> Bool {
-    let deadline = csys_monotonic_ns() + UInt64(timeout * 1e9)
-    while csys_monotonic_ns() < deadline {
-        if userHandleCount(loop) == 0 && loop.resources.isEmpty { return true }
-        loop.runNoWait()
-        if userHandleCount(loop) == 0 && loop.resources.isEmpty { return true }
-        usleep(1000)
-    }
-    return userHandleCount(loop) == 0 && loop.resources.isEmpty
-}
-
-/// An owned loop running on its own thread, for servers or clients on "another loop".
-final class LoopThread: @unchecked Sendable {
-    // Thread-safety: `loop` is set before init returns; `report` is guarded by its lock.
-    private(set) var loop: EventLoop!
-    private var thread: TestThread?
-    private let report = Locked<(handlesLeft: Int, resourcesLeft: Int, closeError: String?)?>(nil)
-    private let stopping = Locked(false)
-
-    init() {
-        let ready = Latch()
-        let box = Locked<EventLoop?>(nil)
-        thread = TestThread { [report, stopping] in
-            let loop = try! EventLoop()
-            loop.retainAsync()  // idle: wait for work instead of returning
-            box.withLock { $0 = loop }
-            ready.countDown()
-            while !stopping.value { loop.run() }
-            loop.releaseAsync()
-            // Let close callbacks of handles closed by the test run, then check and close.
-            _ = waitForHandlesToClose(loop)
-            let handles = userHandleCount(loop)
-            let resources = loop.resources.count
-            var closeError: String?
-            do { try loop.close() } catch { closeError = "\(error)" }
-            report.withLock { $0 = (handles, resources, closeError) }
+/// Writes `bytes` to `fd` completely (write(2) may write less than asked).
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+    var done = 0
+    while done < bytes.count {
+        let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+        if n < 0 {
+            if errno == EINTR { continue }
+            fatalError("write failed: \(errno)")
         }
-        _ = ready.wait(timeout: 30)
-        loop = box.value
-    }
-
-    /// Runs `body` on the loop's thread and waits for its result.
-    func sync<T>(_ body: @escaping () -> T) -> T {
-        let result = Locked<T?>(nil)
-        let done = Latch()
-        let work = UncheckedSendable(body)
-        loop.execute {
-            let value = work.value()
-            result.withLock { $0 = value }
-            done.countDown()
-        }
-        _ = done.wait(timeout: 30)
-        return result.value!
-    }
-
-    /// Stops the loop, waits for its handles to close, closes it, and checks that nothing
-    /// was left open.
-    func finish(file: StaticString = #filePath, line: UInt = #line) {
-        stopping.withLock { $0 = true }
-        loop.stop()
-        thread?.join()
-        thread = nil
-        guard let report = report.value else {
-            XCTFail("loop thread did not report", file: file, line: line)
-            return
-        }
-        XCTAssertEqual(report.handlesLeft, 0, "handles left on the loop thread's loop", file: file, line: line)
-        XCTAssertEqual(report.resourcesLeft, 0, "IO objects left registered", file: file, line: line)
-        XCTAssertNil(report.closeError, "uv_loop_close", file: file, line: line)
+        done += n
     }
 }
 
-/// Records a subscription's events (from any thread) for assertions.
-final class Recorder<Value>: @unchecked Sendable {
-    // Thread-safety: `state` is a Locked box.
-    private let state = Locked<(values: [Value], error: (any Error)?, completed: Bool, threads: Set<Int64>)>(([], nil, false, []))
+func writeAll(_ fd: Int32, _ text: String) {
+    var text = text
+    text.withUTF8 { writeAll(fd, UnsafeRawBufferPointer($0)) }
+}
 
-    var values: [Value] { state.value.values }
-    var error: (any Error)? { state.value.error }
-    var completed: Bool { state.value.completed }
-    var terminated: Bool { state.withLock { $0.error != nil || $0.completed } }
-    var threads: Set<Int64> { state.value.threads }
+/// Creates (or replaces) `path` with `contents`.
+func writeFile(_ path: String, _ contents: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    precondition(fd >= 0, "open \(path) failed: \(errno)")
+    contents.withUnsafeBytes { writeAll(fd, $0) }
+    close(fd)
+}
 
-    @discardableResult
+func writeFile(_ path: String, _ contents: String) { writeFile(path, Array(contents.utf8)) }
+
+/// Appends `text` to `path` (creating it), as a logging process would.
+func append(_ path: String, _ text: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    precondition(fd >= 0, "open \(path) failed: \(errno)")
+    writeAll(fd, text)
+    close(fd)
+}
+
+/// Records a signal's events from any thread; tests wait on it with a bounded wait.
+final class EventRecorder<Value>: @unchecked Sendable {
+    // Thread-safety: `condition` guards `events` and `threads`.
+    private let condition = ConditionLock()
+    private var storage: [Event<Value>] = []
+    private var onLoopThread: [Bool] = []
+    private let loop: EventLoop?
+
+    /// - Parameter loop: when given, each event also records whether it arrived on that
+    ///   loop's thread.
+    init(loop: EventLoop? = nil) { self.loop = loop }
+
+    func record(_ event: Event<Value>) {
+        let onLoop = loop?.isCurrentThread ?? true
+        condition.lock()
+        storage.append(event)
+        onLoopThread.append(onLoop)
+        condition.signal()  // a broadcast
+        condition.unlock()
+    }
+
+    var events: [Event<Value>] {
+        condition.lock()
+        defer { condition.unlock() }
+        return storage
+    }
+
+    var values: [Value] { events.compactMap(\.value) }
+    var count: Int { events.count }
+    var valueCount: Int { events.reduce(0) { $0 + ($1.value == nil ? 0 : 1) } }
+    var terminated: Bool { events.last?.isTerminating ?? false }
+    var error: (any Error)? { events.last?.error }
+    var allOnLoopThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return !onLoopThread.contains(false)
+    }
+
+    /// Blocks the calling thread (not a loop thread) until `predicate` holds or time runs out.
+    func wait(timeout seconds: Double = 60, until predicate: ([Event<Value>]) -> Bool) -> Bool {
+        let deadline = csys_monotonic_ns() + UInt64(seconds * 1e9)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate(storage) {
+            let now = csys_monotonic_ns()
+            if now >= deadline { return false }
+            _ = condition.wait(nanoseconds: min(deadline - now, 50_000_000))
+        }
+        return true
+    }
+
+    /// Subscribes `signal`, recording everything.
     func subscribe(_ signal: Signal<Value>) -> Disposable {
         signal.subscribe(
-            next: { v in self.state.withLock { $0.values.append(v); $0.threads.insert(csys_thread_id()) } },
-            error: { e in self.state.withLock { $0.error = e; $0.threads.insert(csys_thread_id()) } },
-            completed: { self.state.withLock { $0.completed = true; $0.threads.insert(csys_thread_id()) } })
+            next: { self.record(.next($0)) },
+            error: { self.record(.error($0)) },
+            completed: { self.record(.completed) })
     }
 }
 
-/// A TCP server on `loop` for tests: subscribes `listen` with `handler` per connection and
-/// returns the bound port once listening (running `loop` if it is this thread's).
-func startServer(
-    on loop: EventLoop, host: String = "127.0.0.1", options: TCPOptions = TCPOptions(),
-    handler: @escaping (TCPConnection) -> Signal<Void>
-) -> (port: Int, subscription: Disposable, errors: Recorder<Void>) {
-    let port = Locked(0)
-    let errors = Recorder<Void>()
-    let signal = TCP.listen(host: host, port: 0, options: options, on: loop, onListening: { address in
-        port.withLock { $0 = address.port }
-    })
-    .flattenMap { handler($0) }
-    let subscription = errors.subscribe(signal)
-    if loop.isCurrentThread {
-        _ = loop.run(until: { port.value != 0 || errors.terminated }, timeout: 30)
-    } else {
-        let deadline = csys_monotonic_ns() + 30_000_000_000
-        while port.value == 0 && !errors.terminated && csys_monotonic_ns() < deadline { usleep(1000) }
+/// The handles and registered resources of a loop that are not closing, excluding the
+/// loop's own wake-up and timer-order handles.
+func openUserHandles(_ loop: EventLoop) -> Int {
+    var count = 0
+    withUnsafeMutablePointer(to: &count) { counter in
+        uv_walk(loop.uvLoop, { handle, arg in
+            guard let handle, let arg, uv_is_closing(handle) == 0 else { return }
+            arg.assumingMemoryBound(to: Int.self).pointee += 1
+        }, counter)
     }
-    return (port.value, subscription, errors)
+    // The async (execute) and prepare (timer order) handles belong to the loop itself.
+    return count - 2
 }
 
-/// The echo handler: each connection sends back its reads, then shuts down; one
-/// connection's failure never ends the server.
-func echo(_ connection: StreamConnection) -> Signal<Void> {
-    connection.send(connection.reads).then { connection.shutdown() }.catchTo(.empty())
+/// Ends a test that used its own loop: runs it until every resource of ours has been
+/// unregistered (their close callbacks ran), checks no user handle is left, and closes it
+/// (`uv_loop_close` fails with EBUSY while any handle or request remains).
+func assertLoopCleanAndClose(_ loop: EventLoop, file: StaticString = #filePath, line: UInt = #line) {
+    let unregistered = loop.run(until: { loop.resources.isEmpty }, timeout: 60)
+    XCTAssertTrue(unregistered, "resources left: \(loop.resources.count)", file: file, line: line)
+    // Outside run(until:), whose own deadline timer is closing by now.
+    XCTAssertEqual(openUserHandles(loop), 0, "handles left open", file: file, line: line)
+    XCTAssertNoThrow(try loop.close(), "uv_loop_close must succeed: all handles closed", file: file, line: line)
 }
 
-/// Connects, sends `payload` (chunk by chunk), shuts down, and collects every byte read
-/// until the peer ends: the bytes, once the connection has closed.
-func roundTrip(_ connect: Signal<some StreamConnection>, _ payload: [[UInt8]]) -> Signal<[UInt8]> {
-    connect.flattenMap { connection -> Signal<[UInt8]> in
-        let sending = connection.send(Signal.fromArray(payload)).then { connection.shutdown() }
-        return Signal.merge([connection.reads, sending.map { _ in [UInt8]() }])
+/// For tests on the shared main loop: how many of our IO resources are registered there.
+func mainLoopIOResources() -> Int {
+    EventLoop.main.resources.values.filter { isIOResource($0) }.count
+}
+
+/// For tests on a pool loop (another thread): waits until none of our IO resources is
+/// registered there, asking the loop itself (its registry is loop-thread state).
+func waitUntilNoIOResources(on loop: EventLoop, timeout seconds: Double = 60) -> Bool {
+    let deadline = csys_monotonic_ns() + UInt64(seconds * 1e9)
+    while csys_monotonic_ns() < deadline {
+        let answer = Locked<Bool?>(nil)
+        let answered = Latch()
+        loop.execute {
+            answer.withLock { $0 = loop.resources.values.contains { isIOResource($0) } }
+            answered.countDown()
+        }
+        if answered.wait(timeout: 10), answer.value == false { return true }
+        usleep(10_000)
     }
-    .aggregate(start: [UInt8]()) { $0 + $1 }
+    return false
+}
+
+func isIOResource(_ resource: any LoopResource) -> Bool {
+    resource is TailFollower || resource is FileReader || resource is FileWatcher || resource is UnixSignalWatcher
+        || resource is DNSResolver
+}
+
+/// The decimal number a test line starts with ("123 filler" → 123).
+func lineNumber(_ line: String) -> Int? {
+    var value = 0
+    var digits = 0
+    for byte in line.utf8 {
+        guard byte >= 48 && byte <= 57 else { break }
+        value = value * 10 + Int(byte - 48)
+        digits += 1
+    }
+    return digits > 0 ? value : nil
 }
