@@ -5,22 +5,11 @@ import Glibc
 // Plumbing shared by the IO signals: which loop a signal runs on, how a subscription made
 // on another thread reaches that loop, and process-wide setup IO needs once.
 
-extension EventLoop {
-    /// The loop an IO signal uses when its `on loop:` argument is `nil`: the loop whose
-    /// scheduler is running the current block, else the calling thread's own loop (the
-    /// main loop on the main thread, a pool loop on a background loop thread), else
-    /// ``EventLoop/main``.
-    ///
-    /// Resolved when the signal is made, not when it is subscribed, so a signal built on
-    /// one thread and subscribed on another still runs where its maker expected.
-    static func forIO(_ loop: EventLoop?) -> EventLoop {
-        if let loop { return loop }
-        if let scheduler = Scheduler.current as? LoopScheduler, scheduler.eventLoop.isCurrentThread {
-            return scheduler.eventLoop
-        }
-        return currentThreadLoop ?? .main
-    }
+// The default loop of every stream signal is `EventLoop.sourceLoop(_:)` (shared with the
+// file, tail, watch, signal and DNS signals, so they all follow one rule): the one passed,
+// else the subscribing thread's own loop, else the main loop.
 
+extension EventLoop {
     /// Runs `body` on this loop's thread: at once when called there, otherwise queued with
     /// ``execute(_:)``. IO objects use it for every libuv call made on behalf of a caller
     /// that may be on any thread (subscribing, disposing, writing, closing).
@@ -39,8 +28,18 @@ extension EventLoop {
 
     /// Starts an IO subscription on this loop: runs `start` on the loop's thread unless the
     /// subscription was disposed before it got there (a dispose from another thread can
-    /// overtake the hop).
-    func start(_ lifetime: CompoundDisposable, _ start: @escaping () -> Void) {
+    /// overtake the hop). On a loop that ``close()`` has closed nothing could ever run, so
+    /// the subscription fails at once with `closedLoopError(operation, target)` instead of
+    /// waiting forever.
+    func start<Value>(
+        _ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable,
+        operation: String, target: String?, _ start: @escaping () -> Void
+    ) {
+        if isClosed {
+            observer(.error(closedLoopError(operation, target)))
+            lifetime.dispose()
+            return
+        }
         IOProcessSetup.once()
         perform {
             if !lifetime.isDisposed { start() }

@@ -13,7 +13,7 @@ import Glibc
 /// One subscription reads at a time (a second concurrent one fails with `EBUSY`); a later
 /// subscription goes on where the previous one stopped, except that bytes libuv had
 /// already read into a chunk the disposed subscription did not take are gone. Events
-/// arrive on the loop's thread: by default the calling thread's loop when it is a loop
+/// arrive on the loop's thread: by default the subscribing thread's loop when it is a loop
 /// thread, else ``EventLoop/main``.
 public enum StandardInput {
     /// Standard input's bytes, chunk by chunk, until end of input: completion.
@@ -60,10 +60,10 @@ public enum StandardInput {
     /// Reads any inherited descriptor the way standard input is read (tests use a
     /// `pipe(2)`). The descriptor is not closed when it is 0, 1 or 2 (libuv's rule); a
     /// higher one is, when read through a pipe or terminal handle.
-    static func reads(fd: Int32, name: String, exclusive: Bool, on loop: EventLoop?) -> Signal<[UInt8]> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+    static func reads(fd: Int32, name: String, exclusive: Bool, on requestedLoop: EventLoop?) -> Signal<[UInt8]> {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "read", target: name) {
                 if exclusive {
                     guard busy.compareExchange(expected: 0, desired: 1) else {
                         observer(.error(UVError(code: UV_EBUSY.rawValue, operation: "read (another subscription is reading)", target: name)))

@@ -91,7 +91,7 @@ public class StreamConnection: @unchecked Sendable, CustomStringConvertible {
     public var closed: Signal<Void> {
         let stream = self.stream
         return AnonymousSignal { observer, lifetime in
-            stream.loop.start(lifetime) {
+            stream.loop.start(observer, lifetime, operation: "closed", target: stream.target) {
                 stream.whenClosed { reason in
                     guard !lifetime.isDisposed else { return }
                     if let reason { observer(.error(reason)) } else { observer(.completed) }

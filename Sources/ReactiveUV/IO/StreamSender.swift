@@ -6,7 +6,7 @@ extension UVStream {
     /// the kernel (see ``StreamConnection/write(_:)``).
     func writeSignal(_ bytes: [UInt8]) -> Signal<Void> {
         AnonymousSignal { [self] observer, lifetime in
-            loop.start(lifetime) {
+            loop.start(observer, lifetime, operation: "write", target: target) {
                 let waiter = SingleWrite(observer, lifetime)
                 switch bytes.withUnsafeBytes({ self.write($0, waiter) }) {
                 case .done, .dropped: waiter.writeFinished(nil)
@@ -21,7 +21,7 @@ extension UVStream {
     /// source has completed and everything is flushed (see ``StreamConnection/send(_:)``).
     func sendSignal(_ source: Signal<[UInt8]>) -> Signal<Void> {
         AnonymousSignal { [self] observer, lifetime in
-            loop.start(lifetime) {
+            loop.start(observer, lifetime, operation: "send", target: target) {
                 StreamSender(stream: self, observer: observer, lifetime: lifetime).start(source)
             }
         }
@@ -31,7 +31,7 @@ extension UVStream {
     /// ``StreamConnection/shutdown()``).
     func shutdownSignal() -> Signal<Void> {
         AnonymousSignal { [self] observer, lifetime in
-            loop.start(lifetime) {
+            loop.start(observer, lifetime, operation: "shutdown", target: target) {
                 self.shutdown { error in
                     guard !lifetime.isDisposed else { return }
                     if let error { observer(.error(error)) } else { observer(.completed) }

@@ -36,16 +36,16 @@ public enum Subprocess {
     ///   - currentDirectory: the child's working directory, or `nil` for ours.
     ///   - input: the bytes for the child's standard input, or `nil` for `/dev/null`.
     ///   - killGracePeriod: seconds between `SIGTERM` and `SIGKILL` after a dispose.
-    ///   - loop: the loop to run on; `nil` for the calling thread's loop when it is a loop
+    ///   - loop: the loop to run on; `nil` for the subscribing thread's loop when it is a loop
     ///     thread, else ``EventLoop/main``.
     /// - Returns: a cold signal: each subscription runs the program once.
     public static func run(
         _ arguments: [String], environment: [String: String]? = nil, currentDirectory: String? = nil,
-        input: Signal<[UInt8]>? = nil, killGracePeriod: Double = 2, on loop: EventLoop? = nil
+        input: Signal<[UInt8]>? = nil, killGracePeriod: Double = 2, on requestedLoop: EventLoop? = nil
     ) -> Signal<SubprocessEvent> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "spawn", target: arguments.first) {
                 let run = SubprocessRun(
                     loop: loop, target: arguments.first ?? "", killGracePeriod: killGracePeriod,
                     observer: observer, lifetime: lifetime)

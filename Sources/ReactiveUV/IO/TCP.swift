@@ -6,7 +6,7 @@ import Glibc
 ///
 /// Both take a host that is a numeric IPv4 or IPv6 address (`127.0.0.1`, `::1`, `[::1]`)
 /// or a name, resolved with `uv_getaddrinfo`, and an optional loop (`on:`): by default the
-/// calling thread's loop when it is a loop thread, else ``EventLoop/main``. Their events
+/// subscribing thread's loop when it is a loop thread, else ``EventLoop/main``. Their events
 /// arrive on that loop's thread. Failures are ``UVError``s naming the code, the operation
 /// and the address: `ECONNREFUSED (connection refused) during connect on 127.0.0.1:7070`.
 public enum TCP {
@@ -39,11 +39,11 @@ public enum TCP {
     /// - Returns: a cold signal of accepted connections.
     public static func listen(
         host: String = "127.0.0.1", port: Int, backlog: Int = 511, options: TCPOptions = TCPOptions(),
-        on loop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
+        on requestedLoop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
     ) -> Signal<TCPConnection> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "listen", target: "\(host):\(port)") {
                 let resolution = AddressResolution.resolve(host: host, port: port, on: loop) { result in
                     guard !lifetime.isDisposed else { return }
                     switch result {
@@ -118,11 +118,11 @@ public enum TCP {
     ///   - loop: the loop the connection lives on; `nil` for the default (see ``TCP``).
     /// - Returns: a cold signal of one connection.
     public static func connect(
-        host: String, port: Int, options: TCPOptions = TCPOptions(), on loop: EventLoop? = nil
+        host: String, port: Int, options: TCPOptions = TCPOptions(), on requestedLoop: EventLoop? = nil
     ) -> Signal<TCPConnection> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "connect", target: "\(host):\(port)") {
                 TCPConnectAttempt(loop: loop, options: options, observer: observer, lifetime: lifetime)
                     .start(host: host, port: port)
             }

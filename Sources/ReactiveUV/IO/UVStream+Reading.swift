@@ -30,7 +30,7 @@ extension UVStream {
             let reader = StreamReader(observer, lifetime)
             FlowControl.current?.add(PausableRead(stream: self, reader: reader))
             lifetime.add(Disposable { [self] in loop.perform { self.stopReading(reader) } })
-            loop.start(lifetime) { self.startReading(reader) }
+            loop.start(observer, lifetime, operation: "read", target: target) { self.startReading(reader) }
         }
     }
 

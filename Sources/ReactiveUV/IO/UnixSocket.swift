@@ -27,11 +27,11 @@ public enum UnixSocket {
     /// - Returns: a cold signal of accepted connections; it never completes.
     public static func listen(
         path: String, backlog: Int = 511, options: UnixSocketOptions = UnixSocketOptions(),
-        on loop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
+        on requestedLoop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
     ) -> Signal<UnixSocketConnection> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "listen", target: path) {
                 if let error = checkPath(path, operation: "listen") {
                     observer(.error(error))
                     lifetime.dispose()
@@ -81,11 +81,11 @@ public enum UnixSocket {
     ///   - loop: the loop the connection lives on; `nil` for the default.
     /// - Returns: a cold signal of one connection.
     public static func connect(
-        path: String, options: UnixSocketOptions = UnixSocketOptions(), on loop: EventLoop? = nil
+        path: String, options: UnixSocketOptions = UnixSocketOptions(), on requestedLoop: EventLoop? = nil
     ) -> Signal<UnixSocketConnection> {
-        let loop = EventLoop.forIO(loop)
-        return AnonymousSignal { observer, lifetime in
-            loop.start(lifetime) {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "connect", target: path) {
                 if let error = checkPath(path, operation: "connect") {
                     observer(.error(error))
                     lifetime.dispose()

@@ -56,6 +56,19 @@ final class TCPErrorTests: XCTestCase {
         assertAllHandlesClosedAndClose(loop)
     }
 
+    func testSubscribingOnAClosedLoopFailsAtOnce() throws {
+        let loop = try EventLoop()
+        XCTAssertNoThrow(try loop.close())
+        let client = Recorder<TCPConnection>()
+        client.subscribe(TCP.connect(host: "127.0.0.1", port: 9, on: loop))
+        let process = Recorder<SubprocessEvent>()
+        process.subscribe(Subprocess.run(["true"], on: loop))
+        XCTAssertTrue(client.terminated && process.terminated, "no waiting forever on a loop that will never run")
+        XCTAssertEqual(client.error as? UVError, .invalidArgument)
+        XCTAssertTrue("\(client.error!)".contains("connect on a closed EventLoop"), "\(client.error!)")
+        XCTAssertEqual(process.error as? UVError, .invalidArgument)
+    }
+
     func testAPeerThatResetsMidWriteFailsTheWriterWithResetOrBrokenPipe() throws {
         let loop = try EventLoop()
         // The server reads the first chunk, then resets the connection (RST, SO_LINGER 0).
