@@ -33,7 +33,7 @@ let package = Package(
         // A TCP echo server as signal pipelines (prints its bound address once).
         .executableTarget(
             name: "ruv-echo",
-            dependencies: ["ReactiveUV", "CLibUV"],
+            dependencies: ["ReactiveUV"],
             path: "Examples/ruv-echo"
         ),
         // Prints StandardInput.lines; the IO tests pipe into it.

@@ -7,7 +7,6 @@
 // start (with `--port 0`, the port the kernel chose), so scripts and benchmarks can read
 // it. SIGINT and SIGTERM stop the server and exit with status 0.
 
-import CLibUV
 import Glibc
 import ReactiveUV
 
@@ -66,37 +65,13 @@ let subscription = server.subscribe(error: { error in
     exit(1)
 })
 
-// SIGINT / SIGTERM: stop listening, close every connection, exit 0. uv_signal handles run
-// the callback on the loop's thread, outside the signal handler.
-final class Stopper: @unchecked Sendable {
-    // Thread-safety: main loop thread only.
-    var handles: [UnsafeMutablePointer<uv_signal_t>] = []
-
-    func watch(_ signal: Int32) {
-        let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
-        uv_signal_init(loop.uvLoop, handle)
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        uv_signal_start(handle, { handle, _ in
-            guard let handle else { return }
-            Unmanaged<Stopper>.fromOpaque(handle.pointee.data).takeUnretainedValue().stop()
-        }, signal)
-        handles.append(handle)
-    }
-
-    func stop() {
+// SIGINT / SIGTERM (UnixSignal, over uv_signal: the callback runs on the loop's thread, not
+// in a signal handler): stop listening, close every connection, exit 0.
+Signal.merge([UnixSignal.signal(SIGINT, on: loop), UnixSignal.signal(SIGTERM, on: loop)])
+    .take(1)
+    .subscribeNext { _ in
         subscription.dispose()
-        for handle in handles {
-            uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-                UnsafeMutableRawPointer(h)?.deallocate()
-            }
-        }
-        handles = []
         loop.stop()
     }
-}
-
-let stopper = Stopper()
-stopper.watch(SIGINT)
-stopper.watch(SIGTERM)
 loop.run()
 exit(0)
