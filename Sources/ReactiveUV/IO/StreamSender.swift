@@ -61,7 +61,8 @@ final class SingleWrite: WriteWaiter {
 
 /// One `send` subscription: writes each chunk of its source, applies the stream's
 /// backpressure policy, and completes when the source completed and every queued write
-/// finished. Loop thread only (chunks from other threads hop to it).
+/// finished. Loop thread only (chunks from other threads hop to it), which is why its
+/// per-chunk fields skip the dynamic exclusivity check.
 final class StreamSender: WriteWaiter {
     let stream: UVStream
     let observer: Sink<Void>
@@ -71,10 +72,10 @@ final class StreamSender: WriteWaiter {
     /// The source's reads that can be paused.
     let flow = FlowControl()
     /// Queued writes whose callback has not run.
-    var outstanding = 0
-    var sourceCompleted = false
-    var finished = false
-    var paused = false
+    @exclusivity(unchecked) var outstanding = 0
+    @exclusivity(unchecked) var sourceCompleted = false
+    @exclusivity(unchecked) var finished = false
+    @exclusivity(unchecked) var paused = false
 
     init(stream: UVStream, observer: @escaping Sink<Void>, lifetime: CompoundDisposable) {
         self.stream = stream

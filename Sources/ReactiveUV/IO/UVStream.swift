@@ -20,7 +20,10 @@ import Glibc
 /// `UVStream+Writing.swift`.
 final class UVStream: LoopResource, @unchecked Sendable {
     // Thread-safety: every stored `var` belongs to `loop`'s thread. The atomics (`closedFlag`,
-    // the limits and the counters) may be read or set from any thread.
+    // the limits and the counters) may be read or set from any thread. The fields used on
+    // every read and write are `@exclusivity(unchecked)`: confinement to one thread already
+    // rules out overlapping access, and the dynamic check would cost more than the field
+    // access on the per-chunk path.
 
     /// Where the handle is in its life.
     enum State {
@@ -40,11 +43,11 @@ final class UVStream: LoopResource, @unchecked Sendable {
     /// What errors name as their target: `127.0.0.1:7070`, a socket path, `stdin`.
     var target: String
 
-    var state = State.open
+    @exclusivity(unchecked) var state = State.open
     /// Why the stream closed: `nil` for a close we asked for or a clean end.
     var closeReason: (any Error)?
     /// Set when the loop shuts down: deliver nothing more to user code.
-    var silent = false
+    @exclusivity(unchecked) var silent = false
     /// Run (in order) by the close callback with `closeReason`.
     var closeHandlers: [((any Error)?) -> Void] = []
     /// 1 once closing started: ``isClosed`` from any thread.
@@ -52,25 +55,25 @@ final class UVStream: LoopResource, @unchecked Sendable {
 
     // MARK: Reading (loop thread)
     /// The one subscription reading the stream, if any.
-    var reader: StreamReader?
+    @exclusivity(unchecked) var reader: StreamReader?
     /// Whether `uv_read_start` is in effect.
-    var isReading = false
+    @exclusivity(unchecked) var isReading = false
     /// Whether the peer's end of stream was read.
-    var readEOF = false
+    @exclusivity(unchecked) var readEOF = false
     /// Reused by every `alloc_cb` (see the type's discussion).
-    var readBuffer: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) var readBuffer: UnsafeMutableRawPointer?
 
     // MARK: Writing (loop thread)
     /// Where the write side's shutdown is.
-    var shutdownState = ShutdownState.none
+    @exclusivity(unchecked) var shutdownState = ShutdownState.none
     /// Waiting for the shutdown request to finish.
     var shutdownWaiters: [((any Error)?) -> Void] = []
     /// `uv_write` requests whose callback has not run.
-    var writeRequestsInFlight = 0
+    @exclusivity(unchecked) var writeRequestsInFlight = 0
     /// Run once when the write queue falls to the low-water mark (or the stream closes).
     var drainListeners: [() -> Void] = []
     /// The largest write queue seen, in bytes (tests check the bound).
-    var peakWriteQueueSize = 0
+    @exclusivity(unchecked) var peakWriteQueueSize = 0
 
     // MARK: Limits and counters (atomic)
     /// Bytes queued and not flushed above which ``policy`` acts.
