@@ -79,7 +79,10 @@ final class StreamListener: LoopResource, @unchecked Sendable {
         do {
             client = try makeClient()
         } catch {
-            return  // out of memory for one client: as above
+            // Without a handle the pending connection cannot be accepted, and libuv stops
+            // polling the listener until it is: end the subscription rather than hang.
+            fail(error as? UVError ?? UVError(code: UV_ENOMEM.rawValue, operation: "accept", target: target))
+            return
         }
         let rc = uv_accept(uvCast(handle), client.uvStream)
         if rc < 0 {
