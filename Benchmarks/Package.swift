@@ -5,6 +5,12 @@
 //
 //     swift run -c release --package-path Benchmarks ruv-bench
 //
+// Tail throughput (`ruv-tail` against GNU `tail -F`, as processes) needs the example built
+// first, from the repository root:
+//
+//     swift build -c release --product ruv-tail
+//     swift run -c release --package-path Benchmarks ruv-tail-bench
+//
 // ReactiveUV's operators are `@inlinable` and specialize in the client module, so this
 // executable measures what a user's program gets: a separate module compiled with -O.
 import PackageDescription
@@ -18,13 +24,29 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
     targets: [
+        // The plain C libuv side of the IO rows: an echo server, the load generator that
+        // drives both echo servers, and raw uv_async/uv_timer scheduling baselines.
+        .target(
+            name: "CNetBench",
+            path: "Sources/CNetBench",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("uv")]
+        ),
         .executableTarget(
             name: "ruv-bench",
             dependencies: [
+                "CNetBench",
                 .product(name: "ReactiveUV", package: "ReactiveUV"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             path: "Sources/ruv-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Spawns `ruv-tail` and `tail -F` and counts the lines they print; plain POSIX, no
+        // dependency, so the harness is never what is measured.
+        .executableTarget(
+            name: "ruv-tail-bench",
+            path: "Sources/ruv-tail-bench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
