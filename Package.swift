@@ -5,6 +5,12 @@ let package = Package(
     name: "ReactiveUV",
     products: [
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
+        .executable(name: "logcast", targets: ["logcast"]),
+    ],
+    dependencies: [
+        // For the logcast daemon only (the library depends on libuv alone).
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // libuv from the system (Debian's libuv1-dev, 1.44.2): the loop, timers and IO.
@@ -24,6 +30,16 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        // The reactive log daemon: the README's main command.
+        .executableTarget(
+            name: "logcast",
+            dependencies: [
+                "ReactiveUV",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/logcast"
         ),
         .executableTarget(
             name: "ruv-demo",
@@ -47,6 +63,12 @@ let package = Package(
             name: "ruv-tail",
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-tail"
+        ),
+        // End-to-end tests of the logcast binary (spawned; loopback clients).
+        .testTarget(
+            name: "LogcastTests",
+            dependencies: ["logcast"],
+            path: "Tests/LogcastTests"
         ),
         .testTarget(
             name: "ReactiveUVTests",

@@ -76,10 +76,10 @@ struct LogcastCommand: ParsableCommand {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
-            print("logcast: no FILE given; tailing a demo log at \(source.path)")
+            Output.out("logcast: no FILE given; tailing a demo log at \(source.path)\n")
         }
         for path in paths where access(path, F_OK) != 0 {
-            fputs("logcast: \(path) does not exist yet; waiting for it to appear (like tail -F)\n", stderr)
+            Output.err("logcast: \(path) does not exist yet; waiting for it to appear (like tail -F)\n")
         }
 
         let config = LogcastConfig(
@@ -89,8 +89,7 @@ struct LogcastCommand: ParsableCommand {
         let server = LogcastServer(config: config, logger: logger)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
-            print("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)")
-            fflush(stdout)
+            Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
         }
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)

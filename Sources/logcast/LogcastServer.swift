@@ -104,7 +104,7 @@ final class LogcastServer: @unchecked Sendable {
 
     func fail(_ message: String) {
         logger.critical("\(message)")
-        fputs("logcast: \(message)\n", stderr)
+        Output.err("logcast: \(message)\n")
         exit(1)
     }
 }
