@@ -48,3 +48,45 @@ extension Signal where Value == [UInt8] {
         }
     }
 }
+
+extension Signal where Value == [UInt8] {
+    /// Joins the chunks sent during one turn of the main loop into one chunk, sent when the
+    /// turn's other work is done: a burst of lines from one read of a log file becomes one
+    /// `write(2)` per client instead of one per line. Completion or an error first sends
+    /// what is pending, and so does each value of `flushes` (before a goodbye and a close).
+    func coalescedPerLoopTurn(flushes: Signal<Void>) -> Signal<[UInt8]> {
+        let source = self
+        return Signal<[UInt8]>.create { subscriber in
+            var pending: [UInt8] = []
+            var scheduled = false
+            let flush = {
+                scheduled = false
+                if pending.isEmpty { return }
+                let chunk = pending
+                pending.removeAll(keepingCapacity: true)
+                subscriber.sendNext(chunk)
+            }
+            let disposable = CompoundDisposable()
+            disposable += flushes.subscribeNext { flush() }
+            disposable += source.subscribe(
+                next: { chunk in
+                    pending += chunk
+                    if !scheduled {
+                        // Not tracked: after disposal the flush sends into a finished
+                        // subscriber, which drops it.
+                        scheduled = true
+                        Scheduler.main.schedule { flush() }
+                    }
+                },
+                error: { error in
+                    flush()
+                    subscriber.sendError(error)
+                },
+                completed: {
+                    flush()
+                    subscriber.sendCompleted()
+                })
+            return disposable
+        }
+    }
+}

@@ -19,6 +19,8 @@ final class ClientSession: @unchecked Sendable {
     let logger: Logger
     let filters = BehaviorSubject(value: LineFilter.all)
     let replies = Subject<String>()
+    /// Sends what the output has coalesced but not yet written (see `coalescedPerLoopTurn`).
+    let flushes = Subject<Void>()
     let subscriptions = CompoundDisposable()
     var paused = false
     var lastInput: SchedulerTime
@@ -55,7 +57,7 @@ final class ClientSession: @unchecked Sendable {
                 return line.wireFormat
             }
 
-        let bytes = Signal.merge([replies, output]).map { Array($0.utf8) }
+        let bytes = Signal.merge([replies, output]).map { Array($0.utf8) }.coalescedPerLoopTurn(flushes: flushes)
         subscriptions += connection.send(bytes).subscribe(
             error: { [weak self] error in self?.end(reason: "write failed: \(error)") })
 
@@ -126,6 +128,7 @@ final class ClientSession: @unchecked Sendable {
     func quit(message: String) {
         guard !ended else { return }
         reply(message)
+        flushes.sendNext(())
         end(reason: message, graceful: true)
     }
 

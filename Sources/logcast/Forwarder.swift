@@ -63,12 +63,19 @@ final class Forwarder: @unchecked Sendable {
         logger.info("forwarding to \(connection)")
         self.connection = connection
         inFlight = 0
-        subscriptions += connection.closed.subscribeCompleted { [weak self, weak connection] in
-            guard let self, self.connection === connection else { return }
-            self.logger.warning("forward connection closed; \(self.pending) line(s) held")
+        // The upstream never talks back, but reading is how a closed upstream shows: its end
+        // of stream (a restart) or a reset arrives here at once, before lines are written
+        // into a dead socket and counted as sent.
+        let lost: (String) -> Void = { [weak self, weak connection] reason in
+            guard let self, let connection, self.connection === connection else { return }
+            self.logger.warning("forward connection \(reason); \(self.pending) line(s) held")
             self.connection = nil
             self.inFlight = 0
+            connection.close()
         }
+        subscriptions += connection.reads.subscribe(
+            error: { lost("failed: \($0)") }, completed: { lost("closed by the upstream") })
+        subscriptions += connection.closed.subscribe(error: { _ in lost("closed") }, completed: { lost("closed") })
         pump()
     }
 

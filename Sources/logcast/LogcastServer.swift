@@ -88,6 +88,7 @@ final class LogcastServer: @unchecked Sendable {
         listening?.dispose()
         forwarder?.stop()
         let drains = sessions.values.map { session -> Signal<Void> in
+            session.flushes.sendNext(())
             session.subscriptions.dispose()
             return session.drain()
         }

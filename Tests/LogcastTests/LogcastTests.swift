@@ -196,7 +196,7 @@ final class LogcastTests: XCTestCase {
             read = stats.split(separator: " ").first { $0.hasPrefix("lines_read=") }.map { Int($0.dropFirst(11)) ?? 0 } ?? 0
             if read < 1000 { usleep(100_000) }
         }
-        XCTAssertEqual(read, 1000, "the 1,000 lines held while the upstream was away, no more, no less")
+        XCTAssertEqual(read, 1000, "the 1,000 lines held while the upstream was away, no more, no less; edge: \(edge.errors)")
     }
 
     func testSIGTERMEndsTheProcessWithExitZero() throws {
