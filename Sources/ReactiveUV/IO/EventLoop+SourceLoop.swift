@@ -37,3 +37,38 @@ func closedLoopError(_ operation: String, _ target: String?) -> UVError {
 func containsNUL(_ text: String) -> Bool {
     text.utf8.contains(0)
 }
+
+/// A loop-confined source of one subscription (a file watch, a signal watch, a tail): started
+/// and stopped on its loop's thread.
+protocol LoopSourceWatcher: AnyObject, Sendable {
+    func start()
+    func stop()
+}
+
+extension EventLoop {
+    /// The subscription glue every watcher-backed IO signal shares: picks the loop (see
+    /// ``sourceLoop(_:)``), fails at once on a closed loop, hands the watcher a `send` that
+    /// drops values after disposal and a `fail` that ends the subscription, and starts and
+    /// stops it on the loop's thread (disposal may come from any thread).
+    static func startWatcher<Value>(
+        on loop: EventLoop?, operation: String, target: String,
+        observer: @escaping Sink<Value>, lifetime: CompoundDisposable,
+        make: (EventLoop, _ send: @escaping (Value) -> Void, _ fail: @escaping (any Error) -> Void) -> any LoopSourceWatcher
+    ) {
+        let loop = EventLoop.sourceLoop(loop)
+        if loop.isClosed {
+            observer(.error(closedLoopError(operation, target)))
+            return
+        }
+        let watcher = make(
+            loop,
+            { value in if !lifetime.isDisposed { observer(.next(value)) } },
+            { error in
+                if lifetime.isDisposed { return }
+                observer(.error(error))
+                lifetime.dispose()
+            })
+        lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
+        loop.performOnLoop { watcher.start() }
+    }
+}

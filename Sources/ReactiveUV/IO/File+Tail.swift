@@ -87,7 +87,7 @@ extension File {
     ) -> Signal<String> {
         if let invalid = invalidTailArguments(path, pollInterval, rotationQuietPeriod) { return .error(invalid) }
         return follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
-                      maxLineLength: maxLineLength, on: loop) { observer in .lines { observer(.next($0)) } }
+                      maxLineLength: maxLineLength, on: loop) { send in .lines(send) }
     }
 
     /// ``tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)`` delivering whole
@@ -108,7 +108,7 @@ extension File {
     ) -> Signal<[UInt8]> {
         if let invalid = invalidTailArguments(path, pollInterval, rotationQuietPeriod) { return .error(invalid) }
         return follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
-                      maxLineLength: maxLineLength, on: loop) { observer in .chunks { observer(.next($0)) } }
+                      maxLineLength: maxLineLength, on: loop) { send in .chunks(send) }
     }
 
     /// The argument errors `tail` and `tailChunks` report instead of trapping.
@@ -129,25 +129,16 @@ extension File {
     static func follow<Value>(
         _ path: String, from start: TailStart, pollInterval: Double, rotationQuietPeriod: Double,
         maxLineLength: Int, on loop: EventLoop?,
-        output: @escaping (@escaping Sink<Value>) -> TailFollower.Output
+        output: @escaping (@escaping (Value) -> Void) -> TailFollower.Output
     ) -> Signal<Value> {
         return AnonymousSignal { observer, lifetime in
-            let loop = EventLoop.sourceLoop(loop)
-            if loop.isClosed {
-                observer(.error(closedLoopError("File.tail", path)))
-                return
+            EventLoop.startWatcher(
+                on: loop, operation: "File.tail", target: path, observer: observer, lifetime: lifetime
+            ) { loop, send, fail in
+                TailFollower(
+                    loop: loop, path: path, start: start, pollInterval: pollInterval,
+                    quietPeriod: rotationQuietPeriod, maxLineLength: maxLineLength, output: output(send), fail: fail)
             }
-            let follower = TailFollower(
-                loop: loop, path: path, start: start, pollInterval: pollInterval,
-                quietPeriod: rotationQuietPeriod, maxLineLength: maxLineLength,
-                output: output({ event in if !lifetime.isDisposed { observer(event) } }),
-                fail: { error in
-                    if lifetime.isDisposed { return }
-                    observer(.error(error))
-                    lifetime.dispose()
-                })
-            lifetime.add(Disposable { loop.performOnLoop { follower.stop() } })
-            loop.performOnLoop { follower.start() }
         }
     }
 }

@@ -70,23 +70,9 @@ extension File {
             return .error(UVError(code: UV_EINVAL.rawValue, operation: "File.watch: a path with a NUL byte", target: path))
         }
         return AnonymousSignal { observer, lifetime in
-            let loop = EventLoop.sourceLoop(loop)
-            if loop.isClosed {
-                observer(.error(closedLoopError("File.watch", path)))
-                return
-            }
-            let watcher = FileWatcher(
-                loop: loop, path: path,
-                send: { change in
-                    if !lifetime.isDisposed { observer(.next(change)) }
-                },
-                fail: { error in
-                    if lifetime.isDisposed { return }
-                    observer(.error(error))
-                    lifetime.dispose()
-                })
-            lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
-            loop.performOnLoop { watcher.start() }
+            EventLoop.startWatcher(
+                on: loop, operation: "File.watch", target: path, observer: observer, lifetime: lifetime
+            ) { loop, send, fail in FileWatcher(loop: loop, path: path, send: send, fail: fail) }
         }
     }
 }
@@ -95,7 +81,7 @@ extension File {
 /// object until its close callback, which also frees the memory.
 ///
 /// Thread-safety: loop-thread confined.
-final class FileWatcher: LoopResource, @unchecked Sendable {
+final class FileWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     let loop: EventLoop
     let path: String
     let send: (FileChange) -> Void

@@ -38,7 +38,7 @@ import Glibc
 ///
 /// Thread-safety: loop-thread confined; ``File`` reaches the loop with
 /// ``EventLoop/performOnLoop(_:)``.
-final class TailFollower: LoopResource, @unchecked Sendable {
+final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Bytes per read: large, because throughput is dominated by how few requests (each a
     /// trip through libuv's thread pool) a catch-up read needs.
     static let chunkSize = 256 * 1024

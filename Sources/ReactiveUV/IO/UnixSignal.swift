@@ -28,23 +28,9 @@ public enum UnixSignal {
     ///   gets to it. Disposal (from any thread) stops the watch and closes the handle.
     public static func signal(_ signum: Int32, on loop: EventLoop? = nil) -> Signal<Int32> {
         AnonymousSignal { observer, lifetime in
-            let loop = EventLoop.sourceLoop(loop)
-            if loop.isClosed {
-                observer(.error(closedLoopError("UnixSignal.signal", "signal \(signum)")))
-                return
-            }
-            let watcher = UnixSignalWatcher(
-                loop: loop, signum: signum,
-                send: { number in
-                    if !lifetime.isDisposed { observer(.next(number)) }
-                },
-                fail: { error in
-                    if lifetime.isDisposed { return }
-                    observer(.error(error))
-                    lifetime.dispose()
-                })
-            lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
-            loop.performOnLoop { watcher.start() }
+            EventLoop.startWatcher(
+                on: loop, operation: "UnixSignal.signal", target: "signal \(signum)", observer: observer, lifetime: lifetime
+            ) { loop, send, fail in UnixSignalWatcher(loop: loop, signum: signum, send: send, fail: fail) }
         }
     }
 }
@@ -53,7 +39,7 @@ public enum UnixSignal {
 /// object until its close callback, which also frees the memory.
 ///
 /// Thread-safety: loop-thread confined.
-final class UnixSignalWatcher: LoopResource, @unchecked Sendable {
+final class UnixSignalWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     let loop: EventLoop
     let signum: Int32
     let send: (Int32) -> Void

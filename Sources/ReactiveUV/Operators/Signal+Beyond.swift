@@ -72,19 +72,7 @@ extension Signal {
             // attempt is being subscribed on this stack loops instead of recursing.
             var attempt: () -> Void = {}
             attempt = {
-                state.lock.lock()
-                if state.attaching {
-                    state.again = true
-                    state.lock.unlock()
-                    return
-                }
-                state.attaching = true
-                state.lock.unlock()
-                repeat {
-                    state.lock.lock()
-                    state.again = false
-                    state.lock.unlock()
-                    if lifetime.isDisposed { break }
+                let ranLoop = state.trampoline(lifetime) {
                     let part = lifetime.child()
                     source.attach({ event in
                         if case .error(let e) = event {
@@ -97,13 +85,9 @@ extension Signal {
                         }
                         observer(event)
                     }, part)
-                    state.lock.lock()
-                    let more = state.again
-                    state.lock.unlock()
-                    if !more { break }
-                } while true
+                }
+                guard ranLoop else { return }
                 state.lock.lock()
-                state.attaching = false
                 let handlerEnded = state.handlerEnded
                 state.handlerEnded = nil
                 state.lock.unlock()
@@ -278,10 +262,8 @@ final class ShareState<Value>: LockedState, @unchecked Sendable {
     var subscribers = 0
 }
 
-final class RetryWhenState<Value>: LockedState, @unchecked Sendable {
+final class RetryWhenState<Value>: ResubscribeState, @unchecked Sendable {
     var lastError: (any Error)?
-    var attaching = false
-    var again = false
     /// The handler's terminal event, held while an attempt is being subscribed.
     var handlerEnded: Event<Value>?
 }

@@ -44,19 +44,7 @@ extension Signal {
         return AnonymousSignal { observer, lifetime in
             let state = ResubscribeState()
             func attempt() {
-                state.lock.lock()
-                if state.attaching {
-                    state.again = true
-                    state.lock.unlock()
-                    return
-                }
-                state.attaching = true
-                state.lock.unlock()
-                repeat {
-                    state.lock.lock()
-                    state.again = false
-                    state.lock.unlock()
-                    if lifetime.isDisposed { break }
+                state.trampoline(lifetime) {
                     let part = lifetime.child()
                     source.attach({ event in
                         let restart: Bool
@@ -73,15 +61,7 @@ extension Signal {
                         lifetime.end(part)
                         attempt()
                     }, part)
-                    state.lock.lock()
-                    let more = state.again
-                    if !more { state.attaching = false }
-                    state.lock.unlock()
-                    if !more { return }
-                } while true
-                state.lock.lock()
-                state.attaching = false
-                state.lock.unlock()
+                }
             }
             attempt()
         }
@@ -121,10 +101,42 @@ extension Signal {
     }
 }
 
-/// State of `retry`/`repeat`: whether an attempt is being subscribed on this stack, and
-/// whether another was requested meanwhile (turning recursion into the loop above).
-final class ResubscribeState: LockedState, @unchecked Sendable {
+/// State of `retry`/`repeat`/`retry(when:)`: whether an attempt is being subscribed on this
+/// stack, and whether another was requested meanwhile (turning recursion into a loop).
+class ResubscribeState: LockedState, @unchecked Sendable {
     var attaching = false
     var again = false
     var retries = 0
+
+    /// Runs `attempt`, and again each time it was requested from inside the attempt on this
+    /// stack, until no new request came or `lifetime` ended. A request made while an attempt
+    /// is being subscribed only marks it; the running loop picks it up.
+    ///
+    /// - Returns: whether this call ran the loop (`false`: the request was deferred).
+    @discardableResult
+    func trampoline(_ lifetime: CompoundDisposable, _ attempt: () -> Void) -> Bool {
+        lock.lock()
+        if attaching {
+            again = true
+            lock.unlock()
+            return false
+        }
+        attaching = true
+        lock.unlock()
+        repeat {
+            lock.lock()
+            again = false
+            lock.unlock()
+            if lifetime.isDisposed { break }
+            attempt()
+            lock.lock()
+            let more = again
+            lock.unlock()
+            if !more { break }
+        } while true
+        lock.lock()
+        attaching = false
+        lock.unlock()
+        return true
+    }
 }

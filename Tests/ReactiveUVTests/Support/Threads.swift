@@ -2,23 +2,8 @@ import Glibc
 
 /// Runs `body(i)` on `count` new pthreads at once and waits for all of them.
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var threads: [pthread_t] = []
-    for i in 0..<count {
-        let box = Unmanaged.passRetained(Box { body(i) })
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Box
-            box.body()
-            return nil
-        }, box.toOpaque())
-        precondition(rc == 0, "pthread_create failed")
-        threads.append(thread)
-    }
-    for t in threads { pthread_join(t, nil) }
+    let joins = (0..<count).map { i in startThread { body(i) } }
+    for join in joins { join() }
 }
 
 /// Starts `body` on a new pthread and returns a function that joins it.
