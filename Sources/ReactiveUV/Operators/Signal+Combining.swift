@@ -73,9 +73,18 @@ extension Signal {
     /// Sends the latest values of both sides once both have sent, then on every value
     /// from either: RAC's `-combineLatestWith:`. Completes only when **both** complete.
     public func combineLatest<U>(with other: Signal<U>) -> Signal<(Value, U)> {
-        let left = self.map { v -> Any in v }
-        let right = other.map { u -> Any in u }
-        return Signal<Any>.combineLatestAny([left, right]).map { ($0[0] as! Value, $0[1] as! U) }
+        // Typed, not through the array core: no boxing per update on the common two-way case.
+        let left = self
+        return AnonymousSignal { observer, lifetime in
+            let state = CombineLatest2State<Value, U>()
+            left.attach({ event in
+                state.receive(event.map { .left($0) }, observer: observer, lifetime: lifetime)
+            }, lifetime.child())
+            if lifetime.isDisposed { return }
+            other.attach({ event in
+                state.receive(event.map { .right($0) }, observer: observer, lifetime: lifetime)
+            }, lifetime.child())
+        }
     }
 
     /// On each value of `sampler`, sends the receiver's latest value (nothing before the
@@ -347,5 +356,50 @@ final class ZipState: LockedState, @unchecked Sendable {
             return
         }
         lock.unlock()
+    }
+}
+
+/// State of the two-way `combineLatest(with:)`: the latest value of each side.
+final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
+    enum Side {
+        case left(A)
+        case right(B)
+    }
+
+    var left: A?
+    var right: B?
+    var active = 2
+    var done = false
+
+    func receive(_ event: Event<Side>, observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(.left(let a)):
+            left = a
+            if let b = right { observer(.next((a, b))) }
+            lock.unlock()
+        case .next(.right(let b)):
+            right = b
+            if let a = left { observer(.next((a, b))) }
+            lock.unlock()
+        case .error(let e):
+            done = true
+            observer(.error(e))
+            lock.unlock()
+            lifetime.dispose()
+        case .completed:
+            active -= 1
+            let finished = active == 0
+            if finished {
+                done = true
+                observer(.completed)
+            }
+            lock.unlock()
+            if finished { lifetime.dispose() }
+        }
     }
 }

@@ -99,28 +99,39 @@ extension Signal {
             let scheduler = scheduler ?? Scheduler.currentOrBackground()
             let state = TimeState<Value>()
             lifetime.add(state.timer)
+            // One timer per quiet period, not one per value: a newer value only moves the
+            // deadline, and a timer that fires early re-arms for what is left. A burst of a
+            // million values costs a million deadline updates, not a million timers.
+            func arm(at deadline: SchedulerTime) {
+                state.timerArmed = true
+                state.timer.replace(scheduler.after(deadline) {
+                    state.lock.lock()
+                    defer { state.lock.unlock() }
+                    state.timerArmed = false
+                    guard !state.done, state.held != nil else { return }
+                    if scheduler.now < state.deadline {
+                        arm(at: state.deadline)
+                        return
+                    }
+                    let held = state.held!
+                    state.held = nil
+                    observer(.next(held))
+                })
+            }
             source.attach({ event in
                 state.lock.lock()
                 defer { state.lock.unlock() }
                 if state.done { return }
                 switch event {
                 case .next(let v):
-                    state.generation += 1
                     if !predicate(v) {
                         state.held = nil
-                        state.timer.replace(nil)
                         observer(.next(v))
                         return
                     }
                     state.held = v
-                    let generation = state.generation
-                    state.timer.replace(scheduler.afterDelay(interval) {
-                        state.lock.lock()
-                        defer { state.lock.unlock() }
-                        guard !state.done, state.generation == generation, let held = state.held else { return }
-                        state.held = nil
-                        observer(.next(held))
-                    })
+                    state.deadline = scheduler.now.advanced(by: interval)
+                    if !state.timerArmed { arm(at: state.deadline) }
                 case .error:
                     state.done = true
                     state.held = nil

@@ -1,10 +1,12 @@
 /// State of `throttle`, `delay`, `timeout` and `bufferWithTime`: a source and a timer meet
-/// here, so sends go through the lock. `generation` tells a timer that fired late that its
-/// value was replaced meanwhile.
+/// here, so sends go through the lock.
 final class TimeState<Value>: LockedState, @unchecked Sendable {
     var held: Value?
     var buffer: [Value] = []
-    var generation = 0
+    /// When the held value may be sent (debounce).
+    var deadline = SchedulerTime(nanoseconds: 0)
+    /// Whether the debounce timer is pending.
+    var timerArmed = false
     var done = false
     let timer = SerialDisposable()
 }
