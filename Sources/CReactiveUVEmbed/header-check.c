@@ -3,6 +3,8 @@
 // defines no symbols.
 #include "reactiveuv.h"
 
+#include <uv.h>
+
 _Static_assert(RUV_VERSION_HEX == ((RUV_VERSION_MAJOR << 16) | (RUV_VERSION_MINOR << 8) | RUV_VERSION_PATCH),
                "version macros");
 _Static_assert(RUV_ERRNO_MIN <= RUV_EWRONGTHREAD && RUV_EWRONGTHREAD <= RUV_ERRNO_MAX, "reserved range");

@@ -51,7 +51,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <uv.h>
+
+/* libuv's loop, as uv.h declares it (`typedef struct uv_loop_s uv_loop_t`). This header
+   does not include <uv.h>, so that it compiles as strict C11 and C++ (uv.h needs POSIX
+   feature macros); include <uv.h> yourself for uv_loop_t and libuv's UV_E* error codes. */
+struct uv_loop_s;
 
 #ifdef __cplusplus
 extern "C" {
@@ -185,14 +189,14 @@ typedef void (*ruv_listening_cb)(const char *host, int port, void *ctx);
  * Returns: 0; UV_EINVAL (NULL out); libuv's code when the loop or its handles cannot be
  * initialized (UV_EMFILE, ...).
  */
-int ruv_runtime_create(uv_loop_t *loop, ruv_runtime_t **out);
+int ruv_runtime_create(struct uv_loop_s *loop, ruv_runtime_t **out);
 
 /**
  * The runtime's libuv loop: the host's, or its own.
  * Ownership: borrowed; valid until the runtime is released. Use it only on the loop's
  * thread, as libuv requires. Thread: any. Returns NULL for a NULL runtime.
  */
-uv_loop_t *ruv_runtime_loop(ruv_runtime_t *runtime);
+struct uv_loop_s *ruv_runtime_loop(ruv_runtime_t *runtime);
 
 /**
  * The file descriptor a foreign poll loop waits on for the runtime's loop (libuv's
