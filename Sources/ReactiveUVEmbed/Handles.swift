@@ -1,5 +1,6 @@
 import CLibUV
 import CReactiveUVEmbed
+import CSystemShims
 import ReactiveUV
 
 // How C handles map to Swift objects.
@@ -28,17 +29,43 @@ final class SignalHandle {
 }
 
 /// The object behind `ruv_subject_t`.
-final class SubjectHandle {
+///
+/// Thread-safety: `subject` serializes its own sends; `terminated` is an atomic flag.
+final class SubjectHandle: @unchecked Sendable {
     /// The subject (a `ReplaySubject` when created with a replay capacity).
     let subject: Subject<Bytes>
+    /// Set by the first terminal send. Only C sends into a subject it created, so this
+    /// flag knows what `Subject.hasTerminated` knows without the generic, locked read
+    /// that costs more than the send itself.
+    let terminated: UnsafeMutablePointer<csys_atomic_int>
 
-    init(_ subject: Subject<Bytes>) { self.subject = subject }
+    init(_ subject: Subject<Bytes>) {
+        self.subject = subject
+        terminated = .allocate(capacity: 1)
+        csys_atomic_int_init(terminated, 0)
+    }
+
+    deinit { terminated.deallocate() }
+
+    /// Whether a terminal event was sent.
+    var hasTerminated: Bool { csys_atomic_int_load(terminated, csys_acquire) != 0 }
+
+    /// Claims the terminal send; false when another one came first.
+    func claimTermination() -> Bool { csys_atomic_int_exchange(terminated, 1, csys_acq_rel) == 0 }
 }
 
 /// Passes a new retained reference to `object` out to C.
 @inline(__always)
 func retainedHandle(_ object: AnyObject) -> OpaquePointer {
     OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+}
+
+/// Runs `body` with the object behind a handle C lends us, without retaining it (C's
+/// reference keeps it alive for the call); `nil` for NULL.
+@inline(__always)
+func withBorrowed<T: AnyObject, R>(_ handle: OpaquePointer?, as type: T.Type, _ body: (T) -> R) -> R? {
+    guard let handle else { return nil }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle))._withUnsafeGuaranteedRef(body)
 }
 
 /// The object behind a handle C lends us, or `nil` for NULL (the count is untouched).

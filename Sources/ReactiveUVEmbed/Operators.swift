@@ -12,17 +12,20 @@ import ReactiveUV
 /// thread; the nested call then gets a fresh buffer (`inUse`), so neither clobbers the other.
 /// Thread-safety: used only by the (serialized) deliveries of one subscription.
 final class BufferHandle {
-    var bytes: Bytes = []
-    var inUse = false
+    // Unchecked exclusivity: only the serialized deliveries of one subscription touch it,
+    // and the dynamic check would cost more than the append.
+    @exclusivity(unchecked) var bytes: Bytes = []
+    @exclusivity(unchecked) var inUse = false
 }
 
 /// `ruv_buffer_append`: appends bytes to a map callback's output.
 @c @implementation
 public func ruv_buffer_append(_ buffer: OpaquePointer?, _ bytes: UnsafeRawPointer?, _ len: Int) -> Int32 {
-    guard let handle = borrowed(buffer, as: BufferHandle.self) else { return einval }
+    guard buffer != nil, len == 0 || bytes != nil else { return einval }
     if len == 0 { return 0 }
-    guard let bytes else { return einval }
-    handle.bytes.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: len))
+    withBorrowed(buffer, as: BufferHandle.self) { handle in
+        handle.bytes.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: len))
+    }
     return 0
 }
 
@@ -48,9 +51,12 @@ public func ruv_signal_map(
     guard let handle = borrowed(source, as: SignalHandle.self), let transform else { return einval }
     let context = CContext(ctx: ctx)
     let upstream = handle.signal
+    // compactMap + dematerialize rather than tryMap: both are inlinable, so they run
+    // specialized for byte strings here (an unspecialized generic stage costs more per
+    // value than everything else on the path together).
     let mapped = Signal<Bytes>.defer {
         let scratch = BufferHandle()
-        return upstream.tryMap { (value: Bytes) throws -> Bytes? in
+        return upstream.compactMap { (value: Bytes) -> Event<Bytes>? in
             let buffer = scratch.inUse ? BufferHandle() : scratch
             buffer.inUse = true
             defer {
@@ -59,9 +65,9 @@ public func ruv_signal_map(
             }
             let bufferPointer = OpaquePointer(Unmanaged.passUnretained(buffer).toOpaque())
             let result = withBytes(value) { bytes, count in transform(bytes, count, bufferPointer, context.ctx) }
-            if result < 0 { throw CError(code: result) }
-            return result == 0 ? buffer.bytes : nil
-        }.compactMap { $0 }
+            if result < 0 { return .error(CError(code: result)) }
+            return result == 0 ? .next(buffer.bytes) : nil
+        }.dematerialize()
     }
     return output(mapped, out)
 }

@@ -22,19 +22,19 @@ public func ruv_subject_signal(_ subject: OpaquePointer?, _ out: UnsafeMutablePo
 /// `ruv_subject_send_next`: sends a copy of the bytes to the current subscribers.
 @c @implementation
 public func ruv_subject_send_next(_ subject: OpaquePointer?, _ bytes: UnsafeRawPointer?, _ len: Int) -> Int32 {
-    guard let handle = borrowed(subject, as: SubjectHandle.self), let value = copyBytes(bytes, len) else {
-        return einval
-    }
-    if handle.subject.hasTerminated { return RUV_ECLOSED }
-    handle.subject.sendNext(value)
-    return 0
+    guard let value = copyBytes(bytes, len) else { return einval }
+    return withBorrowed(subject, as: SubjectHandle.self) { handle in
+        if handle.hasTerminated { return RUV_ECLOSED }
+        handle.subject.sendNext(value)
+        return 0
+    } ?? einval
 }
 
 /// `ruv_subject_send_error`: fails the subject with a negative code and a message.
 @c @implementation
 public func ruv_subject_send_error(_ subject: OpaquePointer?, _ code: Int32, _ message: UnsafePointer<CChar>?) -> Int32 {
     guard let handle = borrowed(subject, as: SubjectHandle.self), code < 0 else { return einval }
-    if handle.subject.hasTerminated { return RUV_ECLOSED }
+    guard handle.claimTermination() else { return RUV_ECLOSED }
     handle.subject.sendError(CError(code: code, message: string(message)))
     return 0
 }
@@ -43,7 +43,7 @@ public func ruv_subject_send_error(_ subject: OpaquePointer?, _ code: Int32, _ m
 @c @implementation
 public func ruv_subject_send_completed(_ subject: OpaquePointer?) -> Int32 {
     guard let handle = borrowed(subject, as: SubjectHandle.self) else { return einval }
-    if handle.subject.hasTerminated { return RUV_ECLOSED }
+    guard handle.claimTermination() else { return RUV_ECLOSED }
     handle.subject.sendCompleted()
     return 0
 }
