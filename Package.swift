@@ -53,6 +53,12 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-demo"
         ),
+        // `tail -F` on File.tail: the IO example, and the tail throughput benchmark's subject.
+        .executableTarget(
+            name: "ruv-tail",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-tail"
+        ),
         .testTarget(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],

@@ -5,6 +5,12 @@
 //
 //     swift run -c release --package-path Benchmarks ruv-bench
 //
+// Tail throughput (`ruv-tail` against GNU `tail -F`, as processes) needs the example built
+// first, from the repository root:
+//
+//     swift build -c release --product ruv-tail
+//     swift run -c release --package-path Benchmarks ruv-tail-bench
+//
 // ReactiveUV's operators are `@inlinable` and specialize in the client module, so this
 // executable measures what a user's program gets: a separate module compiled with -O.
 import PackageDescription
@@ -25,6 +31,13 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             path: "Sources/ruv-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Spawns `ruv-tail` and `tail -F` and counts the lines they print; plain POSIX, no
+        // dependency, so the harness is never what is measured.
+        .executableTarget(
+            name: "ruv-tail-bench",
+            path: "Sources/ruv-tail-bench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

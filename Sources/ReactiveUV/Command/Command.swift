@@ -91,6 +91,8 @@ public final class Command<Input, Output>: AnyCommand, @unchecked Sendable {
 
     deinit {
         deallocated.sendCompleted()
+        // `enabled` combines this setting too; it must end for `enabled` to complete.
+        allowsConcurrentSubject.sendCompleted()
         addedExecutionSignals.sendCompleted()
         errorsConnection.dispose()
     }

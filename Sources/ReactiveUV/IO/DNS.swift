@@ -1,0 +1,200 @@
+import CLibUV
+import Glibc
+
+/// Name resolution through libuv's `uv_getaddrinfo` (the system resolver, run on libuv's
+/// thread pool): `/etc/hosts`, DNS, and whatever else `nsswitch.conf` names.
+public enum DNS {
+    /// One resolved address: a numeric IPv4 or IPv6 host and a port.
+    ///
+    /// A small value of its own (rather than a `sockaddr`) so it can be printed, compared
+    /// and sent between threads; ``description`` is the usual `host:port` form.
+    public struct Address: Sendable, Equatable, Hashable, CustomStringConvertible {
+        /// The address family.
+        public enum Family: Sendable, Equatable, Hashable {
+            /// IPv4 (`AF_INET`).
+            case ipv4
+            /// IPv6 (`AF_INET6`).
+            case ipv6
+        }
+
+        /// The family of ``host``.
+        public let family: Family
+        /// The numeric address: `127.0.0.1`, `::1`.
+        public let host: String
+        /// The port (0 when none was asked for).
+        public let port: UInt16
+
+        /// Creates an address.
+        ///
+        /// - Parameters:
+        ///   - family: the family of `host`.
+        ///   - host: a numeric address.
+        ///   - port: the port.
+        public init(family: Family, host: String, port: UInt16) {
+            self.family = family
+            self.host = host
+            self.port = port
+        }
+
+        /// `127.0.0.1:80` or `[::1]:80`.
+        public var description: String {
+            family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
+    /// Resolves `host` to its addresses, each sent as one value, then completes.
+    ///
+    /// Asks for stream (TCP) addresses of any family, so each address appears once (not
+    /// once per socket type); duplicates are dropped and the resolver's order is kept
+    /// (the order `connect` should try). A numeric host (`"127.0.0.1"`, `"::1"`) resolves
+    /// to itself without a lookup.
+    ///
+    /// - Parameters:
+    ///   - host: a host name or numeric address.
+    ///   - port: the port to put in each address (0 by default).
+    ///   - loop: the loop to run on (see ``File``'s rule: by default the subscribing
+    ///     thread's loop, else ``EventLoop/main``).
+    /// - Returns: a cold signal of addresses. Events arrive on the loop's thread. It
+    ///   completes after the last address; it fails with a ``UVError`` carrying libuv's
+    ///   mapping of the resolver's code, such as `EAI_NONAME` (unknown name) or
+    ///   `EAI_AGAIN` (temporary failure), during getaddrinfo on the host. Disposal before
+    ///   the answer cancels the request with `uv_cancel` (silently; a lookup already running
+    ///   on a pool thread finishes there and its answer is dropped).
+    public static func resolve(_ host: String, port: UInt16 = 0, on loop: EventLoop? = nil) -> Signal<Address> {
+        if containsNUL(host) {
+            return .error(UVError(code: UV_EINVAL.rawValue, operation: "DNS.resolve: a host with a NUL byte", target: host))
+        }
+        return AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(loop)
+            if loop.isClosed {
+                observer(.error(closedLoopError("DNS.resolve", host)))
+                return
+            }
+            let resolver = DNSResolver(
+                loop: loop, host: host, port: port,
+                finish: { result in
+                    if lifetime.isDisposed { return }
+                    switch result {
+                    case .success(let addresses):
+                        for address in addresses {
+                            if lifetime.isDisposed { return }
+                            observer(.next(address))
+                        }
+                        if lifetime.isDisposed { return }
+                        observer(.completed)
+                    case .failure(let error):
+                        observer(.error(error))
+                    }
+                    lifetime.dispose()
+                })
+            lifetime.add(Disposable { loop.performOnLoop { resolver.stop() } })
+            loop.performOnLoop { resolver.start() }
+        }
+    }
+}
+
+/// One subscription of ``DNS/resolve(_:port:on:)``: a heap `uv_getaddrinfo_t` that holds
+/// this object while it is in flight; the callback frees both the answer and the memory.
+///
+/// Thread-safety: loop-thread confined.
+final class DNSResolver: LoopResource, @unchecked Sendable {
+    let loop: EventLoop
+    let host: String
+    let port: UInt16
+    let finish: (Result<[DNS.Address], UVError>) -> Void
+    private var request: UnsafeMutablePointer<uv_getaddrinfo_t>?
+    private var stopped = false
+
+    init(loop: EventLoop, host: String, port: UInt16, finish: @escaping (Result<[DNS.Address], UVError>) -> Void) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.finish = finish
+    }
+
+    func start() {
+        if stopped { return }
+        let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
+        req.initialize(to: uv_getaddrinfo_t())
+        let me = Unmanaged.passRetained(self)
+        req.pointee.data = me.toOpaque()
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        let rc = host.withCString { node in
+            String(port).withCString { service in
+                uv_getaddrinfo(loop.uvLoop, req, { req, status, result in
+                    guard let req, let data = req.pointee.data else { return }
+                    let resolver = Unmanaged<DNSResolver>.fromOpaque(data).takeRetainedValue()
+                    req.deinitialize(count: 1)
+                    req.deallocate()
+                    resolver.answered(status: status, result: result)
+                }, node, service, &hints)
+            }
+        }
+        if rc < 0 {
+            // libuv refused the request: no callback will come.
+            me.release()
+            req.deinitialize(count: 1)
+            req.deallocate()
+            stopped = true
+            return finish(.failure(UVError(code: rc, operation: "getaddrinfo", target: host)))
+        }
+        request = req
+        loop.register(self)
+    }
+
+    private func answered(status: Int32, result: UnsafeMutablePointer<addrinfo>?) {
+        request = nil
+        loop.unregister(self)
+        defer { uv_freeaddrinfo(result) }
+        if stopped { return }  // cancelled by our own disposal: silent
+        stopped = true
+        if status < 0 {
+            return finish(.failure(UVError(code: status, operation: "getaddrinfo", target: host)))
+        }
+        var addresses: [DNS.Address] = []
+        var node = result
+        while let info = node {
+            if let address = DNSResolver.address(info.pointee), !addresses.contains(address) {
+                addresses.append(address)
+            }
+            node = info.pointee.ai_next
+        }
+        finish(.success(addresses))
+    }
+
+    /// The numeric form of one `addrinfo` entry, or `nil` for a family we do not handle.
+    static func address(_ info: addrinfo) -> DNS.Address? {
+        guard let sa = info.ai_addr else { return nil }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text -> DNS.Address? in
+            guard let buffer = text.baseAddress else { return nil }
+            switch info.ai_family {
+            case AF_INET:
+                return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    guard uv_ip4_name(sin, buffer, text.count) == 0 else { return nil }
+                    return DNS.Address(family: .ipv4, host: String(cString: buffer), port: UInt16(bigEndian: sin.pointee.sin_port))
+                }
+            case AF_INET6:
+                return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+                    guard uv_ip6_name(sin6, buffer, text.count) == 0 else { return nil }
+                    return DNS.Address(family: .ipv6, host: String(cString: buffer), port: UInt16(bigEndian: sin6.pointee.sin6_port))
+                }
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Cancels the request if it is still waiting for a pool thread (loop thread).
+    func stop() {
+        if stopped { return }
+        stopped = true
+        if let request {
+            _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
+        }
+    }
+
+    func closeForLoopShutdown() { stop() }
+}

@@ -1,0 +1,458 @@
+import CLibUV
+import CSystemShims
+import Glibc
+
+/// One subscription of ``File/tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)``:
+/// the `tail -F` state machine, on the loop's thread.
+///
+/// **Passes.** All work happens in *passes*, one at a time, each a chain of libuv fs
+/// requests through one reused ``FileRequest``:
+///
+/// 1. `stat` the path. If it names a file we do not have open (the first file, or a new
+///    one after a rotation), `open` it and `fstat` the descriptor (the identity that
+///    counts is the descriptor's: the path may change again between `stat` and `open`),
+///    and queue it behind the files we already follow.
+/// 2. Read the **head** of the queue from our offset to its end in large chunks, splitting
+///    lines as they come; then `fstat` it: smaller than our offset means it was truncated
+///    (start again at 0), larger means it grew meanwhile (read on).
+/// 3. At the head's end, if a newer file is queued and the head has been quiet (no new
+///    data) for the rotation quiet period, the head is finished: its unfinished last line
+///    is sent, its descriptor closed, and the next file becomes the head (read from 0).
+///
+/// A pass is requested by every inotify event in the path's directory (`uv_fs_event` on
+/// the directory: it sees creations, renames and writes by name), by a repeating timer
+/// (the polling fallback: inotify misses events on some file systems and never sees a
+/// directory that does not exist yet), and once at the start. A request during a pass
+/// runs one more pass right after it, so no notification is lost and passes never overlap.
+///
+/// **Why keep old descriptors.** After a rotation by rename, the writer may still write a
+/// few lines to the old file before it reopens the path. Keeping the old descriptor and
+/// finishing it only once it has gone quiet *and* a newer file exists reads those lines
+/// too (GNU `tail -F` switches at once and loses them). Files are read strictly one after
+/// another, so lines keep the order in which a single writer wrote them.
+///
+/// **Stopping.** ``stop()`` (disposal, an error, loop shutdown) stops the timer, closes the
+/// watch handle, cancels the request in flight if libuv still can, and once the current
+/// pass has unwound closes every descriptor (one async close after another), then
+/// unregisters from the loop.
+///
+/// Thread-safety: loop-thread confined; ``File`` reaches the loop with
+/// ``EventLoop/performOnLoop(_:)``.
+final class TailFollower: LoopResource, @unchecked Sendable {
+    /// Bytes per read: large, because throughput is dominated by how few requests (each a
+    /// trip through libuv's thread pool) a catch-up read needs.
+    static let chunkSize = 256 * 1024
+
+    /// A file being followed: its open descriptor, identity and read position.
+    final class TailFile {
+        let fd: Int32
+        let identity: FileIdentity
+        /// Bytes consumed so far (the next read's position).
+        var offset: Int64 = 0
+        /// When a read last returned data (or the file was opened), monotonic ns.
+        var lastData: UInt64
+
+        init(fd: Int32, identity: FileIdentity) {
+            self.fd = fd
+            self.identity = identity
+            lastData = csys_monotonic_ns()
+        }
+    }
+
+    let loop: EventLoop
+    let path: String
+    /// The directory whose inotify events wake us (the path's parent).
+    let directory: String
+    let startPosition: TailStart
+    let pollNanoseconds: UInt64
+    let quietNanoseconds: UInt64
+    /// Sends a line (the caller checks for disposal).
+    let emitLine: (String) -> Void
+    /// Sends the error and ends the subscription (which calls ``stop()``).
+    let fail: (any Error) -> Void
+
+    private let request: FileRequest
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var lines: LineBuffer
+    /// The files being followed, oldest (the one being read) first.
+    private var files: [TailFile] = []
+    /// Line breaks still to skip before lines count (for `.line(k)`).
+    private var skipLines = 0
+    /// Whether the first stat has happened (it decides whether the start position applies).
+    private var checkedPathOnce = false
+    /// Whether the next file opened gets the start position (the path existed at start).
+    private var applyStartToNextOpen = false
+
+    private var passRunning = false
+    private var passRequested = false
+    private var stopped = false
+    private var registered = false
+    /// A close is in flight: never cancel it (a cancelled close leaks the descriptor).
+    private var closingDescriptor = false
+    private var cleaningUp = false
+
+    private var timer: Disposable?
+    private var watch: UnsafeMutablePointer<uv_fs_event_t>?
+    private var watchActive = false
+
+    init(
+        loop: EventLoop, path: String, start: TailStart, pollInterval: Double, quietPeriod: Double,
+        maxLineLength: Int, emitLine: @escaping (String) -> Void, fail: @escaping (any Error) -> Void
+    ) {
+        self.loop = loop
+        self.path = path
+        self.directory = TailFollower.parentDirectory(of: path)
+        self.startPosition = start
+        self.pollNanoseconds = UInt64(max(1_000_000, SchedulerTime.nanoseconds(pollInterval)))
+        self.quietNanoseconds = UInt64(max(0, SchedulerTime.nanoseconds(quietPeriod)))
+        self.emitLine = emitLine
+        self.fail = fail
+        self.lines = LineBuffer(maxLength: maxLineLength)
+        request = FileRequest(loop: loop)
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: TailFollower.chunkSize, alignment: 16)
+    }
+
+    deinit {
+        // Every read completion captures `self`, so no read into this buffer is pending.
+        buffer.deallocate()
+    }
+
+    /// `dirname(path)`, without touching the file system.
+    static func parentDirectory(of path: String) -> String {
+        var bytes = Array(path.utf8)
+        while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        if slash == 0 { return "/" }
+        return String(decoding: bytes[..<slash], as: UTF8.self)
+    }
+
+    // MARK: - Starting and stopping
+
+    /// Starts watching and polling, and runs the first pass (loop thread).
+    func start() {
+        if stopped { return }
+        loop.register(self)
+        registered = true
+
+        let handle = UnsafeMutablePointer<uv_fs_event_t>.allocate(capacity: 1)
+        uv_fs_event_init(loop.uvLoop, handle)
+        // The handle holds us until its close callback.
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        watch = handle
+        startWatch()
+
+        let now = csys_monotonic_ns()
+        timer = loop.scheduleTimer(at: now &+ pollNanoseconds, repeatEvery: pollNanoseconds) { [self] in
+            requestPass()
+        }
+        requestPass()
+    }
+
+    /// Ends the subscription without another event (loop thread; re-entrant from inside a
+    /// line callback).
+    func stop() {
+        if stopped { return }
+        stopped = true
+        timer?.dispose()
+        timer = nil
+        if let handle = watch {
+            watch = nil
+            watchActive = false
+            uv_close(EventLoop.handle(handle)) { h in
+                guard let h else { return }
+                if let data = h.pointee.data { Unmanaged<TailFollower>.fromOpaque(data).release() }
+                UnsafeMutableRawPointer(h).deallocate()
+            }
+        }
+        if passRunning {
+            // The pass unwinds at its next step and then cleans up.
+            if !closingDescriptor { request.cancel() }
+        } else {
+            cleanUp()
+        }
+    }
+
+    func closeForLoopShutdown() { stop() }
+
+    /// Closes the descriptors one after another, then lets go of the loop.
+    private func cleanUp() {
+        if cleaningUp { return }
+        cleaningUp = true
+        closeRemaining()
+    }
+
+    private func closeRemaining() {
+        if let file = files.popLast() {
+            closingDescriptor = true
+            request.close(file.fd) { [self] _ in
+                closingDescriptor = false
+                closeRemaining()
+            }
+            return
+        }
+        if registered {
+            registered = false
+            loop.unregister(self)
+        }
+    }
+
+    // MARK: - Watching the directory
+
+    /// Starts the inotify watch on the directory if it is not running (it fails while the
+    /// directory does not exist; polling covers that time, and the next pass tries again).
+    private func startWatch() {
+        guard let handle = watch, !watchActive, !stopped else { return }
+        let rc = directory.withCString { dir in
+            uv_fs_event_start(handle, { h, _, _, status in
+                guard let h, let data = h.pointee.data else { return }
+                Unmanaged<TailFollower>.fromOpaque(data).takeUnretainedValue().watchFired(status: status)
+            }, dir, 0)
+        }
+        watchActive = rc == 0
+    }
+
+    /// Restarts the watch: after the path went missing, its directory may have been
+    /// removed and made again, and an inotify watch does not follow a new directory.
+    private func restartWatch() {
+        if let handle = watch, watchActive {
+            uv_fs_event_stop(handle)
+            watchActive = false
+        }
+        startWatch()
+    }
+
+    private func watchFired(status: Int32) {
+        if stopped { return }
+        if status < 0, let handle = watch {
+            // The watch broke (the directory went away): poll until a pass restarts it.
+            uv_fs_event_stop(handle)
+            watchActive = false
+        }
+        requestPass()
+    }
+
+    // MARK: - Passes
+
+    /// Runs a pass now, or right after the one under way.
+    private func requestPass() {
+        if stopped { return }
+        if passRunning {
+            passRequested = true
+            return
+        }
+        beginPass()
+    }
+
+    private func beginPass() {
+        passRunning = true
+        passRequested = false
+        request.stat(path) { [self] rc in pathChecked(rc) }
+    }
+
+    private func endPass() {
+        passRunning = false
+        if stopped {
+            cleanUp()
+        } else if passRequested {
+            beginPass()
+        }
+    }
+
+    /// Sends `error` (which ends the subscription and stops us) and unwinds the pass.
+    private func failPass(_ error: any Error) {
+        if !stopped { fail(error) }
+        stopped = true
+        endPass()
+    }
+
+    private func pathChecked(_ rc: Int) {
+        if stopped { return endPass() }
+        let first = !checkedPathOnce
+        checkedPathOnce = true
+        if rc == Int(UV_ENOENT.rawValue) {
+            // Missing (or its directory is): wait for it. Whatever appears later is a new
+            // file and is read from its beginning.
+            restartWatch()
+            return readHead()
+        }
+        if rc < 0 { return failPass(UVError(code: Int32(rc), operation: "stat", target: path)) }
+        if first { applyStartToNextOpen = true }
+        startWatch()
+        let identity = FileIdentity(request.lastStat)
+        if files.contains(where: { $0.identity == identity }) { return readHead() }
+        request.open(path, flags: O_RDONLY) { [self] rc in opened(rc) }
+    }
+
+    private func opened(_ rc: Int) {
+        if stopped {
+            if rc >= 0 { return closeDescriptor(Int32(rc)) { [self] in endPass() } }
+            return endPass()
+        }
+        if rc == Int(UV_ENOENT.rawValue) {
+            // Gone between stat and open: the next file to appear is a new one.
+            applyStartToNextOpen = false
+            return readHead()
+        }
+        if rc < 0 { return failPass(UVError(code: Int32(rc), operation: "open", target: path)) }
+        let fd = Int32(rc)
+        request.fstat(fd) { [self] rc in openedFileChecked(fd, rc) }
+    }
+
+    private func openedFileChecked(_ fd: Int32, _ rc: Int) {
+        if stopped { return closeDescriptor(fd) { [self] in endPass() } }
+        if rc < 0 {
+            let error = UVError(code: Int32(rc), operation: "fstat", target: path)
+            return closeDescriptor(fd) { [self] in failPass(error) }
+        }
+        let stat = request.lastStat
+        if isDirectory(stat) {
+            let error = UVError(code: UV_EISDIR.rawValue, operation: "open", target: path)
+            return closeDescriptor(fd) { [self] in failPass(error) }
+        }
+        let identity = FileIdentity(stat)
+        if files.contains(where: { $0.identity == identity }) {
+            // The path changed back to a file we follow between our stat and open.
+            return closeDescriptor(fd) { [self] in readHead() }
+        }
+        let file = TailFile(fd: fd, identity: identity)
+        files.append(file)
+        if applyStartToNextOpen {
+            applyStartToNextOpen = false
+            if files.count == 1 { return applyStart(to: file, size: Int64(clamping: stat.st_size)) }
+        }
+        readHead()
+    }
+
+    // MARK: Start position
+
+    private func applyStart(to file: TailFile, size: Int64) {
+        switch startPosition {
+        case .beginning:
+            readHead()
+        case .line(let k):
+            skipLines = k <= 1 ? 0 : k - 1
+            readHead()
+        case .end:
+            scanBack(file, before: size, breaksWanted: 1, found: 0)
+        case .lastLines(let n):
+            // The last n complete lines start after the (n+1)-th line break from the end.
+            scanBack(file, before: size, breaksWanted: n <= 0 ? 1 : (n == Int.max ? n : n + 1), found: 0)
+        }
+    }
+
+    /// Reads backwards from `end` in chunks, counting line breaks, and sets the file's
+    /// offset just after the `breaksWanted`-th one from the end (or to 0 if there are fewer).
+    private func scanBack(_ file: TailFile, before end: Int64, breaksWanted: Int, found: Int) {
+        if end <= 0 {
+            file.offset = 0
+            return readHead()
+        }
+        let length = Int(min(Int64(buffer.count), end))
+        let from = end - Int64(length)
+        let window = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
+        request.read(file.fd, into: window, at: from) { [self] n in
+            if stopped { return endPass() }
+            if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
+            if n < length {
+                // The file shrank while we looked: start at 0 and let truncation handling
+                // and the normal reads sort it out.
+                file.offset = 0
+                return readHead()
+            }
+            var found = found
+            var index = n - 1
+            while index >= 0 {
+                if buffer[index] == 10 {
+                    found += 1
+                    if found == breaksWanted {
+                        file.offset = from + Int64(index) + 1
+                        return readHead()
+                    }
+                }
+                index -= 1
+            }
+            scanBack(file, before: from, breaksWanted: breaksWanted, found: found)
+        }
+    }
+
+    // MARK: Reading
+
+    private func readHead() {
+        if stopped { return endPass() }
+        guard let head = files.first else { return endPass() }
+        request.read(head.fd, into: buffer, at: head.offset) { [self] n in headRead(head, n) }
+    }
+
+    private func headRead(_ head: TailFile, _ n: Int) {
+        if stopped { return endPass() }
+        if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
+        if n > 0 {
+            head.offset += Int64(n)
+            head.lastData = csys_monotonic_ns()
+            if let error = deliver(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { return failPass(error) }
+            // A line callback may have disposed the subscription.
+            if stopped { return endPass() }
+            // A full buffer: more is very likely there.
+            if n == buffer.count { return readHead() }
+        }
+        request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
+    }
+
+    private func headChecked(_ head: TailFile, _ rc: Int) {
+        if stopped { return endPass() }
+        if rc < 0 { return failPass(UVError(code: Int32(rc), operation: "fstat", target: path)) }
+        let size = Int64(clamping: request.lastStat.st_size)
+        if size < head.offset {
+            // Truncated (copy-truncate rotation): what we delivered stays delivered, the
+            // unfinished line before the cut is dropped, and reading starts again at 0.
+            head.offset = 0
+            lines.reset()
+            skipLines = 0
+            return readHead()
+        }
+        if size > head.offset { return readHead() }
+        if files.count > 1 && csys_monotonic_ns() &- head.lastData >= quietNanoseconds {
+            return retireHead()
+        }
+        endPass()
+    }
+
+    /// Finishes the head after a rotation: its writer has moved on, so its unfinished last
+    /// line is as complete as it will get and is sent; the next file is read from 0.
+    private func retireHead() {
+        let head = files.removeFirst()
+        if let partial = lines.finish(), !stopped { emitLine(partial) }
+        skipLines = 0
+        closeDescriptor(head.fd) { [self] in readHead() }
+    }
+
+    /// Splits a chunk into lines and sends them; returns the error that ends the
+    /// subscription (a line over the limit), if any.
+    private func deliver(_ chunk: UnsafeRawBufferPointer) -> (any Error)? {
+        var chunk = chunk
+        if skipLines > 0 {
+            guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+            var start = 0
+            while skipLines > 0, start < chunk.count, let hit = memchrNewline(base + start, chunk.count - start) {
+                skipLines -= 1
+                start = hit - base + 1
+            }
+            if skipLines > 0 { return nil }  // the whole chunk was skipped
+            chunk = UnsafeRawBufferPointer(rebasing: chunk[start...])
+        }
+        do {
+            try lines.append(chunk, emitLine)
+        } catch {
+            return error
+        }
+        return nil
+    }
+
+    private func closeDescriptor(_ fd: Int32, then next: @escaping () -> Void) {
+        closingDescriptor = true
+        request.close(fd) { [self] _ in
+            closingDescriptor = false
+            next()
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import CLibUV
+
+/// Unix signals (`SIGINT`, `SIGTERM`, `SIGHUP`, ...) as signals, through libuv's
+/// `uv_signal_t`.
+public enum UnixSignal {
+    /// Sends `signum` each time the process receives that signal.
+    ///
+    /// libuv installs its own handler for the signal while at least one watch for it is
+    /// active, on any loop, and forwards each arrival to every active watch, so several
+    /// subscribers (on the same loop or on different ones) each see every arrival. Arrivals
+    /// close together may be merged into one, as the kernel merges pending signals.
+    ///
+    /// When the last watch for a signal stops, libuv resets its disposition to the
+    /// **default** (`SIG_DFL`), not to what it was before: after disposing, a `SIGUSR1`
+    /// terminates the process as if nobody had listened. `SIGKILL` and `SIGSTOP` cannot be
+    /// watched.
+    ///
+    /// The watch keeps its loop alive (a program that waits for `SIGTERM` keeps running).
+    ///
+    /// - Parameters:
+    ///   - signum: the signal number, such as `SIGTERM`.
+    ///   - loop: the loop to run on (see ``File``'s rule: by default the subscribing
+    ///     thread's loop, else ``EventLoop/main``).
+    /// - Returns: a cold signal of `signum`, once per arrival. Events arrive on the loop's
+    ///   thread. It never completes; it fails with a ``UVError`` (`EINVAL` during signal on
+    ///   `signal 0`) when libuv cannot watch the number. A subscription made on the loop's
+    ///   thread is watching when `subscribe` returns; one made elsewhere starts when the loop
+    ///   gets to it. Disposal (from any thread) stops the watch and closes the handle.
+    public static func signal(_ signum: Int32, on loop: EventLoop? = nil) -> Signal<Int32> {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(loop)
+            if loop.isClosed {
+                observer(.error(closedLoopError("UnixSignal.signal", "signal \(signum)")))
+                return
+            }
+            let watcher = UnixSignalWatcher(
+                loop: loop, signum: signum,
+                send: { number in
+                    if !lifetime.isDisposed { observer(.next(number)) }
+                },
+                fail: { error in
+                    if lifetime.isDisposed { return }
+                    observer(.error(error))
+                    lifetime.dispose()
+                })
+            lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
+            loop.performOnLoop { watcher.start() }
+        }
+    }
+}
+
+/// One subscription of ``UnixSignal/signal(_:on:)``: a heap `uv_signal_t` that holds this
+/// object until its close callback, which also frees the memory.
+///
+/// Thread-safety: loop-thread confined.
+final class UnixSignalWatcher: LoopResource, @unchecked Sendable {
+    let loop: EventLoop
+    let signum: Int32
+    let send: (Int32) -> Void
+    let fail: (any Error) -> Void
+    private var handle: UnsafeMutablePointer<uv_signal_t>?
+    private var stopped = false
+
+    init(loop: EventLoop, signum: Int32, send: @escaping (Int32) -> Void, fail: @escaping (any Error) -> Void) {
+        self.loop = loop
+        self.signum = signum
+        self.send = send
+        self.fail = fail
+    }
+
+    func start() {
+        if stopped { return }
+        let h = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
+        let rc = uv_signal_init(loop.uvLoop, h)
+        if rc < 0 {
+            h.deallocate()
+            stopped = true
+            return fail(UVError(code: rc, operation: "uv_signal_init", target: "signal \(signum)"))
+        }
+        h.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        handle = h
+        loop.register(self)
+        let started = uv_signal_start(h, { h, signum in
+            guard let h, let data = h.pointee.data else { return }
+            let watcher = Unmanaged<UnixSignalWatcher>.fromOpaque(data).takeUnretainedValue()
+            if !watcher.stopped { watcher.send(signum) }
+        }, signum)
+        if started < 0 {
+            let error = UVError(code: started, operation: "signal", target: "signal \(signum)")
+            stop()
+            fail(error)
+        }
+    }
+
+    /// Stops and closes the handle (loop thread; re-entrant from the callback).
+    func stop() {
+        if stopped { return }
+        stopped = true
+        guard let h = handle else { return }
+        handle = nil
+        uv_signal_stop(h)
+        uv_close(EventLoop.handle(h)) { h in
+            guard let h else { return }
+            if let data = h.pointee.data {
+                let watcher = Unmanaged<UnixSignalWatcher>.fromOpaque(data).takeRetainedValue()
+                watcher.loop.unregister(watcher)
+            }
+            UnsafeMutableRawPointer(h).deallocate()
+        }
+    }
+
+    func closeForLoopShutdown() { stop() }
+}
