@@ -15,7 +15,7 @@ final class EmbedAPITests: XCTestCase {
     }
 
     /// Builds `api-tests` (once) and runs one case; returns its lines without the final "ok".
-    func run(_ name: String, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
+    func run(_ name: String, _ extra: [String] = [], timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
         try CToolchain.requireLibrary(file: file, line: line)
         if EmbedAPITests.program == nil {
             let dir = try CToolchain.temporaryDirectory("api")
@@ -24,7 +24,7 @@ final class EmbedAPITests: XCTestCase {
                 [CToolchain.testSources.appendingPathComponent("api-tests.c").path], named: "api-tests", in: dir,
                 file: file, line: line)
         }
-        let result = try CToolchain.run(EmbedAPITests.program!, [name], timeout: timeout)
+        let result = try CToolchain.run(EmbedAPITests.program!, [name] + extra, timeout: timeout)
         XCTAssertFalse(result.timedOut, "api-tests \(name) timed out", file: file, line: line)
         XCTAssertEqual(result.status, 0, "api-tests \(name) failed:\n\(result.stdout)\n\(result.stderr)", file: file, line: line)
         XCTAssertEqual(result.lines.last, "ok", "api-tests \(name) did not finish:\n\(result.stdout)", file: file, line: line)
@@ -114,6 +114,20 @@ final class EmbedAPITests: XCTestCase {
     /// Dispose from one thread while another sends: no callback once dispose returned.
     func testDisposeFromAnotherThreadStopsCallbacks() throws {
         XCTAssertEqual(try run("dispose-threads"), ["no callback after dispose"])
+    }
+
+    /// File lines and chunks, a missing file's ENOENT, `tail -F` (last line, then an
+    /// append), and a unix signal raised by the program itself.
+    func testFilesAndUnixSignals() throws {
+        let dir = try CToolchain.temporaryDirectory("files")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        XCTAssertEqual(try run("files", [dir.path]), [
+            "lines next first", "lines next second", "lines next ", "lines next last", "lines completed",
+            "read completed", "read 20 bytes",
+            "missing error ENOENT",
+            "tail next last", "tail next appended",
+            "unix next 10",
+        ])
     }
 
     /// Error names and messages (libuv's, ours, unknown), the version, UV_EINVAL for NULLs.

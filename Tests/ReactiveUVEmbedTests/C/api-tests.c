@@ -4,9 +4,11 @@
  * file against reactiveuv.h and libreactiveuv.so, runs each case and compares the lines.
  * A failed CHECK prints "FAIL ..." and exits 1. Every wait is bounded.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -636,6 +638,83 @@ static void case_dispose_threads(void) {
     printf("no callback after dispose\n");
 }
 
+/* ---- files and unix signals ------------------------------------------------------- */
+
+static size_t bytes_read;
+static void count_bytes(const void *bytes, size_t len, void *ctx) {
+    (void)bytes, (void)ctx;
+    bytes_read += len;
+}
+
+static int tail_lines;
+static void tail_next(const void *bytes, size_t len, void *ctx) {
+    rec_next(bytes, len, ctx);
+    tail_lines++;
+}
+
+static int unix_signals;
+static void unix_next(const void *bytes, size_t len, void *ctx) {
+    rec_next(bytes, len, ctx);
+    unix_signals++;
+}
+
+static void case_files(const char *dir) {
+    char path[512], missing[512];
+    snprintf(path, sizeof path, "%s/lines.txt", dir);
+    snprintf(missing, sizeof missing, "%s/missing.txt", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("first\r\nsecond\n\nlast\n", f);
+    fclose(f);
+
+    ruv_runtime_t *rt = NULL;
+    CHECK_RC(ruv_runtime_create(NULL, &rt));
+    ruv_signal_t *lines = NULL, *bytes = NULL, *nothing = NULL, *sig = NULL, *tail = NULL;
+    CHECK_EQ(ruv_file_lines(rt, NULL, &lines), UV_EINVAL);
+    CHECK_EQ(ruv_file_lines(NULL, path, &lines), UV_EINVAL);
+    CHECK_RC(ruv_file_lines(rt, path, &lines));
+    CHECK_RC(ruv_file_read(rt, path, &bytes));
+    CHECK_RC(ruv_file_lines(rt, missing, &nothing));
+    done_count = 0;
+    CHECK_RC(ruv_signal_subscribe(lines, rec_next, count_error, count_completed, "lines", NULL));
+    run_until(rt, &done_count, 1, 5);
+    CHECK_RC(ruv_signal_subscribe(bytes, count_bytes, count_error, count_completed, "read", NULL));
+    run_until(rt, &done_count, 2, 5);
+    printf("read %zu bytes\n", bytes_read);
+    CHECK_RC(ruv_signal_subscribe(nothing, rec_next, count_error, count_completed, "missing", NULL));
+    run_until(rt, &done_count, 3, 5);
+
+    /* tail -F: the file's last line first; once that arrived, an append. */
+    CHECK_RC(ruv_file_tail(rt, path, 1, &tail));
+    ruv_subscription_t *tail_sub = NULL;
+    tail_lines = 0;
+    CHECK_RC(ruv_signal_subscribe(tail, tail_next, rec_error, rec_completed, "tail", &tail_sub));
+    run_until(rt, &tail_lines, 1, 5);
+    f = fopen(path, "a");
+    fputs("appended\n", f);
+    fclose(f);
+    run_until(rt, &tail_lines, 2, 5);
+    CHECK_RC(ruv_subscription_dispose(tail_sub));
+    ruv_subscription_release(tail_sub);
+
+    /* A unix signal, raised by ourselves. */
+    CHECK_RC(ruv_unix_signal_watch(rt, SIGUSR1, &sig));
+    ruv_subscription_t *sig_sub = NULL;
+    CHECK_RC(ruv_signal_subscribe(sig, unix_next, rec_error, rec_completed, "unix", &sig_sub));
+    raise(SIGUSR1);
+    run_until(rt, &unix_signals, 1, 5);
+    CHECK_RC(ruv_subscription_dispose(sig_sub));
+    ruv_subscription_release(sig_sub);
+
+    ruv_signal_release(lines);
+    ruv_signal_release(bytes);
+    ruv_signal_release(nothing);
+    ruv_signal_release(tail);
+    ruv_signal_release(sig);
+    CHECK_RC(ruv_runtime_close(rt));
+    ruv_runtime_release(rt);
+}
+
 /* ---- errors and argument checks ---------------------------------------------------- */
 
 static void case_errors(void) {
@@ -693,8 +772,8 @@ static void case_errors(void) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>\n", argv[0]);
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s <case> [directory]\n", argv[0]);
         return 2;
     }
     const char *name = argv[1];
@@ -706,6 +785,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "reentrancy") == 0) case_reentrancy();
     else if (strcmp(name, "dispose-threads") == 0) case_dispose_threads();
     else if (strcmp(name, "errors") == 0) case_errors();
+    else if (strcmp(name, "files") == 0 && argc == 3) case_files(argv[2]);
     else {
         fprintf(stderr, "unknown case %s\n", name);
         return 2;

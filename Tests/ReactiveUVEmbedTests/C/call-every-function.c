@@ -4,6 +4,7 @@
  * declared name appears here). Where a call needs objects, it gets real ones; IO calls get
  * NULL arguments and must refuse them with a negative code.
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 

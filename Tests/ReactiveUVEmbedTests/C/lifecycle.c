@@ -6,6 +6,8 @@
  * It prints the resident set size after a warm-up tenth of the iterations and at the end,
  * as "rss <kind> <warm KiB> <end KiB>"; the test bounds the difference.
  */
+#define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,7 @@ static ruv_signal_t *subject_signal;
 static void iterate(const char *kind, long i) {
     if (strcmp(kind, "all") == 0) {
         static const char *const kinds[] = {"runtime", "host-runtime", "subject", "signal", "subscription",
-                                            "timer-subscription"};
+                                            "timer-subscription", "file-subscription"};
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) iterate(kinds[k], i);
     } else if (strcmp(kind, "runtime") == 0) {
         ruv_runtime_t *r = NULL;
@@ -92,6 +94,10 @@ static void iterate(const char *kind, long i) {
         REL(ruv_signal_error(UV_EPIPE, "x", &o));
         REL(ruv_signal_interval(rt, 1, &o));
         REL(ruv_signal_timer(rt, 1, &o));
+        REL(ruv_file_tail(rt, "/nonexistent/file", 0, &o));
+        REL(ruv_file_lines(rt, "/nonexistent/file", &o));
+        REL(ruv_file_read(rt, "/nonexistent/file", &o));
+        REL(ruv_unix_signal_watch(rt, SIGUSR2, &o));
         REL(ruv_signal_filter(r, keep, NULL, &o));
         REL(ruv_signal_map(r, copy, NULL, &o));
         REL(ruv_signal_take(r, 1, &o));
@@ -147,6 +153,22 @@ static void iterate(const char *kind, long i) {
         ruv_signal_release(c);
         ruv_signal_release(x);
         ruv_signal_release(t);
+    } else if (strcmp(kind, "file-subscription") == 0) {
+        /* Loop sources with libuv requests and handles: a file read to its end (an fs
+           request per step), a missing file's error, and a unix-signal watch. */
+        ruv_signal_t *lines = NULL, *watch = NULL;
+        ruv_subscription_t *sub = NULL;
+        OK(ruv_file_lines(rt, (i % 2) ? "/proc/self/stat" : "/nonexistent/file", &lines));
+        OK(ruv_signal_subscribe(lines, on_next, on_error, on_done, NULL, &sub));
+        while (ruv_subscription_is_disposed(sub) == 0) CHECK(ruv_runtime_run_once(rt) >= 0);
+        ruv_subscription_release(sub);
+        OK(ruv_unix_signal_watch(rt, SIGUSR2, &watch));
+        OK(ruv_signal_subscribe(watch, on_next, on_error, on_done, NULL, &sub));
+        OK(ruv_subscription_dispose(sub));
+        ruv_subscription_release(sub);
+        ruv_signal_release(lines);
+        ruv_signal_release(watch);
+        if (i % 64 == 0) CHECK(ruv_runtime_run_once(rt) >= 0);
     } else if (strcmp(kind, "timer-subscription") == 0) {
         /* A loop source: the uv_timer_t is created at subscribe and closed at dispose; its
            memory goes in the close callback, on a later loop iteration. */

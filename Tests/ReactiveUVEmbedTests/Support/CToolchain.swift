@@ -115,7 +115,7 @@ enum CToolchain {
     ) throws -> String {
         let output = directory.appendingPathComponent(name).path
         let arguments =
-            ["-std=c11", "-D_GNU_SOURCE", "-g"] + strictFlags + extraFlags + ["-I", includeDirectory] + sources
+            ["-std=c11", "-g"] + strictFlags + extraFlags + ["-I", includeDirectory] + sources
             + ["-o", output, "-L", binDirectory, "-lreactiveuv", "-luv", "-lpthread", "-Wl,-rpath," + binDirectory]
         let result = try run("/usr/bin/cc", arguments, timeout: 60)
         XCTAssertEqual(result.status, 0, "cc \(arguments.joined(separator: " ")) failed:\n\(result.stderr)", file: file, line: line)
