@@ -10,37 +10,33 @@ struct CContext: @unchecked Sendable {
     let ctx: UnsafeMutableRawPointer?
 }
 
-/// The subscriber behind `ruv_signal_subscribe`, and the object behind `ruv_subscription_t`.
+/// The object behind `ruv_subscription_t`: one subscription made from C, and the gate that
+/// keeps reactiveuv.h's promises about its callbacks.
 ///
-/// It calls the C callbacks and keeps the promise reactiveuv.h makes: once `dispose()`
-/// returns, no callback is running on another thread or will start; after a terminal event
-/// nothing more is delivered. The gate is the same Dekker handshake as the library's block
-/// subscriber: a delivery exchanges its thread token into `words[0]` and then reads the
-/// closed flag `words[1]`; `dispose` sets the flag and then waits while another thread's
-/// token is in `words[0]`. Both sides use sequentially consistent operations, so one of
-/// them sees the other. A callback that disposes its own subscription finds its own token
-/// and does not wait for itself; a nested (re-entrant) delivery on the same thread leaves
-/// clearing the token to the outermost one. Sources serialize events per subscription (the
-/// threading contract), so only one thread delivers at a time.
+/// Once `dispose()` returns, no callback is running on another thread or will start; after
+/// a terminal event nothing more is delivered. The gate is the same Dekker handshake as the
+/// library's block subscriber: a delivery exchanges its thread token into `words[0]` and
+/// then reads the closed flag `words[1]`; `dispose` sets the flag and then waits while
+/// another thread's token is in `words[0]`. Both sides use sequentially consistent
+/// operations, so one of them sees the other. A callback that disposes its own subscription
+/// finds its own token and does not wait for itself; a nested (re-entrant) delivery on the
+/// same thread leaves clearing the token to the outermost one. Sources serialize events per
+/// subscription (the threading contract), so only one thread delivers at a time.
 ///
-/// Thread-safety: `words` are atomics; `lifetime` is written once, in `didSubscribe(with:)`,
-/// before any event can arrive, and read afterwards.
-final class CSubscriber: SubscriberProtocol, @unchecked Sendable {
-    typealias Value = Bytes
-
-    let onNext: ruv_next_cb?
-    let onError: ruv_error_cb?
-    let onCompleted: ruv_completed_cb?
+/// Subclasses are the subscribers for each kind of value (`CSubscriber` for byte strings,
+/// `ConnectionSubscriber` for TCP connections); the C functions on `ruv_subscription_t`
+/// work on this base class.
+///
+/// Thread-safety: `words` are atomics; `lifetime` is written once, in `attachLifetime`,
+/// before any event can arrive (a dispose racing with the subscribe re-checks the flag).
+class CSubscription: @unchecked Sendable {
     let context: CContext
     /// Word 0: the delivering thread's token, or 0. Word 1: 1 once closed.
     let words: UnsafeMutablePointer<csys_atomic_int>
     /// The subscription's disposable, handed over before the signal is attached.
     private(set) var lifetime: Disposable?
 
-    init(next: ruv_next_cb?, error: ruv_error_cb?, completed: ruv_completed_cb?, ctx: UnsafeMutableRawPointer?) {
-        onNext = next
-        onError = error
-        onCompleted = completed
+    init(ctx: UnsafeMutableRawPointer?) {
         context = CContext(ctx: ctx)
         words = .allocate(capacity: 2)
         csys_atomic_int_init(words, 0)
@@ -50,11 +46,12 @@ final class CSubscriber: SubscriberProtocol, @unchecked Sendable {
     deinit { words.deallocate() }
 
     /// Whether the subscription has ended (disposed, or a terminal event delivered).
-    var isClosed: Bool {
+    final var isClosed: Bool {
         csys_atomic_int_load(words + 1, csys_seq_cst) != 0 || (lifetime?.isDisposed ?? false)
     }
 
-    func didSubscribe(with disposable: Disposable) {
+    /// Keeps the subscription's disposable (`SubscriberProtocol.didSubscribe(with:)`).
+    final func attachLifetime(_ disposable: Disposable) {
         lifetime = disposable
         // Disposed while being handed over (a dispose from another thread that raced the
         // subscribe): end the subscription before the signal is attached.
@@ -63,7 +60,7 @@ final class CSubscriber: SubscriberProtocol, @unchecked Sendable {
 
     /// Runs `body` if the gate is open; `terminal` closes it for good first.
     @inline(__always)
-    private func deliver(terminal: Bool, _ body: () -> Void) {
+    final func deliver(terminal: Bool, _ body: () -> Void) {
         let me = Int64(Int(bitPattern: csys_thread_token()))
         let previous = csys_atomic_int_exchange(words, me, csys_seq_cst)
         defer { if previous != me { csys_atomic_int_store(words, 0, csys_release) } }
@@ -75,31 +72,25 @@ final class CSubscriber: SubscriberProtocol, @unchecked Sendable {
         body()
     }
 
-    func sendNext(_ value: Bytes) {
-        guard let onNext else { return }
-        let ctx = context.ctx
-        deliver(terminal: false) {
-            withBytes(value) { bytes, count in onNext(bytes, count, ctx) }
-        }
-    }
-
-    func sendError(_ error: any Error) {
+    /// Delivers an error to a C error callback (code and message).
+    final func deliverError(_ error: any Error, _ callback: ruv_error_cb?) {
         let ctx = context.ctx
         deliver(terminal: true) {
-            guard let onError else { return }
+            guard let callback else { return }
             let (code, message) = cError(error)
-            message.withCString { onError(code, $0, ctx) }
+            message.withCString { callback(code, $0, ctx) }
         }
     }
 
-    func sendCompleted() {
+    /// Delivers completion to a C completion callback.
+    final func deliverCompleted(_ callback: ruv_completed_cb?) {
         let ctx = context.ctx
-        deliver(terminal: true) { onCompleted?(ctx) }
+        deliver(terminal: true) { callback?(ctx) }
     }
 
     /// Closes the gate, waits for a delivery under way on another thread, then disposes
     /// the subscription's resources.
-    func dispose() {
+    final func dispose() {
         csys_atomic_int_exchange(words + 1, 1, csys_seq_cst)
         let me = Int64(Int(bitPattern: csys_thread_token()))
         var spins = 0
@@ -111,6 +102,36 @@ final class CSubscriber: SubscriberProtocol, @unchecked Sendable {
         }
         lifetime?.dispose()
     }
+}
+
+/// The subscriber behind `ruv_signal_subscribe`: byte strings to C callbacks.
+final class CSubscriber: CSubscription, SubscriberProtocol, @unchecked Sendable {
+    typealias Value = Bytes
+
+    let onNext: ruv_next_cb?
+    let onError: ruv_error_cb?
+    let onCompleted: ruv_completed_cb?
+
+    init(next: ruv_next_cb?, error: ruv_error_cb?, completed: ruv_completed_cb?, ctx: UnsafeMutableRawPointer?) {
+        onNext = next
+        onError = error
+        onCompleted = completed
+        super.init(ctx: ctx)
+    }
+
+    func didSubscribe(with disposable: Disposable) { attachLifetime(disposable) }
+
+    func sendNext(_ value: Bytes) {
+        guard let onNext else { return }
+        let ctx = context.ctx
+        deliver(terminal: false) {
+            withBytes(value) { bytes, count in onNext(bytes, count, ctx) }
+        }
+    }
+
+    func sendError(_ error: any Error) { deliverError(error, onError) }
+
+    func sendCompleted() { deliverCompleted(onCompleted) }
 }
 
 /// Subscribes `subscriber` to `signal`, handing C the subscription first when it asked.
@@ -137,7 +158,7 @@ public func ruv_signal_subscribe(
 /// `ruv_subscription_dispose`: ends the subscription (any thread).
 @c @implementation
 public func ruv_subscription_dispose(_ subscription: OpaquePointer?) -> Int32 {
-    guard let subscriber = borrowed(subscription, as: CSubscriber.self) else { return einval }
+    guard let subscriber = borrowed(subscription, as: CSubscription.self) else { return einval }
     subscriber.dispose()
     return 0
 }
@@ -145,12 +166,12 @@ public func ruv_subscription_dispose(_ subscription: OpaquePointer?) -> Int32 {
 /// `ruv_subscription_is_disposed`: 1 once the subscription has ended.
 @c @implementation
 public func ruv_subscription_is_disposed(_ subscription: OpaquePointer?) -> Int32 {
-    guard let subscriber = borrowed(subscription, as: CSubscriber.self) else { return einval }
+    guard let subscriber = borrowed(subscription, as: CSubscription.self) else { return einval }
     return subscriber.isClosed ? 1 : 0
 }
 
 /// `ruv_subscription_release`: gives back C's reference; the subscription goes on.
 @c @implementation
 public func ruv_subscription_release(_ subscription: OpaquePointer?) {
-    releaseHandle(subscription, as: CSubscriber.self)
+    releaseHandle(subscription, as: CSubscription.self)
 }
