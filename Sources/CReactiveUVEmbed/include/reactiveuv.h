@@ -482,8 +482,8 @@ int ruv_signal_start_with(ruv_signal_t *source, const void *bytes, size_t len, r
 
 /**
  * Splits the source's byte chunks into lines, without their "\n" or "\r\n" (a last line
- * without a break is sent at completion). A line over `max_length` bytes (0: 1 MiB) fails
- * the signal with RUV_ELINETOOLONG.
+ * without a break is sent at completion), decoded as UTF-8 (invalid sequences become
+ * U+FFFD). A line over `max_length` bytes (0: 1 MiB) fails the signal with RUV_ELINETOOLONG.
  */
 int ruv_signal_lines(ruv_signal_t *source, size_t max_length, ruv_signal_t **out);
 
@@ -536,31 +536,40 @@ void ruv_subscription_release(ruv_subscription_t *subscription);
 
 /**
  * Follows the file at `path` like GNU `tail -F`: sends each line appended from now on
- * (without its line break), through truncation and rotation, until disposed; waits for a
- * missing file. `start_lines` > 0 first sends the file's last `start_lines` complete lines
- * (`tail -n N`). Other failures (permissions, ...) end it with the libuv code.
+ * (without its line break, decoded as UTF-8: invalid sequences become U+FFFD), through
+ * truncation and rotation (a renamed-away file is read to its end first), until disposed;
+ * a missing file (or directory) is waited for. `start_lines` > 0 first sends the file's
+ * last `start_lines` complete lines (`tail -n N`). Other failures end it with libuv's code
+ * (UV_EACCES, UV_EISDIR, UV_ENOTDIR, ...); a line over 1 MiB with RUV_ELINETOOLONG.
+ * It never completes. Its inotify watch and poll timer keep the loop alive while subscribed.
  * Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
- * Thread: any. Returns: 0; UV_EINVAL (NULL or NUL-free path required).
+ * Thread: any. Returns: 0; UV_EINVAL (NULL runtime or path).
  */
 int ruv_file_tail(ruv_runtime_t *runtime, const char *path, size_t start_lines, ruv_signal_t **out);
 
 /**
- * Reads the file at `path` once, sending each line (without its break), then completes; a
- * missing file is an error (UV_ENOENT). Callbacks: on the loop's thread.
- * Thread: any. Returns: 0; UV_EINVAL.
+ * Reads the file at `path` once, sending each line (without its break, decoded as UTF-8),
+ * then completes; a last line without a break is sent too. A missing file is an error
+ * (UV_ENOENT). Callbacks: on the loop's thread (the reads run on libuv's thread pool).
+ * Ownership: `*out` is a new reference. Thread: any. Returns: 0; UV_EINVAL.
  */
 int ruv_file_lines(ruv_runtime_t *runtime, const char *path, ruv_signal_t **out);
 
 /**
- * Reads the file at `path` once, in chunks, then completes. Callbacks: on the loop's thread.
+ * Reads the file at `path` once, in chunks of up to 64 KiB, then completes; errors as
+ * ruv_file_lines(). Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
  * Thread: any. Returns: 0; UV_EINVAL.
  */
 int ruv_file_read(ruv_runtime_t *runtime, const char *path, ruv_signal_t **out);
 
 /**
  * Sends the signal number, as decimal ASCII digits ("15"), each time the process receives
- * unix signal `signum` while subscribed (libuv's uv_signal_t); never completes.
- * Callbacks: on the loop's thread. Thread: any. Returns: 0; UV_EINVAL.
+ * unix signal `signum` while subscribed (libuv's uv_signal_t); never completes. The watch
+ * keeps the loop alive while subscribed. When the last watch of a signal stops, libuv
+ * resets it to its default action (SIG_DFL). A number libuv cannot watch fails the
+ * subscription with UV_EINVAL.
+ * Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
+ * Thread: any. Returns: 0; UV_EINVAL.
  */
 int ruv_unix_signal_watch(ruv_runtime_t *runtime, int signum, ruv_signal_t **out);
 
