@@ -53,6 +53,18 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-demo"
         ),
+        // A TCP echo server as signal pipelines (prints its bound address once).
+        .executableTarget(
+            name: "ruv-echo",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-echo"
+        ),
+        // Prints StandardInput.lines; the IO tests pipe into it.
+        .executableTarget(
+            name: "ruv-stdin-lines",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-stdin-lines"
+        ),
         // `tail -F` on File.tail: the IO example, and the tail throughput benchmark's subject.
         .executableTarget(
             name: "ruv-tail",

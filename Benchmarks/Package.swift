@@ -24,9 +24,18 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
     targets: [
+        // The plain C libuv side of the IO rows: an echo server, the load generator that
+        // drives both echo servers, and raw uv_async/uv_timer scheduling baselines.
+        .target(
+            name: "CNetBench",
+            path: "Sources/CNetBench",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("uv")]
+        ),
         .executableTarget(
             name: "ruv-bench",
             dependencies: [
+                "CNetBench",
                 .product(name: "ReactiveUV", package: "ReactiveUV"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],

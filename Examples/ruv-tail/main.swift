@@ -2,12 +2,13 @@
 //
 //     ruv-tail [-n N | -n +K] FILE
 //
-// Prints every line of `File.tail(FILE)` to standard output until SIGINT or SIGTERM
+// Prints every line of `File.tailChunks(FILE)` — `File.tail` with whole lines delivered as
+// byte chunks rather than one String each — to standard output until SIGINT or SIGTERM
 // (watched with `UnixSignal.signal`), then exits 0. `-n N` starts with the last N lines
 // (default 10), `-n +K` from line K, as in GNU tail; `-f`/`-F` are accepted and ignored
 // (following by name, with retries, is the only mode).
 //
-// Output is written in batches: lines are appended to one buffer, and the buffer goes out
+// Output is written in batches: chunks are appended to one buffer, and the buffer goes out
 // with one write(2) when the loop has finished the callback that produced them (a read of
 // up to 256 KiB), not one write per line.
 import Glibc
@@ -89,12 +90,10 @@ final class BatchWriter: @unchecked Sendable {
 
     init() { state.initialize(to: State()) }
 
-    func add(_ line: String) {
-        let copied: Void? = line.utf8.withContiguousStorageIfAvailable { utf8 in append(utf8) }
-        if copied == nil { Array(line.utf8).withUnsafeBufferPointer { append($0) } }
+    /// Adds whole lines (each already ending with its line break).
+    func add(_ lines: [UInt8]) {
+        lines.withUnsafeBufferPointer { append($0) }
         if state.pointee.count == BatchWriter.capacity { writeOut() }
-        bytes[state.pointee.count] = 10
-        state.pointee.count += 1
         if !state.pointee.flushScheduled {
             // Runs after the current loop callback, i.e. once per read batch.
             state.pointee.flushScheduled = true
@@ -146,7 +145,7 @@ final class BatchWriter: @unchecked Sendable {
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 let output = BatchWriter()
 
-let lines = File.tail(options.path, from: options.start).subscribe(
+let lines = File.tailChunks(options.path, from: options.start).subscribe(
     next: { output.add($0) },
     error: { error in
         output.flush()

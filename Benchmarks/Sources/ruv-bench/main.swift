@@ -5,11 +5,19 @@
 // Prints, per row, ns per event (the median of N timed runs after one warm-up run) as a
 // Markdown table on standard output; progress goes to standard error.
 
+import CNetBench
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+
+// The C echo server runs in a child process of its own, like ruv-echo: this executable
+// re-run as `ruv-bench --serve-c-echo` (see Rows/Echo.swift).
+if CommandLine.arguments.dropFirst().first == "--serve-c-echo" {
+    exit(cnb_echo_server_run("127.0.0.1", 0) == 0 ? 0 : 1)
+}
 
 let options: Options
 switch Options.parse(Array(CommandLine.arguments.dropFirst())) {
@@ -25,6 +33,9 @@ printError("warning: this is a debug build; the numbers mean nothing. Use: swift
 #endif
 
 let selected = options.rows.isEmpty ? Row.all : Row.all.filter { options.rows.contains($0.name) }
+if selected.contains(where: { $0.name.hasPrefix("echo") }) {
+    EchoServer.ruvEchoPath = options.ruvEcho ?? locateRuvEcho()
+}
 let runner = Runner(options: options)
 var results: [RowResult] = []
 for row in selected {
@@ -37,3 +48,5 @@ print("ns per event, median of \(options.runs) run\(options.runs == 1 ? "" : "s"
     + (options.scale == 1 ? "" : ", sizes scaled by \(options.scale)"))
 print("")
 printTable(results)
+printRates(results)
+EchoServer.stopAll()

@@ -57,14 +57,22 @@ extension MutableProperty {
     /// subscribers get the current value, then changes; values sent to it set the property.
     public func channelTerminal() -> Channel<Value>.Terminal {
         let channel = Channel<Value>()
-        // Set while a value from the channel is being written, so it is not echoed back.
-        let updating = AtomicCounter()
+        // RAC's RACKVOChannel rule: a value written from the channel ignores the *next*
+        // update of the property (its own echo) and no other, so a correction another
+        // observer makes while the write is under way still reaches the channel.
+        let ignoreNextUpdate = Cell(false)
         channel.leading.sendNext(value)
-        let toChannel = changes.filter { _ in updating.atomic.load() == 0 }.subscribe(channel.leading)
+        let toChannel = changes.filter { _ in
+            if ignoreNextUpdate.value {
+                ignoreNextUpdate.value = false
+                return false
+            }
+            return true
+        }.subscribe(channel.leading)
         let fromChannel = channel.leading.subscribeNext { [weak self] v in
-            updating.atomic.fetchAdd(1)
+            ignoreNextUpdate.value = true
             self?.value = v
-            updating.atomic.fetchSub(1)
+            ignoreNextUpdate.value = false
         }
         channels.add(toChannel)
         channels.add(fromChannel)

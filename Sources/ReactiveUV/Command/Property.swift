@@ -71,6 +71,9 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
     public override init(value: Value) { super.init(value: value) }
 
     deinit {
+        // Completed first, so channel terminals hear that the property ended before their
+        // subscriptions are disposed.
+        subject.sendCompleted()
         binding.dispose()
         channels.dispose()
     }

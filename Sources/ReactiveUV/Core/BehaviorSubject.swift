@@ -26,17 +26,17 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         lock.lock()
-        observer(.next(current))
         if let terminal {
+            let last = current
             lock.unlock()
+            observer(.next(last))
             if !lifetime.isDisposed { observer(terminal) }
             return
         }
-        if lifetime.isDisposed {
-            lock.unlock()
-            return
-        }
+        // Registered before the current value is sent (RAC's order), so a value sent
+        // re-entrantly from that callback reaches this subscriber too.
         let id = addEntry(observer, lifetime)
+        observer(.next(current))
         lock.unlock()
         registerRemoval(id, lifetime)
     }

@@ -14,6 +14,9 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
     @usableFromInline var buffer: [Value] = []
     /// Index of the oldest live value in `buffer` (trimming is amortized).
     @usableFromInline var head = 0
+    /// Values ever removed from the front of `buffer` by compaction, so a replay in
+    /// progress can keep its place when a re-entrant send compacts the buffer.
+    @usableFromInline var compacted = 0
 
     /// Creates a replay subject keeping the last `capacity` values (negative counts as 0).
     public init(capacity: Int = ReplaySubject.unlimited) {
@@ -29,6 +32,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
             head += 1
             if head > 64 && head * 2 > buffer.count {
                 buffer.removeFirst(head)
+                compacted += head
                 head = 0
             }
         }
@@ -37,18 +41,27 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         lock.lock()
-        var i = head
-        while i < buffer.count {
+        // Positions are absolute (counting compacted values), and the bound is re-read each
+        // time: a value sent re-entrantly during the replay is appended and replayed too.
+        var position = compacted + head
+        while true {
+            let index = max(position - compacted, head)
+            if index >= buffer.count { break }
             if lifetime.isDisposed {
                 lock.unlock()
                 return
             }
-            observer(.next(buffer[i]))
-            i += 1
+            // The next position is fixed before the callback, which may compact the buffer.
+            position = compacted + index + 1
+            observer(.next(buffer[index]))
         }
         if let terminal {
             lock.unlock()
             if !lifetime.isDisposed { observer(terminal) }
+            return
+        }
+        if lifetime.isDisposed {
+            lock.unlock()
             return
         }
         let id = addEntry(observer, lifetime)

@@ -140,6 +140,11 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// Keeps the disposable of a subscription of this subject to a signal.
     public final func didSubscribe(with disposable: Disposable) {
         subscriptions.add(disposable)
+        // A subscription that ends on its own leaves the set, so a long-lived subject
+        // subscribed to many signals does not grow (RAC's `didSubscribeWithDisposable:`).
+        if let compound = disposable as? CompoundDisposable {
+            compound.add(Disposable { [weak self, unowned compound] in self?.subscriptions.remove(compound) })
+        }
     }
 
     /// Whether the subject has sent a terminal event.

@@ -62,6 +62,55 @@ public struct LineBuffer: Sendable {
         try chunk.withUnsafeBytes { try append($0, emit) }
     }
 
+    /// Feeds `chunk`, calling `emit` with the complete lines it finishes as **one byte
+    /// chunk** (each line still ending with its `\n`, bytes unchanged), keeping a trailing
+    /// partial line for later. No `String` is made per line: for consumers that pass lines
+    /// on as bytes (`ruv-tail`, a socket), this is the fast path.
+    ///
+    /// - Throws: ``LineError/lineTooLong(maxLength:)`` when a line exceeds the limit.
+    public mutating func appendWholeLines(_ chunk: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
+        guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), chunk.count > 0 else { return }
+        let count = chunk.count
+        // Check every line's length (memchr, no copies) before sending anything of them.
+        var lineStart = -pending.count
+        var lastBreak = -1
+        var i = 0
+        while i < count, let hit = memchrNewline(base + i, count - i) {
+            let end = hit - base
+            let previous: UInt8? = end > 0 ? base[end - 1] : pending.last
+            if end - lineStart - (previous == 13 ? 1 : 0) > maxLength { throw tooLong() }
+            lastBreak = end
+            lineStart = end + 1
+            i = end + 1
+        }
+        // A partial line may already be too long; one byte over is allowed only for a `\r`
+        // that the coming break will make part of the line break.
+        let partialLength = count - lineStart
+        if partialLength > maxLength + 1 || (partialLength == maxLength + 1 && base[count - 1] != 13) {
+            throw tooLong()
+        }
+        guard lastBreak >= 0 else {
+            pending.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
+            return
+        }
+        var whole = pending
+        pending.removeAll(keepingCapacity: true)
+        whole.append(contentsOf: UnsafeBufferPointer(start: base, count: lastBreak + 1))
+        emit(whole)
+        if lastBreak + 1 < count {
+            pending.append(contentsOf: UnsafeBufferPointer(start: base + lastBreak + 1, count: count - lastBreak - 1))
+        }
+    }
+
+    /// Ends a whole-lines stream: the partial line with a `\n` added, if there is one.
+    public mutating func finishWholeLines() -> [UInt8]? {
+        if pending.isEmpty { return nil }
+        var line = pending
+        line.append(10)
+        pending.removeAll()
+        return line
+    }
+
     /// Ends the stream: returns the partial line, if any (a last line without a break).
     public mutating func finish() -> String? {
         if pending.isEmpty { return nil }

@@ -66,8 +66,14 @@ final class TailFollower: LoopResource, @unchecked Sendable {
     let startPosition: TailStart
     let pollNanoseconds: UInt64
     let quietNanoseconds: UInt64
-    /// Sends a line (the caller checks for disposal).
-    let emitLine: (String) -> Void
+    /// Where lines go (the caller checks for disposal): one `String` per line, or whole
+    /// lines as byte chunks (``File/tailChunks(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)``).
+    enum Output {
+        case lines((String) -> Void)
+        case chunks(([UInt8]) -> Void)
+    }
+
+    let output: Output
     /// Sends the error and ends the subscription (which calls ``stop()``).
     let fail: (any Error) -> Void
 
@@ -97,7 +103,7 @@ final class TailFollower: LoopResource, @unchecked Sendable {
 
     init(
         loop: EventLoop, path: String, start: TailStart, pollInterval: Double, quietPeriod: Double,
-        maxLineLength: Int, emitLine: @escaping (String) -> Void, fail: @escaping (any Error) -> Void
+        maxLineLength: Int, output: Output, fail: @escaping (any Error) -> Void
     ) {
         self.loop = loop
         self.path = path
@@ -105,7 +111,7 @@ final class TailFollower: LoopResource, @unchecked Sendable {
         self.startPosition = start
         self.pollNanoseconds = UInt64(max(1_000_000, SchedulerTime.nanoseconds(pollInterval)))
         self.quietNanoseconds = UInt64(max(0, SchedulerTime.nanoseconds(quietPeriod)))
-        self.emitLine = emitLine
+        self.output = output
         self.fail = fail
         self.lines = LineBuffer(maxLength: maxLineLength)
         request = FileRequest(loop: loop)
@@ -421,7 +427,10 @@ final class TailFollower: LoopResource, @unchecked Sendable {
     /// line is as complete as it will get and is sent; the next file is read from 0.
     private func retireHead() {
         let head = files.removeFirst()
-        if let partial = lines.finish(), !stopped { emitLine(partial) }
+        switch output {
+        case .lines(let emit): if let partial = lines.finish(), !stopped { emit(partial) }
+        case .chunks(let emit): if let partial = lines.finishWholeLines(), !stopped { emit(partial) }
+        }
         skipLines = 0
         closeDescriptor(head.fd) { [self] in readHead() }
     }
@@ -441,7 +450,10 @@ final class TailFollower: LoopResource, @unchecked Sendable {
             chunk = UnsafeRawBufferPointer(rebasing: chunk[start...])
         }
         do {
-            try lines.append(chunk, emitLine)
+            switch output {
+            case .lines(let emit): try lines.append(chunk, emit)
+            case .chunks(let emit): try lines.appendWholeLines(chunk, emit)
+            }
         } catch {
             return error
         }

@@ -67,21 +67,63 @@ extension Signal {
         let source = self
         return AnonymousSignal { observer, lifetime in
             let errors = Subject<any Error>()
-            let state = RetryWhenState()
+            let state = RetryWhenState<Value>()
+            // Resubscription is trampolined as in `retry(_:)`: a retry requested while an
+            // attempt is being subscribed on this stack loops instead of recursing.
             var attempt: () -> Void = {}
             attempt = {
-                let part = lifetime.child()
-                source.attach({ event in
-                    if case .error(let e) = event {
-                        state.lock.lock()
-                        state.lastError = e
-                        state.lock.unlock()
-                        lifetime.end(part)
-                        errors.sendNext(e)
-                        return
-                    }
-                    observer(event)
-                }, part)
+                state.lock.lock()
+                if state.attaching {
+                    state.again = true
+                    state.lock.unlock()
+                    return
+                }
+                state.attaching = true
+                state.lock.unlock()
+                repeat {
+                    state.lock.lock()
+                    state.again = false
+                    state.lock.unlock()
+                    if lifetime.isDisposed { break }
+                    let part = lifetime.child()
+                    source.attach({ event in
+                        if case .error(let e) = event {
+                            state.lock.lock()
+                            state.lastError = e
+                            state.lock.unlock()
+                            lifetime.end(part)
+                            errors.sendNext(e)
+                            return
+                        }
+                        observer(event)
+                    }, part)
+                    state.lock.lock()
+                    let more = state.again
+                    state.lock.unlock()
+                    if !more { break }
+                } while true
+                state.lock.lock()
+                state.attaching = false
+                let handlerEnded = state.handlerEnded
+                state.handlerEnded = nil
+                state.lock.unlock()
+                // The handler ended while an attempt it asked for was pending: that attempt
+                // ran first (as it would have, recursively); now end.
+                if let handlerEnded {
+                    observer(handlerEnded)
+                    lifetime.dispose()
+                }
+            }
+            let finish: (Event<Value>) -> Void = { event in
+                state.lock.lock()
+                if state.attaching {
+                    state.handlerEnded = event
+                    state.lock.unlock()
+                    return
+                }
+                state.lock.unlock()
+                observer(event)
+                lifetime.dispose()
             }
             let retries = handler(errors)
             let retryPart = lifetime.child()
@@ -93,11 +135,9 @@ extension Signal {
                     state.lock.lock()
                     let e = state.lastError
                     state.lock.unlock()
-                    observer(e.map { .error($0) } ?? .completed)
-                    lifetime.dispose()
+                    finish(e.map { .error($0) } ?? .completed)
                 case .error(let e):
-                    observer(.error(e))
-                    lifetime.dispose()
+                    finish(.error(e))
                 }
             }, retryPart)
             lifetime.add(Disposable { attempt = {} })
@@ -238,8 +278,12 @@ final class ShareState<Value>: LockedState, @unchecked Sendable {
     var subscribers = 0
 }
 
-final class RetryWhenState: LockedState, @unchecked Sendable {
+final class RetryWhenState<Value>: LockedState, @unchecked Sendable {
     var lastError: (any Error)?
+    var attaching = false
+    var again = false
+    /// The handler's terminal event, held while an attempt is being subscribed.
+    var handlerEnded: Event<Value>?
 }
 
 import Glibc

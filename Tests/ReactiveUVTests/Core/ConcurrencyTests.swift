@@ -47,27 +47,33 @@ import Testing
         for round in 0..<20 {
             let subject = Subject<Int>()
             let disposeReturned = SharedBox(csys_atomic_bool(value: false))
+            let sent = SharedBox(csys_atomic_int(value: 0))
+            let received = SharedBox(csys_atomic_int(value: 0))
             let lateDeliveries = SharedBox(0)
-            let received = SharedBox(0)
             let stop = SharedBox(csys_atomic_bool(value: false))
             let d = subject.subscribeNext { _ in
                 if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) { lateDeliveries.value += 1 }
-                received.value += 1
+                csys_atomic_int_fetch_add(&received.value, 1, csys_relaxed)
             }
             let join = startThread {
-                var i = 0
                 while !csys_atomic_bool_load(&stop.value, csys_acquire) {
-                    subject.sendNext(i)
-                    i += 1
+                    subject.sendNext(0)
+                    csys_atomic_int_fetch_add(&sent.value, 1, csys_release)
                 }
             }
-            // Let values flow, then dispose from this (another) thread.
-            while received.value < 1_000 + round * 100 { csys_thread_yield() }
+            // Let values flow, then dispose from this (another) thread; then let the sender
+            // go on for a while to give a late delivery every chance to show.
+            let deadline = csys_monotonic_ns() + 30_000_000_000
+            while csys_atomic_int_load(&received.value, csys_acquire) < Int64(100 + round * 50)
+                && csys_monotonic_ns() < deadline { csys_thread_yield() }
             d.dispose()
             csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
-            for _ in 0..<10_000 { csys_thread_yield() }
+            let sentAtDispose = csys_atomic_int_load(&sent.value, csys_acquire)
+            while csys_atomic_int_load(&sent.value, csys_acquire) < sentAtDispose + 1_000
+                && csys_monotonic_ns() < deadline { csys_thread_yield() }
             csys_atomic_bool_store(&stop.value, true, csys_release)
             join()
+            #expect(csys_atomic_int_load(&received.value, csys_acquire) >= 100, "round \(round): values flowed")
             #expect(lateDeliveries.value == 0, "round \(round)")
         }
     }

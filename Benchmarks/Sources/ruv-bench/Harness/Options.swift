@@ -10,9 +10,12 @@ struct Options {
     var scale = 1.0
     /// Prints every run's time, not only the median.
     var verbose = false
+    /// The `ruv-echo` binary for the echo rows; `nil`: `<repo>/.build/release/ruv-echo`,
+    /// built there if missing.
+    var ruvEcho: String?
 
     static let usage = """
-        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--columns c,...] [--verbose] [--list]
+        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--columns c,...] [--verbose] [--ruv-echo PATH] [--list]
 
           --rows name,...  run only these rows (see --list); default: all
           --runs N         timed runs per implementation, after one warm-up run; default 5
@@ -20,6 +23,8 @@ struct Options {
           --columns c,...  run only these columns: reactiveuv, opencombine, baseline (for a
                            profiler); default: all
           --verbose        print every run's time on standard error
+          --ruv-echo PATH  the ruv-echo binary for the echo rows (a release build); default:
+                           .build/release/ruv-echo of the main package, built if missing
           --list           list the rows and exit
         """
 
@@ -59,6 +64,9 @@ struct Options {
                     }
                     options.columns.append(column)
                 }
+            case "--ruv-echo":
+                guard let v = value(argument) else { return .exit(message: "--ruv-echo needs a path\n" + usage, status: 2) }
+                options.ruvEcho = v
             case "--verbose", "-v":
                 options.verbose = true
             case "--list":

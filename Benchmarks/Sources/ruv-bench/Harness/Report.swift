@@ -65,3 +65,20 @@ func printTable(_ results: [RowResult]) {
         print("| " + cells.joined(separator: " | ") + " |")
     }
 }
+
+/// Prints events per second for the rows without an OpenCombine column (the IO and
+/// scheduling rows, whose baseline is raw libuv), and ReactiveUV's share of the baseline's
+/// rate (higher is better; 1.00x = as fast as raw libuv).
+func printRates(_ results: [RowResult]) {
+    let rows = results.filter { $0.row.openCombine == nil && $0.medians[.reactiveUV] != nil }
+    guard !rows.isEmpty else { return }
+    print("")
+    print("| row | unit | ReactiveUV (per s) | raw libuv (per s) | ReactiveUV rate / raw libuv rate |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for r in rows {
+        let ours = r.medians[.reactiveUV].map { 1e9 / $0 }
+        let theirs = r.medians[.baseline].map { 1e9 / $0 }
+        let share = (ours != nil && theirs != nil) ? format(ours! / theirs!, decimals: 2) + "x" : "—"
+        print("| \(r.row.title) | \(r.row.unit) | \(ours.map { format($0, decimals: 0) } ?? "—") | \(theirs.map { format($0, decimals: 0) } ?? "—") | \(share) |")
+    }
+}

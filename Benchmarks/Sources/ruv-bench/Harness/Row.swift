@@ -59,5 +59,11 @@ extension Row {
         .coldSubscribe,
         .fanOut,
         .switchToLatest,
+        .echo1,
+        .echo100,
+        .echo1000,
+        .scheduleLoop,
+        .scheduleLoopTimer,
+        .scheduleThread,
     ]
 }

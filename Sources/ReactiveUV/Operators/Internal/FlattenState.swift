@@ -67,6 +67,9 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         }
         draining = false
         lock.unlock()
+        // Completion was deferred while this frame was draining (the outer may have
+        // completed re-entrantly from an inner's value): check it now.
+        completeIfFinished()
     }
 
     @inlinable

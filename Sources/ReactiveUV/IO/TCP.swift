@@ -1,0 +1,246 @@
+import CLibUV
+import Glibc
+
+/// TCP as signals: a server is a signal of accepted connections, a client a signal of one
+/// connection.
+///
+/// Both take a host that is a numeric IPv4 or IPv6 address (`127.0.0.1`, `::1`, `[::1]`)
+/// or a name, resolved with `uv_getaddrinfo`, and an optional loop (`on:`): by default the
+/// subscribing thread's loop when it is a loop thread, else ``EventLoop/main``. Their events
+/// arrive on that loop's thread. Failures are ``UVError``s naming the code, the operation
+/// and the address: `ECONNREFUSED (connection refused) during connect on 127.0.0.1:7070`.
+public enum TCP {
+    /// Listens on `host:port` while subscribed: RAC-style, a server is the signal of the
+    /// connections it accepts.
+    ///
+    /// Subscribing binds and listens (`uv_tcp_bind`, `uv_listen`) on the loop's thread;
+    /// each accepted connection is sent as a value. The subscription owns the connections
+    /// it sent: disposing it stops listening (`uv_close`) **and** closes every accepted
+    /// connection still open (from any thread: the close hops to the loop). A connection
+    /// that ends on its own is forgotten at once. It never completes; it fails with a
+    /// ``UVError`` when it cannot listen (`EADDRINUSE`, `EACCES`, a name that does not
+    /// resolve) or when accepting fails for good (running out of descriptors does not end
+    /// it). Errors of one connection are that connection's, never the server's.
+    ///
+    /// ```swift
+    /// let server = TCP.listen(host: "127.0.0.1", port: 0, onListening: { print("on", $0) })
+    ///     .flattenMap { c in c.send(c.reads).then { c.shutdown() }.catchTo(.empty()) }
+    ///     .subscribe()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - host: the address to bind; `0.0.0.0` or `::` for every interface.
+    ///   - port: the port; 0 lets the kernel choose (see `onListening`).
+    ///   - backlog: the kernel's queue of connections not yet accepted.
+    ///   - options: applied to every accepted connection.
+    ///   - loop: the loop to listen on; `nil` for the default (see ``TCP``).
+    ///   - onListening: called once on the loop's thread when listening has started, with
+    ///     the bound address (the real port when `port` is 0).
+    /// - Returns: a cold signal of accepted connections.
+    public static func listen(
+        host: String = "127.0.0.1", port: Int, backlog: Int = 511, options: TCPOptions = TCPOptions(),
+        on requestedLoop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
+    ) -> Signal<TCPConnection> {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "listen", target: "\(host):\(port)") {
+                let resolution = AddressResolution.resolve(host: host, port: port, on: loop) { result in
+                    guard !lifetime.isDisposed else { return }
+                    switch result {
+                    case .failure(let error):
+                        observer(.error(error))
+                        lifetime.dispose()
+                    case .success(let addresses):
+                        startListening(
+                            at: addresses[0], backlog: backlog, options: options, loop: loop,
+                            observer: observer, lifetime: lifetime, onListening: onListening)
+                    }
+                }
+                if let resolution { lifetime.add(Disposable { loop.perform { resolution.cancel() } }) }
+            }
+        }
+    }
+
+    /// Binds, listens and reports the bound address (loop thread).
+    private static func startListening(
+        at address: SocketAddress, backlog: Int, options: TCPOptions, loop: EventLoop,
+        observer: @escaping Sink<TCPConnection>, lifetime: CompoundDisposable,
+        onListening: ((SocketAddress) -> Void)?
+    ) {
+        let target = address.description
+        let listener: StreamListener
+        do {
+            listener = try StreamListener(
+                loop: loop, type: UV_TCP, target: target, observer: { observer($0.map { unsafeDowncast($0, to: TCPConnection.self) }) },
+                lifetime: lifetime,
+                makeClient: {
+                    // Named by the peer's address once accepted (TCPConnection.init).
+                    try UVStream(loop: loop, type: UV_TCP, target: "client of \(target)", operation: "accept", limits: options.limits) {
+                        uv_tcp_init(loop.uvLoop, uvCast($0))
+                    }
+                },
+                wrap: { TCPConnection(stream: $0, options: options) },
+                initialize: { uv_tcp_init(loop.uvLoop, uvCast($0)) })
+        } catch {
+            observer(.error(error))
+            lifetime.dispose()
+            return
+        }
+        lifetime.add(Disposable { loop.perform { listener.close() } })
+        do {
+            let rc = address.withSockaddr { uv_tcp_bind(uvCast(listener.handle), $0, 0) }
+            try uvCheck(rc, "bind", target)
+            try listener.listen(backlog: backlog)
+        } catch {
+            if !lifetime.isDisposed { observer(.error(error)) }
+            lifetime.dispose()
+            return
+        }
+        let bound = SocketAddress.local(of: uvCast(listener.handle)) ?? address
+        onListening?(bound)
+    }
+
+    /// Connects to `host:port` when subscribed and sends the connection once established.
+    ///
+    /// The subscription owns the connection: it stays open while subscribed and disposing
+    /// closes it (during the connect, that cancels the attempt silently; from any thread).
+    /// After sending the connection the signal stays silent until the connection has
+    /// closed, for whatever reason, and then completes, so a `flattenMap` over it ends
+    /// when the conversation does. It fails with a ``UVError`` when the connection cannot
+    /// be made (`ECONNREFUSED`, `ETIMEDOUT`, `ENETUNREACH`, a name that does not resolve);
+    /// a name with several addresses is tried address by address, and the last failure is
+    /// reported. Errors while connected go to the reads and writes that see them.
+    ///
+    /// - Parameters:
+    ///   - host: a numeric address or a name.
+    ///   - port: the port, 1–65535.
+    ///   - options: applied to the connection once established.
+    ///   - loop: the loop the connection lives on; `nil` for the default (see ``TCP``).
+    /// - Returns: a cold signal of one connection.
+    public static func connect(
+        host: String, port: Int, options: TCPOptions = TCPOptions(), on requestedLoop: EventLoop? = nil
+    ) -> Signal<TCPConnection> {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "connect", target: "\(host):\(port)") {
+                TCPConnectAttempt(loop: loop, options: options, observer: observer, lifetime: lifetime)
+                    .start(host: host, port: port)
+            }
+        }
+    }
+}
+
+/// The state of one `TCP.connect` subscription (loop thread only).
+final class TCPConnectAttempt: @unchecked Sendable {
+    // Thread-safety: loop thread only; the disposal hops there.
+    let loop: EventLoop
+    let options: TCPOptions
+    let observer: Sink<TCPConnection>
+    let lifetime: CompoundDisposable
+    var resolution: AddressResolution?
+    var addresses: [SocketAddress] = []
+    var index = 0
+    /// The handle being connected, then the connection's.
+    var stream: UVStream?
+    var connection: TCPConnection?
+    var cancelled = false
+
+    init(loop: EventLoop, options: TCPOptions, observer: @escaping Sink<TCPConnection>, lifetime: CompoundDisposable) {
+        self.loop = loop
+        self.options = options
+        self.observer = observer
+        self.lifetime = lifetime
+    }
+
+    func start(host: String, port: Int) {
+        lifetime.add(Disposable { [self] in loop.perform { self.cancel() } })
+        resolution = AddressResolution.resolve(host: host, port: port, on: loop) { [self] result in
+            resolution = nil
+            guard !cancelled else { return }
+            switch result {
+            case .failure(let error): fail(error)
+            case .success(let list):
+                addresses = list
+                attempt()
+            }
+        }
+    }
+
+    /// Connects to `addresses[index]`.
+    private func attempt() {
+        let address = addresses[index]
+        let target = address.description
+        let stream: UVStream
+        do {
+            stream = try UVStream(loop: loop, type: UV_TCP, target: target, operation: "connect", limits: options.limits) {
+                uv_tcp_init(self.loop.uvLoop, uvCast($0))
+            }
+        } catch {
+            fail(error)
+            return
+        }
+        self.stream = stream
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let rc = address.withSockaddr { sockaddr in
+            uv_tcp_connect(request, uvCast(stream.handle), sockaddr) { request, status in
+                guard let request else { return }
+                let attempt = Unmanaged<TCPConnectAttempt>.fromOpaque(request.pointee.data).takeRetainedValue()
+                request.deallocate()
+                attempt.connected(status)
+            }
+        }
+        if rc < 0 {
+            Unmanaged<TCPConnectAttempt>.fromOpaque(request.pointee.data).release()
+            request.deallocate()
+            failed(UVError(code: rc, operation: "connect", target: target))
+        }
+    }
+
+    private func connected(_ status: Int32) {
+        guard let stream else { return }
+        if cancelled || status == UV_ECANCELED.rawValue {
+            stream.close()  // already closing when cancelled
+            return
+        }
+        if status < 0 {
+            failed(UVError(code: status, operation: "connect", target: stream.target))
+            return
+        }
+        let connection = TCPConnection(stream: stream, options: options)
+        self.connection = connection
+        stream.whenClosed { [self] _ in
+            guard !lifetime.isDisposed else { return }
+            observer(.completed)
+            lifetime.dispose()
+        }
+        if !lifetime.isDisposed { observer(.next(connection)) }
+    }
+
+    /// One address failed: try the next, or report.
+    private func failed(_ error: UVError) {
+        stream?.close()
+        stream = nil
+        if index + 1 < addresses.count {
+            index += 1
+            attempt()
+        } else {
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        guard !lifetime.isDisposed else { return }
+        observer(.error(error))
+        lifetime.dispose()
+    }
+
+    /// The subscription was disposed (loop thread): stop resolving, close the handle.
+    private func cancel() {
+        guard !cancelled else { return }
+        cancelled = true
+        resolution?.cancel()
+        resolution = nil
+        stream?.close()
+    }
+}

@@ -1,0 +1,155 @@
+import CLibUV
+import Glibc
+
+/// One subscription to a stream's bytes (loop thread only).
+final class StreamReader {
+    let sink: Sink<[UInt8]>
+    let lifetime: CompoundDisposable
+    /// Paused by a writer's backpressure (see ``FlowControl``).
+    var paused = false
+
+    init(_ sink: @escaping Sink<[UInt8]>, _ lifetime: CompoundDisposable) {
+        self.sink = sink
+        self.lifetime = lifetime
+    }
+}
+
+extension UVStream {
+    /// The stream's bytes as a signal: `reads` of connections, standard input and pipes.
+    ///
+    /// Each subscription starts reading (`uv_read_start`) on the loop thread and stops
+    /// (`uv_read_stop`) when disposed; the handle stays open. One subscription reads at a
+    /// time: a second one, while the first is active, fails with `EBUSY`. End of stream is
+    /// completion; a read error closes the stream and fails the subscription.
+    ///
+    /// While a ``FlowControl`` is being collected on the subscribing thread (a `send` is
+    /// subscribing to its source), the subscription registers itself there, so the writer
+    /// can pause it when its peer is slow.
+    func readSignal() -> Signal<[UInt8]> {
+        AnonymousSignal { [self] observer, lifetime in
+            let reader = StreamReader(observer, lifetime)
+            FlowControl.current?.add(PausableRead(stream: self, reader: reader))
+            lifetime.add(Disposable { [self] in loop.perform { self.stopReading(reader) } })
+            loop.start(observer, lifetime, operation: "read", target: target) { self.startReading(reader) }
+        }
+    }
+
+    /// Makes `reader` the stream's reader (loop thread).
+    func startReading(_ reader: StreamReader) {
+        guard state == .open else {
+            if let closeReason { reader.sink(.error(closeReason)) } else { reader.sink(.completed) }
+            reader.lifetime.dispose()
+            return
+        }
+        if readEOF {
+            reader.sink(.completed)
+            reader.lifetime.dispose()
+            return
+        }
+        if self.reader != nil {
+            reader.sink(.error(UVError(
+                code: UV_EBUSY.rawValue, operation: "read (another subscription is reading)", target: target)))
+            reader.lifetime.dispose()
+            return
+        }
+        self.reader = reader
+        updateReading()
+    }
+
+    /// Forgets `reader` if it is still the stream's reader (its subscription ended).
+    func stopReading(_ reader: StreamReader) {
+        guard self.reader === reader else { return }
+        self.reader = nil
+        updateReading()
+    }
+
+    /// Pauses or resumes `reader` for backpressure (loop thread).
+    func setPaused(_ reader: StreamReader, _ paused: Bool) {
+        guard reader.paused != paused else { return }
+        reader.paused = paused
+        if self.reader === reader { updateReading() }
+    }
+
+    /// Whether the current reader is paused by backpressure (tests).
+    var isReadingPaused: Bool { reader?.paused ?? false }
+
+    /// Starts or stops libuv's reading to match: read while open, not at end of stream, and
+    /// a reader exists that is not paused.
+    func updateReading() {
+        guard state == .open else { return }
+        let wanted = !readEOF && (reader.map { !$0.paused } ?? false)
+        if wanted && !isReading {
+            let rc = uv_read_start(uvStream, UVStream.allocCallback, UVStream.readCallback)
+            if rc < 0 {
+                close(UVError(code: rc, operation: "read", target: target))
+                return
+            }
+            isReading = true
+        } else if !wanted && isReading {
+            uv_read_stop(uvStream)
+            isReading = false
+        }
+    }
+
+    /// Hands libuv the stream's one read buffer (allocated on first use).
+    private static let allocCallback: uv_alloc_cb = { handle, _, buffer in
+        guard let handle, let buffer else { return }
+        let stream = UVStream.from(handle)
+        let memory: UnsafeMutableRawPointer
+        if let existing = stream.readBuffer {
+            memory = existing
+        } else {
+            memory = .allocate(byteCount: UVStream.readBufferSize, alignment: 16)
+            stream.readBuffer = memory
+        }
+        buffer.pointee = uv_buf_init(memory.assumingMemoryBound(to: CChar.self), UInt32(UVStream.readBufferSize))
+    }
+
+    /// Copies the bytes out and sends them; end of stream completes; errors close.
+    private static let readCallback: uv_read_cb = { handle, count, buffer in
+        guard let handle else { return }
+        UVStream.from(handle).didRead(count, buffer?.pointee.base)
+    }
+
+    func didRead(_ count: Int, _ base: UnsafeMutablePointer<CChar>?) {
+        if count > 0, let base {
+            guard let reader, !reader.lifetime.isDisposed else { return }
+            let bytes = UnsafeRawPointer(base).assumingMemoryBound(to: UInt8.self)
+            let chunk = [UInt8](UnsafeBufferPointer(start: bytes, count: count))
+            reader.sink(.next(chunk))
+        } else if count == Int(UV_EOF.rawValue) {
+            // libuv has stopped reading by itself.
+            isReading = false
+            readEOF = true
+            if let reader {
+                self.reader = nil
+                if !reader.lifetime.isDisposed { reader.sink(.completed) }
+                reader.lifetime.dispose()
+            }
+            // Both directions are done: the connection is over.
+            if shutdownState == .done { close() }
+        } else if count < 0 {
+            close(UVError(code: Int32(count), operation: "read", target: target))
+        }
+        // 0 is libuv's EAGAIN: nothing to do.
+    }
+}
+
+/// A read subscription a writer may pause: what ``FlowControl`` collects.
+final class PausableRead: @unchecked Sendable {
+    // Thread-safety: immutable; the pause itself runs on the stream's loop thread.
+    let stream: UVStream
+    let reader: StreamReader
+
+    init(stream: UVStream, reader: StreamReader) {
+        self.stream = stream
+        self.reader = reader
+    }
+
+    /// Pauses or resumes the read, from any thread (hops to the stream's loop).
+    func setPaused(_ paused: Bool) {
+        let stream = self.stream
+        let reader = self.reader
+        stream.loop.perform { stream.setPaused(reader, paused) }
+    }
+}
