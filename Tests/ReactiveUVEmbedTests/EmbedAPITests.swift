@@ -130,6 +130,20 @@ final class EmbedAPITests: XCTestCase {
         ])
     }
 
+    /// A server and a client from C: lines in, mapped replies out with a half-close, the
+    /// client's connection closing by itself, the peer's address, RUV_ECLOSED for a write
+    /// to a closed connection, EADDRINUSE and ECONNREFUSED to the error callbacks.
+    func testTCP() throws {
+        XCTAssertEqual(try run("tcp"), [
+            "listening",
+            "client lines echo: hello|echo: world|",
+            "client lines completed 1, server connections 1, server sent 1, client closed 1",
+            "server saw peer 127.0.0.1: 1",
+            "second listen EADDRINUSE",
+            "connect ECONNREFUSED",
+        ])
+    }
+
     /// Error names and messages (libuv's, ours, unknown), the version, UV_EINVAL for NULLs.
     func testErrorsAndArgumentChecks() throws {
         XCTAssertEqual(try run("errors"), [

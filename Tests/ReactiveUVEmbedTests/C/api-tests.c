@@ -715,6 +715,143 @@ static void case_files(const char *dir) {
     ruv_runtime_release(rt);
 }
 
+/* ---- TCP ---------------------------------------------------------------------------- */
+
+struct tcp_state {
+    ruv_runtime_t *rt;
+    int port;
+    int server_connections, server_done, client_done, client_closed, refused, in_use;
+    char client_lines[256];
+    char peer[64];
+    ruv_connection_t *client;
+};
+
+static void tcp_listening(const char *host, int port, void *ctx) {
+    struct tcp_state *t = ctx;
+    CHECK(strcmp(host, "127.0.0.1") == 0);
+    t->port = port;
+}
+
+/* The server's reply to each line: "echo: <line>\n". */
+static int echo_line(const void *bytes, size_t len, ruv_buffer_t *out, void *ctx) {
+    (void)ctx;
+    CHECK_RC(ruv_buffer_append(out, "echo: ", 6));
+    CHECK_RC(ruv_buffer_append(out, bytes, len));
+    CHECK_RC(ruv_buffer_append(out, "\n", 1));
+    return 0;
+}
+
+static void server_sent(void *ctx) { ((struct tcp_state *)ctx)->server_done++; }
+static void server_send_error(int code, const char *message, void *ctx) {
+    (void)ctx;
+    printf("server send error %s %s\n", ruv_err_name(code), message);
+}
+
+static void tcp_accepted(ruv_connection_t *c, void *ctx) {
+    struct tcp_state *t = ctx;
+    t->server_connections++;
+    CHECK(ruv_connection_peer(c, t->peer, sizeof t->peer) > 0);
+    ruv_signal_t *lines = NULL, *replies = NULL;
+    CHECK_RC(ruv_connection_lines(c, &lines));
+    CHECK_RC(ruv_signal_map(lines, echo_line, NULL, &replies));
+    CHECK_RC(ruv_connection_send(c, replies, 1, server_send_error, server_sent, t, NULL));
+    ruv_signal_release(lines);
+    ruv_signal_release(replies);
+    ruv_connection_release(c);
+}
+
+static void client_line(const void *bytes, size_t len, void *ctx) {
+    struct tcp_state *t = ctx;
+    strncat(t->client_lines, bytes, len);
+    strcat(t->client_lines, "|");
+}
+static void client_lines_done(void *ctx) { ((struct tcp_state *)ctx)->client_done++; }
+static void client_closed(void *ctx) { ((struct tcp_state *)ctx)->client_closed++; }
+
+static void tcp_connected(ruv_connection_t *c, void *ctx) {
+    struct tcp_state *t = ctx;
+    t->client = c; /* kept until the end: a handle outliving its connection */
+    ruv_signal_t *lines = NULL, *request = NULL;
+    CHECK_RC(ruv_connection_lines(c, &lines));
+    CHECK_RC(ruv_signal_subscribe(lines, client_line, rec_error, client_lines_done, t, NULL));
+    CHECK_RC(ruv_connection_write(c, "hello\n", 6));
+    CHECK_RC(ruv_signal_return("world\n", 6, &request));
+    CHECK_RC(ruv_connection_send(c, request, 1, rec_error, NULL, t, NULL)); /* then half-close */
+    ruv_signal_release(lines);
+    ruv_signal_release(request);
+}
+
+static void connect_failed(int code, const char *message, void *ctx) {
+    struct tcp_state *t = ctx;
+    CHECK(strstr(message, "127.0.0.1") != NULL);
+    t->refused = code;
+}
+static void listen_failed(int code, const char *message, void *ctx) {
+    struct tcp_state *t = ctx;
+    (void)message;
+    t->in_use = code;
+}
+static void never_connection(ruv_connection_t *c, void *ctx) {
+    (void)ctx;
+    ruv_connection_release(c);
+    printf("FAIL unexpected connection\n");
+    exit(1);
+}
+
+static void case_tcp(void) {
+    struct tcp_state t = {0};
+    CHECK_RC(ruv_runtime_create(NULL, &t.rt));
+    ruv_subscription_t *server = NULL, *client = NULL, *second = NULL, *refused = NULL;
+    CHECK_EQ(ruv_tcp_listen(t.rt, "127.0.0.1", 70000, NULL, tcp_accepted, NULL, &t, &server), UV_EINVAL);
+    CHECK_EQ(ruv_tcp_listen(t.rt, "127.0.0.1", 0, NULL, NULL, NULL, &t, &server), UV_EINVAL);
+    CHECK_EQ(ruv_tcp_connect(t.rt, "127.0.0.1", 0, tcp_connected, NULL, NULL, &t, &client), UV_EINVAL);
+    CHECK_RC(ruv_tcp_listen(t.rt, "127.0.0.1", 0, tcp_listening, tcp_accepted, rec_error, &t, &server));
+    double until = now_seconds() + 5;
+    while (t.port == 0) {
+        CHECK(now_seconds() < until);
+        poll_once(t.rt, until);
+    }
+    printf("listening\n");
+
+    CHECK_RC(ruv_tcp_connect(t.rt, "127.0.0.1", t.port, tcp_connected, rec_error, client_closed, &t, &client));
+    run_until(t.rt, &t.client_closed, 1, 10);
+    run_until(t.rt, &t.server_done, 1, 10);
+    printf("client lines %s\n", t.client_lines);
+    printf("client lines completed %d, server connections %d, server sent %d, client closed %d\n", t.client_done,
+           t.server_connections, t.server_done, t.client_closed);
+    printf("server saw peer 127.0.0.1: %d\n", strncmp(t.peer, "127.0.0.1:", 10) == 0);
+    CHECK_EQ(ruv_subscription_is_disposed(client), 1);
+    CHECK_EQ(ruv_connection_write(t.client, "late", 4), RUV_ECLOSED);
+    ruv_connection_release(t.client);
+
+    /* The same port again: EADDRINUSE, to the listen subscription's error callback. */
+    CHECK_RC(ruv_tcp_listen(t.rt, "127.0.0.1", t.port, NULL, never_connection, listen_failed, &t, &second));
+    until = now_seconds() + 5;
+    while (t.in_use == 0) {
+        CHECK(now_seconds() < until);
+        poll_once(t.rt, until);
+    }
+    printf("second listen %s\n", ruv_err_name(t.in_use));
+
+    /* Nobody listens any more once the server is disposed: ECONNREFUSED. */
+    CHECK_RC(ruv_subscription_dispose(server));
+    run_for(t.rt, 0.05);
+    CHECK_RC(ruv_tcp_connect(t.rt, "127.0.0.1", t.port, never_connection, connect_failed, NULL, &t, &refused));
+    until = now_seconds() + 5;
+    while (t.refused == 0) {
+        CHECK(now_seconds() < until);
+        poll_once(t.rt, until);
+    }
+    printf("connect %s\n", ruv_err_name(t.refused));
+
+    ruv_subscription_release(server);
+    ruv_subscription_release(client);
+    ruv_subscription_release(second);
+    ruv_subscription_release(refused);
+    CHECK_RC(ruv_runtime_close(t.rt));
+    ruv_runtime_release(t.rt);
+}
+
 /* ---- errors and argument checks ---------------------------------------------------- */
 
 static void case_errors(void) {
@@ -786,6 +923,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "dispose-threads") == 0) case_dispose_threads();
     else if (strcmp(name, "errors") == 0) case_errors();
     else if (strcmp(name, "files") == 0 && argc == 3) case_files(argv[2]);
+    else if (strcmp(name, "tcp") == 0) case_tcp();
     else {
         fprintf(stderr, "unknown case %s\n", name);
         return 2;

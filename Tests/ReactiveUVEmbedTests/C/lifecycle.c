@@ -55,11 +55,35 @@ static ruv_runtime_t *rt;
 static ruv_subject_t *subject;
 static ruv_signal_t *subject_signal;
 
+/* The echo server the "tcp" kind connects to, started on first use. */
+static int tcp_port;
+static ruv_subscription_t *tcp_server;
+static void tcp_listening(const char *host, int port, void *ctx) { (void)host, (void)ctx; tcp_port = port; }
+static void tcp_echo(ruv_connection_t *c, void *ctx) {
+    (void)ctx;
+    ruv_signal_t *reads = NULL;
+    OK(ruv_connection_reads(c, &reads));
+    OK(ruv_connection_send(c, reads, 1, NULL, NULL, NULL, NULL));
+    ruv_signal_release(reads);
+    ruv_connection_release(c);
+}
+static void tcp_connected(ruv_connection_t *c, void *ctx) {
+    (void)ctx;
+    ruv_signal_t *reads = NULL, *hello = NULL;
+    OK(ruv_connection_reads(c, &reads));
+    OK(ruv_signal_subscribe(reads, on_next, on_error, on_done, NULL, NULL));
+    OK(ruv_signal_return("hello", 5, &hello));
+    OK(ruv_connection_send(c, hello, 1, NULL, NULL, NULL, NULL));
+    ruv_signal_release(reads);
+    ruv_signal_release(hello);
+    ruv_connection_release(c);
+}
+
 /* One iteration of `kind`. */
 static void iterate(const char *kind, long i) {
     if (strcmp(kind, "all") == 0) {
         static const char *const kinds[] = {"runtime", "host-runtime", "subject", "signal", "subscription",
-                                            "timer-subscription", "file-subscription"};
+                                            "timer-subscription", "file-subscription", "tcp"};
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) iterate(kinds[k], i);
     } else if (strcmp(kind, "runtime") == 0) {
         ruv_runtime_t *r = NULL;
@@ -169,6 +193,17 @@ static void iterate(const char *kind, long i) {
         ruv_signal_release(lines);
         ruv_signal_release(watch);
         if (i % 64 == 0) CHECK(ruv_runtime_run_once(rt) >= 0);
+    } else if (strcmp(kind, "tcp") == 0) {
+        /* A connection to our own echo server: both sides' connection handles, reads and
+           sends, the connect subscription ending when the connection has closed. */
+        if (tcp_server == NULL) {
+            OK(ruv_tcp_listen(rt, "127.0.0.1", 0, tcp_listening, tcp_echo, on_error, NULL, &tcp_server));
+            while (tcp_port == 0) CHECK(ruv_runtime_run_once(rt) >= 0);
+        }
+        ruv_subscription_t *client = NULL;
+        OK(ruv_tcp_connect(rt, "127.0.0.1", tcp_port, tcp_connected, on_error, on_done, NULL, &client));
+        while (ruv_subscription_is_disposed(client) == 0) CHECK(ruv_runtime_run_once(rt) >= 0);
+        ruv_subscription_release(client);
     } else if (strcmp(kind, "timer-subscription") == 0) {
         /* A loop source: the uv_timer_t is created at subscribe and closed at dispose; its
            memory goes in the close callback, on a later loop iteration. */
@@ -186,6 +221,12 @@ static void iterate(const char *kind, long i) {
     }
 }
 
+/* Lets pending close callbacks run: until nothing keeps the loop alive, or a bounded number
+   of iterations while something does (the tcp kind's server listens throughout). */
+static void settle(void) {
+    for (int i = 0; i < 1000 && ruv_runtime_run_once(rt) > 0; i++) {}
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     CHECK(argc == 3);
@@ -199,13 +240,18 @@ int main(int argc, char **argv) {
     for (long i = 0; i < count; i++) {
         iterate(kind, i);
         if (i + 1 == warm) {
-            while (ruv_runtime_run_once(rt) > 0) {}
+            settle();
             warm_rss = rss_kib();
         }
     }
-    while (ruv_runtime_run_once(rt) > 0) {}
+    settle();
     printf("rss %s %ld %ld\n", kind, warm_rss, rss_kib());
 
+    if (tcp_server) {
+        OK(ruv_subscription_dispose(tcp_server));
+        ruv_subscription_release(tcp_server);
+        settle();
+    }
     ruv_signal_release(subject_signal);
     ruv_subject_release(subject);
     OK(ruv_runtime_close(rt));
