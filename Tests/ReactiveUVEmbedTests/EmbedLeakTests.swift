@@ -70,7 +70,7 @@ final class EmbedLeakTests: XCTestCase {
         let program = try CToolchain.buildProgram([source], named: "lifecycle", in: scratch)
         let result = try CToolchain.run(
             "/usr/bin/valgrind",
-            ["--leak-check=full", "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9", "-q", program, "all", "150"],
+            ["--leak-check=full", "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9", "-q", program, "all", "50"],
             timeout: 120)
         XCTAssertFalse(result.timedOut)
         XCTAssertEqual(result.status, 0, "valgrind reported errors or leaks:\n\(result.stderr.suffix(6000))")

@@ -42,9 +42,13 @@
  *
  * Callback contexts.  Every callback gets the `void *ctx` given with it. ReactiveUV never
  *   reads or frees it: keep it valid for as long as the callback can be called (for an
- *   operator's callback: while any subscription to a signal built from it is alive; for a
- *   subscription's callbacks: until it has terminated or ruv_subscription_dispose() has
- *   returned).
+ *   operator's callback: while any subscription to a signal built from it is alive, and
+ *   until events sent on other threads have passed; for a subscription's callbacks: until
+ *   it has terminated or ruv_subscription_dispose() has returned).
+ *
+ * Memory.  Handles are Swift objects behind opaque pointers (no table, no lock per call);
+ *   what C owns is exactly the references it was given. The library exports the functions
+ *   below and no other symbol of its own.
  */
 #ifndef REACTIVEUV_H
 #define REACTIVEUV_H
@@ -509,11 +513,13 @@ int ruv_signal_subscribe(ruv_signal_t *signal, ruv_next_cb on_next, ruv_error_cb
 
 /**
  * Ends the subscription: disposes the signal's resources (timers, sockets, inner
- * subscriptions) and calls none of its callbacks afterwards. When it returns, no callback
- * of the subscription is running on another thread or will start (one running on the
- * calling thread, which is disposing its own subscription, finishes normally). Disposing
- * again, or after the signal terminated, does nothing.
- * Thread: any (IO handles are closed on the loop's thread).
+ * subscriptions) and calls none of its callbacks afterwards. When it returns, none of the
+ * subscription's next/error/completed callbacks is running on another thread or will start
+ * (one running on the calling thread, which is disposing its own subscription, finishes
+ * normally). An operator callback (filter, map, ...) already running on another thread for
+ * an event on its way may still finish; its result is dropped. Disposing again, or after
+ * the signal terminated, does nothing.
+ * Thread: any (IO handles are closed on the loop's thread, later when called elsewhere).
  * Returns: 0; UV_EINVAL.
  */
 int ruv_subscription_dispose(ruv_subscription_t *subscription);
