@@ -9,9 +9,9 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## The main program (see README).
+## The main program: logcast on a demo log (see README).
 run: deps
-	$(SWIFT) run ruv-demo
+	$(SWIFT) run logcast --listen 127.0.0.1:7070
 
 ## Every test: the library's unit, conformance, loop and IO tests.
 test: deps

@@ -11,6 +11,12 @@
 //     swift build -c release --product ruv-tail
 //     swift run -c release --package-path Benchmarks ruv-tail-bench
 //
+// logcast throughput (lines per second to 1, 10 and 100 clients, against `tail -F`) needs
+// the daemon built first, the same way:
+//
+//     swift build -c release --product logcast
+//     swift run -c release --package-path Benchmarks logcast-bench
+//
 // ReactiveUV's operators are `@inlinable` and specialize in the client module, so this
 // executable measures what a user's program gets: a separate module compiled with -O.
 import PackageDescription
@@ -47,6 +53,14 @@ let package = Package(
         .executableTarget(
             name: "ruv-tail-bench",
             path: "Sources/ruv-tail-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Appends to a file followed by `logcast` (built first with `swift build -c release
+        // --product logcast`) and counts what 1, 10 and 100 TCP clients receive, against
+        // `tail -F`; plain POSIX like ruv-tail-bench.
+        .executableTarget(
+            name: "logcast-bench",
+            path: "Sources/logcast-bench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

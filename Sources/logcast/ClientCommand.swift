@@ -1,0 +1,64 @@
+/// One line a client sends to logcast: the line protocol.
+///
+/// ```
+/// GREP <regex>      replace this client's filter (an empty regex matches everything)
+/// PAUSE / RESUME    stop / start sending lines to this client (lines meanwhile are skipped)
+/// STATS             one line of counters
+/// QUIT              close the connection
+/// LINE <file>\t<text>  (from a forwarding logcast) inject a line into this logcast's stream
+/// ```
+/// Commands are case-insensitive; anything else gets `ERR <reason>` and the connection stays up.
+enum ClientCommand: Equatable {
+    case grep(String)
+    case pause
+    case resume
+    case stats
+    case quit
+    case line(file: String, text: String)
+
+    /// Parses one protocol line.
+    static func parse(_ raw: String) -> Result<ClientCommand, ProtocolError> {
+        if raw.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0 == "\u{FFFD}" || $0.value == 0x7F }) {
+            return .failure(.binary)
+        }
+        let trimmed = raw.drop(while: { $0 == " " })
+        let verbEnd = trimmed.firstIndex(of: " ") ?? trimmed.endIndex
+        let verb = trimmed[..<verbEnd].uppercased()
+        let argument = trimmed[verbEnd...].drop(while: { $0 == " " })
+        switch verb {
+        case "GREP": return .success(.grep(String(argument)))
+        case "PAUSE": return argument.isEmpty ? .success(.pause) : .failure(.unexpectedArgument(verb))
+        case "RESUME": return argument.isEmpty ? .success(.resume) : .failure(.unexpectedArgument(verb))
+        case "STATS": return argument.isEmpty ? .success(.stats) : .failure(.unexpectedArgument(verb))
+        case "QUIT": return argument.isEmpty ? .success(.quit) : .failure(.unexpectedArgument(verb))
+        case "LINE":
+            guard let tab = argument.firstIndex(of: "\t") else { return .failure(.malformedLine) }
+            return .success(.line(file: String(argument[..<tab]), text: String(argument[argument.index(after: tab)...])))
+        case "": return .failure(.empty)
+        default: return .failure(.unknown(String(verb.prefix(32))))
+        }
+    }
+}
+
+/// Why a client's line was refused; sent back as `ERR <description>`.
+enum ProtocolError: Error, Equatable, CustomStringConvertible {
+    case empty
+    case unknown(String)
+    case unexpectedArgument(String)
+    case malformedLine
+    case binary
+    case invalidRegex(String)
+    case lineTooLong(Int)
+
+    var description: String {
+        switch self {
+        case .empty: return "empty command"
+        case .unknown(let verb): return "unknown command '\(verb)' (try GREP, PAUSE, RESUME, STATS, QUIT)"
+        case .unexpectedArgument(let verb): return "\(verb) takes no argument"
+        case .malformedLine: return "LINE needs '<file>\\t<text>'"
+        case .binary: return "binary data is not a command"
+        case .invalidRegex(let why): return "invalid regex: \(why)"
+        case .lineTooLong(let max): return "command longer than \(max) bytes"
+        }
+    }
+}

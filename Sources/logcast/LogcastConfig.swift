@@ -1,0 +1,19 @@
+/// What the command line decided, shared by the pieces of the daemon.
+struct LogcastConfig {
+    enum SlowClientPolicy: String {
+        case drop
+        case disconnect
+    }
+
+    var files: [String]
+    var host: String
+    var port: Int
+    var heartbeat: Double
+    var idleTimeout: Double
+    var queueLimit: Int
+    var slowClient: SlowClientPolicy
+    var maxCommandLength: Int = 64 * 1024
+    var tickInterval: Double
+    /// Puts a line forwarded by another logcast into this one's stream.
+    var inject: (TaggedLine) -> Void = { _ in }
+}

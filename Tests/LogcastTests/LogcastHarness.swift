@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// Runs the real `logcast` binary (built next to this test bundle) and talks to it over
+/// loopback sockets, as a user would.
+final class LogcastProcess: @unchecked Sendable {  // outputLock guards the texts
+    let process = Process()
+    let stdout = Pipe()
+    let stderr = Pipe()
+    private let outputLock = NSLock()
+    private var outText = ""
+    private var errText = ""
+    private(set) var port = 0
+
+    /// The build folder holding both this test bundle and `logcast`.
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // The bundle may be a directory (`*.xctest/`) or a file, depending on the platform.
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("logcast").path) && dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("logcast").path
+    }
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.standardOutput = stdout
+        process.standardError = stderr
+        stdout.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let data = h.availableData
+            self?.append(data, toErr: false)
+        }
+        stderr.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let data = h.availableData
+            self?.append(data, toErr: true)
+        }
+        try process.run()
+    }
+
+    private func append(_ data: Data, toErr: Bool) {
+        let text = String(decoding: data, as: UTF8.self)
+        outputLock.lock()
+        if toErr { errText += text } else { outText += text }
+        outputLock.unlock()
+    }
+
+    var output: String { outputLock.lock(); defer { outputLock.unlock() }; return outText }
+    var errors: String { outputLock.lock(); defer { outputLock.unlock() }; return errText }
+
+    /// Waits for "listening on HOST:PORT" and returns the port.
+    func waitUntilListening(timeout: Double = 30) throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let range = output.range(of: #"listening on [^ ]+:(\d+);"#, options: .regularExpression) {
+                let text = output[range]
+                let digits = text.split(separator: ":").last!.dropLast()
+                port = Int(digits)!
+                return port
+            }
+            if !process.isRunning { throw HarnessError.exited(errors) }
+            usleep(10_000)
+        }
+        throw HarnessError.timedOut("logcast did not start listening: \(errors)")
+    }
+
+    func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
+
+    /// Waits for the process to exit; returns its status, or nil on timeout.
+    func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning {
+            signal(SIGKILL)
+            process.waitUntilExit()
+        }
+        stdout.fileHandleForReading.readabilityHandler = nil
+        stderr.fileHandleForReading.readabilityHandler = nil
+    }
+}
+
+enum HarnessError: Error {
+    case exited(String)
+    case timedOut(String)
+    case socket(String)
+}
+
+/// A blocking line-oriented TCP client.
+final class LineClient {
+    let fd: Int32
+    private var pending: [UInt8] = []
+    private(set) var closedByPeer = false
+
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            // Before connect, so the window the peer sees is small from the start.
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 {
+            close(fd)
+            throw HarnessError.socket("connect: errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { sendBytes(Array(text.utf8)) }
+
+    func sendBytes(_ bytes: [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            done += n
+        }
+    }
+
+    /// Reads lines until `done(lines)` is true, the peer closes, or `timeout` passes.
+    @discardableResult
+    func readLines(timeout: Double = 60, until done: ([String]) -> Bool) -> [String] {
+        var lines: [String] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while !done(lines) && Date() < deadline && !closedByPeer {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 100) <= 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n <= 0 {
+                closedByPeer = true
+                break
+            }
+            pending.append(contentsOf: buffer[0..<n])
+            while let nl = pending.firstIndex(of: 10) {
+                lines.append(String(decoding: pending[0..<nl], as: UTF8.self))
+                pending.removeSubrange(0...nl)
+            }
+        }
+        return lines
+    }
+
+    /// Sends a command and reads until a reply line starting with `prefix`.
+    func command(_ text: String, reply prefix: String) -> [String] {
+        send(text + "\n")
+        return readLines { $0.last?.hasPrefix(prefix) ?? false }
+    }
+}
+
+func appendLines(_ path: String, _ lines: [String]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    defer { close(fd) }
+    var text = lines.joined(separator: "\n")
+    text += "\n"
+    var bytes = Array(text.utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+        if n <= 0 { return }
+        done += n
+    }
+    bytes.removeAll()
+}
+
+func temporaryDirectory() -> String {
+    var template = Array("/tmp/logcast-test-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}

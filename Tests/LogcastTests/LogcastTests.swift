@@ -1,0 +1,238 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// End to end: the real `logcast` binary on loopback, real files, real clients.
+final class LogcastTests: XCTestCase {
+    var dir = ""
+    var processes: [LogcastProcess] = []
+
+    override func setUp() { dir = temporaryDirectory() }
+
+    override func tearDown() {
+        for p in processes { p.stop() }
+        processes = []
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func start(_ arguments: [String]) throws -> LogcastProcess {
+        let p = try LogcastProcess(arguments)
+        processes.append(p)
+        _ = try p.waitUntilListening()
+        return p
+    }
+
+    /// Appends `sync` lines to each file until a client filtering on them sees one from
+    /// each: from then on the tails are following, and every appended line is delivered.
+    func synchronize(_ port: Int, files: [String]) throws {
+        let c = try LineClient(port: port)
+        _ = c.command("GREP ^sync-", reply: "OK GREP")
+        for file in files {
+            var k = 0
+            var seen = false
+            while !seen && k < 300 {
+                appendLines(file, ["sync-\(k)"])
+                k += 1
+                seen = !c.readLines(timeout: 0.2) { $0.contains { $0.hasPrefix(file + ": sync-") } }.isEmpty
+            }
+            XCTAssertTrue(seen, "the tail of \(file) never started")
+        }
+        c.send("QUIT\n")
+    }
+
+    /// Groups `<file>: <text>` lines by file, keeping their order.
+    func byFile(_ lines: [String]) -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for line in lines {
+            guard let sep = line.range(of: ": ") else { continue }
+            result[String(line[..<sep.lowerBound]), default: []].append(String(line[sep.upperBound...]))
+        }
+        return result
+    }
+
+    func testThreeClientsWithDifferentFiltersGetExactlyTheirLinesThroughARotation() throws {
+        let a = dir + "/a.log", b = dir + "/b.log"
+        appendLines(a, ["before"])
+        appendLines(b, ["before"])
+        let server = try start([a, b, "--listen", "127.0.0.1:0", "--queue-limit", "268435456", "--heartbeat", "0"])
+        try synchronize(server.port, files: [a, b])
+
+        let fizz = try LineClient(port: server.port)
+        let onlyB = try LineClient(port: server.port)
+        let all = try LineClient(port: server.port)
+        _ = fizz.command("GREP fizz$", reply: "OK GREP")
+        _ = onlyB.command("GREP ^b-", reply: "OK GREP")
+        _ = all.command("GREP", reply: "OK GREP")
+
+        var written: [(file: String, text: String)] = []
+        for batch in 0..<50 {
+            if batch == 25 { XCTAssertEqual(rename(a, a + ".1"), 0) }  // rotation midway
+            var linesA: [String] = [], linesB: [String] = []
+            for i in batch * 1000..<(batch + 1) * 1000 {
+                let text = "\(i % 2 == 0 ? "a" : "b")-\(i) \(i % 3 == 0 ? "fizz" : "plain")"
+                if i % 2 == 0 { linesA.append(text) } else { linesB.append(text) }
+            }
+            appendLines(a, linesA)
+            appendLines(b, linesB)
+            written += linesA.map { (a, $0) } + linesB.map { (b, $0) }
+        }
+
+        func expected(_ keep: (String) -> Bool) -> [String: [String]] {
+            var result: [String: [String]] = [:]
+            for (file, text) in written where keep(text) { result[file, default: []].append(text) }
+            return result
+        }
+        for (client, keep, name) in [
+            (fizz, { (t: String) in t.hasSuffix("fizz") }, "fizz"),
+            (onlyB, { (t: String) in t.hasPrefix("b-") }, "b"),
+            (all, { (_: String) in true }, "all"),
+        ] {
+            let want = expected(keep)
+            let count = want.values.reduce(0) { $0 + $1.count }
+            var got = client.readLines(timeout: 120) { $0.count >= count }
+            got += client.readLines(timeout: 0.5) { _ in false }  // nothing more may follow
+            XCTAssertEqual(got.count, count, "\(name): exactly the matching lines")
+            XCTAssertEqual(byFile(got), want, "\(name): in file order, none lost or duplicated")
+        }
+    }
+
+    func testAClientThatChangesItsFilterSeesTheNewFiltersLinesFromThenOn() throws {
+        let a = dir + "/a.log"
+        appendLines(a, ["before"])
+        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        try synchronize(server.port, files: [a])
+        let c = try LineClient(port: server.port)
+        _ = c.command("GREP red", reply: "OK GREP")
+        appendLines(a, ["red 1", "blue 1", "red 2"])
+        XCTAssertEqual(c.readLines { $0.count >= 2 }, ["\(a): red 1", "\(a): red 2"])
+        _ = c.command("GREP blue", reply: "OK GREP blue")
+        appendLines(a, ["red 3", "blue 2", "blue 3"])
+        XCTAssertEqual(c.readLines { $0.count >= 2 }, ["\(a): blue 2", "\(a): blue 3"])
+        _ = c.command("PAUSE", reply: "OK PAUSE")
+        let before = linesRead(c)
+        appendLines(a, ["blue 4"])
+        // Resume only once the daemon has read the line written during the pause.
+        let deadline = Date().addingTimeInterval(30)
+        while linesRead(c) <= before && Date() < deadline { usleep(20_000) }
+        _ = c.command("RESUME", reply: "OK RESUME")
+        appendLines(a, ["blue 5"])
+        XCTAssertEqual(c.readLines { $0.count >= 1 }, ["\(a): blue 5"], "lines during PAUSE are skipped")
+    }
+
+    /// `lines_read` from a STATS reply (the client must not be expecting log lines).
+    func linesRead(_ c: LineClient) -> Int {
+        let stats = c.command("STATS", reply: "STATS").last ?? ""
+        return stats.split(separator: " ").first { $0.hasPrefix("lines_read=") }.map { Int($0.dropFirst(11)) ?? 0 } ?? 0
+    }
+
+    func slowClientRun(policy: String) throws -> (stats: String, fastCount: Int) {
+        let a = dir + "/a.log"
+        appendLines(a, ["before"])
+        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--queue-limit", "1048576",
+                                "--slow-client", policy, "--tick", "0.1"])
+        try synchronize(server.port, files: [a])
+        let slow = try LineClient(port: server.port, receiveBuffer: 4096)
+        slow.send("GREP\n")  // then never reads
+        let fast = try LineClient(port: server.port)
+        _ = fast.command("GREP ^line", reply: "OK GREP")
+        // Far more than the kernel's socket buffers and the 1 MiB queue can hold for the slow
+        // client. The fast client reads each batch before the next is written, so its own
+        // queue stays far below the limit however loaded the machine is.
+        let payload = String(repeating: "x", count: 200)
+        var got: [String] = []
+        for batch in 0..<200 {
+            appendLines(a, (batch * 500..<(batch + 1) * 500).map { "line-\($0) \(payload)" })
+            let already = got.count
+            got += fast.readLines(timeout: 60) { already + $0.count >= (batch + 1) * 500 }
+        }
+        usleep(300_000)  // a few ticks for the drop report / the cut-off
+        let stats = fast.command("STATS", reply: "STATS").last ?? ""
+        return (stats, got.count)
+    }
+
+    func testASlowClientIsDroppedWhileTheOthersGetEverything() throws {
+        let (stats, fastCount) = try slowClientRun(policy: "drop")
+        XCTAssertEqual(fastCount, 100_000)
+        let dropped = stats.split(separator: " ").first { $0.hasPrefix("lines_dropped=") }.map { Int($0.dropFirst(14)) ?? 0 } ?? 0
+        XCTAssertGreaterThan(dropped, 0, stats)
+        XCTAssertTrue(stats.contains("clients=2"), stats)
+    }
+
+    func testASlowClientIsCutOffWhenTheFlagSaysSo() throws {
+        let (stats, fastCount) = try slowClientRun(policy: "disconnect")
+        XCTAssertEqual(fastCount, 100_000)
+        XCTAssertTrue(stats.contains("clients=1"), "the slow client was disconnected: \(stats)")
+    }
+
+    func testForwardingToAnUpstreamThatRestartsLosesNothingHeldInTheBuffer() throws {
+        // The upstream listens on a port we pick by letting it choose once.
+        let upstream = try start(["--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let port = upstream.port
+        let file = dir + "/app.log"
+        appendLines(file, ["before"])
+        let edge = try start([file, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--forward", "127.0.0.1:\(port)"])
+        try synchronize(edge.port, files: [file])
+
+        let watcher = try LineClient(port: port)
+        _ = watcher.command("GREP ^fwd-", reply: "OK GREP")
+        appendLines(file, (0..<100).map { "fwd-\($0)" })
+        XCTAssertEqual(watcher.readLines { $0.count >= 100 }.count, 100, "forwarded while the upstream is up")
+
+        // Stop the upstream; lines written meanwhile wait in the edge's buffer.
+        upstream.signal(SIGTERM)
+        XCTAssertEqual(upstream.waitForExit(timeout: 10), 0)
+        appendLines(file, (100..<1100).map { "fwd-\($0)" })
+        usleep(500_000)
+
+        let restarted = try LogcastProcess(["--listen", "127.0.0.1:\(port)", "--heartbeat", "0"])
+        processes.append(restarted)
+        _ = try restarted.waitUntilListening()
+        // Every held line reaches the restarted upstream, once: its counter proves it.
+        let counter = try LineClient(port: port)
+        var read = 0
+        let deadline = Date().addingTimeInterval(60)
+        while read < 1000 && Date() < deadline {
+            let stats = counter.command("STATS", reply: "STATS").last ?? ""
+            read = stats.split(separator: " ").first { $0.hasPrefix("lines_read=") }.map { Int($0.dropFirst(11)) ?? 0 } ?? 0
+            if read < 1000 { usleep(100_000) }
+        }
+        XCTAssertEqual(read, 1000, "the 1,000 lines held while the upstream was away, no more, no less; edge: \(edge.errors)")
+    }
+
+    func testSIGTERMEndsTheProcessWithExitZero() throws {
+        let a = dir + "/a.log"
+        appendLines(a, ["x"])
+        let server = try start([a, "--listen", "127.0.0.1:0"])
+        let c = try LineClient(port: server.port)
+        _ = c.command("STATS", reply: "STATS")
+        server.signal(SIGTERM)
+        // The daemon bounds its own drain to 0.8 s; the wait here is generous for a loaded machine.
+        XCTAssertEqual(server.waitForExit(timeout: 10), 0)
+        XCTAssertTrue(c.readLines(timeout: 5) { _ in false }.isEmpty && c.closedByPeer, "the client is closed")
+    }
+
+    func testBadInputGetsErrAndTheConnectionStaysUp() throws {
+        let a = dir + "/a.log"
+        appendLines(a, ["x"])
+        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let c = try LineClient(port: server.port)
+        XCTAssertEqual(c.command("FROB", reply: "ERR").last, "ERR unknown command 'FROB' (try GREP, PAUSE, RESUME, STATS, QUIT)")
+        XCTAssertTrue(c.command("GREP [unclosed", reply: "ERR").last?.hasPrefix("ERR invalid regex") ?? false)
+        c.sendBytes(Array(repeating: UInt8(ascii: "a"), count: 1 << 20) + [10])
+        XCTAssertEqual(c.readLines { !$0.isEmpty }.last, "ERR command longer than 65536 bytes")
+        c.sendBytes([0, 1, 2, 0xFF, 0xFE, 10])
+        XCTAssertEqual(c.readLines { !$0.isEmpty }.last, "ERR binary data is not a command")
+        XCTAssertTrue(c.command("STATS", reply: "STATS").last?.contains("clients=1") ?? false, "still connected")
+        XCTAssertEqual(c.command("QUIT", reply: "BYE").last, "BYE")
+    }
+
+    func testAMissingFileIsWaitedForAndSaidSoOnStderr() throws {
+        let missing = dir + "/later.log"
+        let server = try start([missing, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        XCTAssertTrue(server.errors.contains("does not exist yet; waiting"), server.errors)
+        let c = try LineClient(port: server.port)
+        _ = c.command("GREP ^hello", reply: "OK GREP")
+        appendLines(missing, ["hello 1", "hello 2"])
+        XCTAssertEqual(c.readLines { $0.count >= 2 }, ["\(missing): hello 1", "\(missing): hello 2"])
+    }
+}
