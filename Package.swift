@@ -1,10 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The package's directory, for linker flags that need an absolute path.
+let packageDirectory = String(#filePath.dropLast("Package.swift".count))
+
 let package = Package(
     name: "ReactiveUV",
     products: [
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
+        // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
+        .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
         .executable(name: "logcast", targets: ["logcast"]),
     ],
     dependencies: [
@@ -30,6 +35,24 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        // The C API's one public header (reactiveuv.h); its .c file only checks the header.
+        .target(
+            name: "CReactiveUVEmbed",
+            dependencies: ["CLibUV"],
+            path: "Sources/CReactiveUVEmbed",
+            publicHeadersPath: "include"
+        ),
+        // The C API's implementation: `@c @implementation` functions checked against the header.
+        // The version script makes libreactiveuv.so export `ruv_*` and nothing else of ours.
+        .target(
+            name: "ReactiveUVEmbed",
+            dependencies: ["ReactiveUV", "CReactiveUVEmbed", "CLibUV", "CSystemShims"],
+            path: "Sources/ReactiveUVEmbed",
+            exclude: ["reactiveuv.map"],
+            linkerSettings: [
+                .unsafeFlags(["-use-ld=lld", "-Xlinker", "--version-script=\(packageDirectory)Sources/ReactiveUVEmbed/reactiveuv.map"]),
+            ]
         ),
         // The reactive log daemon: the README's main command.
         .executableTarget(
@@ -74,6 +97,14 @@ let package = Package(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
+        ),
+        // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
+        // runs them, and checks the .so's symbol table.
+        .testTarget(
+            name: "ReactiveUVEmbedTests",
+            dependencies: ["ReactiveUV", "CSystemShims"],
+            path: "Tests/ReactiveUVEmbedTests",
+            exclude: ["C"]
         ),
     ]
 )

@@ -51,6 +51,7 @@ extension Signal {
     /// so its first terminal event from any source can end all of its subscriptions.
     ///
     /// - Returns: the subscription's disposable.
+    @inlinable
     @discardableResult
     public func subscribe<S: SubscriberProtocol>(_ subscriber: S) -> Disposable where S.Value == Value {
         let lifetime = CompoundDisposable()

@@ -88,6 +88,11 @@ final class StreamSender: WriteWaiter {
         let part = lifetime.child()
         sourcePart = part
         let loop = stream.loop
+        // The collected reads' sinks lead back to this sender (source.attach below), so
+        // they are let go when the source's part ends (finished or disposed): otherwise a
+        // connection sending its own reads (an echo) keeps itself alive for good.
+        let flow = self.flow
+        part.add(Disposable { loop.perform { flow.removeAll() } })
         flow.collect {
             source.attach({ [self] event in
                 if loop.isCurrentThread {

@@ -239,6 +239,9 @@ final class FlowControl {
 
     func add(_ source: PausableRead) { sources.append(source) }
 
+    /// Forgets the collected reads (the writer is done with them).
+    func removeAll() { sources.removeAll() }
+
     /// The collector active on this thread, if any.
     static var current: FlowControl? {
         guard let p = pthread_getspecific(key) else { return nil }

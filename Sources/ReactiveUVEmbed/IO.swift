@@ -1,0 +1,45 @@
+import CLibUV
+import CReactiveUVEmbed
+import ReactiveUV
+
+// Files and unix signals: each constructor wraps the library's IO signal on the runtime's
+// loop, with its values turned into byte strings.
+
+/// The runtime and path arguments every file constructor checks.
+private func fileSignal(
+    _ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+    _ make: (String, EventLoop) -> Signal<Bytes>
+) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self), let path = string(path), out != nil else { return einval }
+    return output(make(path, rt.loop), out)
+}
+
+/// `ruv_file_tail`: `tail -F` of a file, line by line.
+@c @implementation
+public func ruv_file_tail(
+    _ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ startLines: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
+    fileSignal(runtime, path, out) { path, loop in
+        let start: TailStart = startLines == 0 ? .end : .lastLines(count(startLines))
+        return File.tail(path, from: start, on: loop).map { Bytes($0.utf8) }
+    }
+}
+
+/// `ruv_file_lines`: a file's lines, once.
+@c @implementation
+public func ruv_file_lines(_ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    fileSignal(runtime, path, out) { path, loop in File.lines(path, on: loop).map { Bytes($0.utf8) } }
+}
+
+/// `ruv_file_read`: a file's bytes, in chunks, once.
+@c @implementation
+public func ruv_file_read(_ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    fileSignal(runtime, path, out) { path, loop in File.read(path, on: loop) }
+}
+
+/// `ruv_unix_signal_watch`: the signal number, in decimal, at each arrival.
+@c @implementation
+public func ruv_unix_signal_watch(_ runtime: OpaquePointer?, _ signum: Int32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self), out != nil else { return einval }
+    return output(UnixSignal.signal(signum, on: rt.loop).map { Bytes(String($0).utf8) }, out)
+}

@@ -1,0 +1,169 @@
+import CLibUV
+import CReactiveUVEmbed
+import ReactiveUV
+
+/// The object behind `ruv_runtime_t`: an ``EventLoop`` on a host's `uv_loop_t` or on a
+/// loop of its own, plus what driving it from a foreign poll loop needs.
+///
+/// Thread-safety: `loop` is thread-safe where `EventLoop` is (`isClosed`, `execute`,
+/// `scheduler`); `driving` and `kick` are touched only on the loop's thread.
+final class RuntimeHandle: @unchecked Sendable {
+    /// The loop everything of this runtime runs on.
+    let loop: EventLoop
+    /// Whether the `uv_loop_t` is the host's (created with a non-NULL loop).
+    let onHostLoop: Bool
+    /// Set while `ruv_runtime_run_once` runs the loop, so a nested call is refused.
+    var driving = false
+    /// A timer started around a run when handles wait to be watched (see `runOnce`).
+    var kick: UnsafeMutablePointer<uv_timer_t>?
+
+    init(loop: EventLoop, onHostLoop: Bool) {
+        self.loop = loop
+        self.onHostLoop = onHostLoop
+    }
+
+    /// The scheduler for this runtime's timers and deliveries.
+    var scheduler: Scheduler { loop.scheduler }
+
+    /// Whether libuv has handles whose descriptors are not yet in its epoll set.
+    ///
+    /// libuv registers a descriptor lazily, in the poll phase of the next `uv_run`
+    /// iteration (`uv__io_start` only queues it on `loop->watcher_queue`). A foreign poll
+    /// loop waiting on the backend descriptor before that would never hear from it, so
+    /// ``backendTimeout()`` says "run now" while the queue is not empty. The queue is
+    /// libuv's private field, stable across libuv 1.x; `QUEUE_EMPTY(q)` is `q == q->next`.
+    var hasUnwatchedHandles: Bool {
+        withUnsafeMutablePointer(to: &loop.uvLoop.pointee.watcher_queue) { queue in
+            UnsafeMutableRawPointer(queue) != queue.pointee.0
+        }
+    }
+
+    /// `ruv_runtime_backend_timeout` (loop thread, checked by the caller).
+    func backendTimeout() -> Int32 {
+        let uvLoop = loop.uvLoop
+        if hasUnwatchedHandles { return 0 }
+        // libuv measures the timeout from its cached "now", which is as old as the last
+        // iteration; refresh it so a host that did other work meanwhile does not oversleep.
+        uv_update_time(uvLoop)
+        let timeout = uv_backend_timeout(uvLoop)
+        // With nothing alive libuv answers 0 ("uv_run would return at once"); for a poll
+        // loop that means: nothing to do until the descriptor says so.
+        if timeout == 0 && uv_loop_alive(uvLoop) == 0 { return -1 }
+        return timeout
+    }
+
+    /// `ruv_runtime_run_once` (loop thread, checked by the caller).
+    func runOnce() -> Int32 {
+        let uvLoop = loop.uvLoop
+        // uv_run does not iterate at all when nothing keeps the loop alive, so descriptors
+        // waiting to be watched (the wake-up of work from other threads, most importantly)
+        // would never be registered: keep the loop alive for this one iteration.
+        var kicked = false
+        if hasUnwatchedHandles && uv_loop_alive(uvLoop) == 0 {
+            if kick == nil {
+                let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+                uv_timer_init(uvLoop, timer)
+                kick = timer
+            }
+            if let kick {
+                uv_timer_start(kick, { _ in }, 3_600_000, 0)
+                kicked = true
+            }
+        }
+        driving = true
+        var alive = loop.runNoWait()
+        driving = false
+        if kicked, let kick {
+            uv_timer_stop(kick)
+            alive = uv_loop_alive(uvLoop) != 0
+        }
+        return alive ? 1 : 0
+    }
+
+    /// `ruv_runtime_close` (loop thread, checked by the caller).
+    func close() -> Int32 {
+        if driving { return UV_EBUSY.rawValue }
+        if let kick {
+            self.kick = nil
+            uv_close(UnsafeMutableRawPointer(kick).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+                UnsafeMutableRawPointer(handle)?.deallocate()
+            }
+        }
+        do {
+            try loop.close()
+            return 0
+        } catch let error as UVError {
+            return error.code
+        } catch {
+            return RUV_EUNKNOWN
+        }
+    }
+}
+
+/// `ruv_runtime_create`: a runtime on the host's loop, or on a loop of its own for NULL.
+@c @implementation
+public func ruv_runtime_create(
+    _ loop: UnsafeMutablePointer<uv_loop_t>?, _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
+    guard let out else { return einval }
+    do {
+        let eventLoop = try loop.map { try EventLoop(adopting: $0) } ?? EventLoop()
+        out.pointee = retainedHandle(RuntimeHandle(loop: eventLoop, onHostLoop: loop != nil))
+        return 0
+    } catch let error as UVError {
+        return error.code
+    } catch {
+        return RUV_EUNKNOWN
+    }
+}
+
+/// `ruv_runtime_loop`: the runtime's `uv_loop_t`.
+@c @implementation
+public func ruv_runtime_loop(_ runtime: OpaquePointer?) -> UnsafeMutablePointer<uv_loop_t>? {
+    borrowed(runtime, as: RuntimeHandle.self)?.loop.uvLoop
+}
+
+/// `ruv_runtime_backend_fd`: the descriptor a foreign poll loop waits on.
+@c @implementation
+public func ruv_runtime_backend_fd(_ runtime: OpaquePointer?) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return einval }
+    if rt.loop.isClosed { return RUV_ECLOSED }
+    return uv_backend_fd(rt.loop.uvLoop)
+}
+
+/// `ruv_runtime_backend_timeout`: how long a foreign poll loop may wait, in milliseconds.
+@c @implementation
+public func ruv_runtime_backend_timeout(_ runtime: OpaquePointer?) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return einval }
+    guard rt.loop.isCurrentThread else { return RUV_EWRONGTHREAD }
+    if rt.loop.isClosed { return RUV_ECLOSED }
+    return rt.backendTimeout()
+}
+
+/// `ruv_runtime_run_once`: one non-blocking iteration of the runtime's own loop.
+@c @implementation
+public func ruv_runtime_run_once(_ runtime: OpaquePointer?) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return einval }
+    guard rt.loop.isCurrentThread else { return RUV_EWRONGTHREAD }
+    if rt.onHostLoop { return RUV_EHOSTLOOP }
+    if rt.loop.isClosed { return RUV_ECLOSED }
+    if rt.driving { return UV_EBUSY.rawValue }
+    return rt.runOnce()
+}
+
+/// `ruv_runtime_close`: closes everything the runtime started on its loop.
+@c @implementation
+public func ruv_runtime_close(_ runtime: OpaquePointer?) -> Int32 {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return einval }
+    guard rt.loop.isCurrentThread else { return RUV_EWRONGTHREAD }
+    if rt.loop.isClosed { return 0 }
+    return rt.close()
+}
+
+/// `ruv_runtime_release`: gives back C's reference, closing an unclosed runtime when it can.
+@c @implementation
+public func ruv_runtime_release(_ runtime: OpaquePointer?) {
+    guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return }
+    if rt.loop.isCurrentThread && !rt.loop.isClosed && !rt.driving { _ = rt.close() }
+    releaseHandle(runtime, as: RuntimeHandle.self)
+}
