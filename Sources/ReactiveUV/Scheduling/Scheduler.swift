@@ -104,7 +104,7 @@ open class Scheduler: @unchecked Sendable {
     public static let immediate: Scheduler = ImmediateScheduler()
 
     /// The thread-local slot behind ``current``.
-    nonisolated(unsafe) static let currentKey: pthread_key_t = {
+    static let currentKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
         return key
