@@ -65,13 +65,27 @@ extension Signal {
     ///
     /// Completes as soon as one side has completed and has nothing queued; an error from
     /// either side is forwarded at once, even with queued values. Disposes both sides.
+    @inlinable
     public func zip<U>(with other: Signal<U>) -> Signal<(Value, U)> {
-        Signal<Any>.zipAny([self.map { v -> Any in v }, other.map { u -> Any in u }])
-            .map { ($0[0] as! Value, $0[1] as! U) }
+        // Typed, not through the array core: two queues, no boxing per value.
+        let left = self
+        return AnonymousSignal { observer, lifetime in
+            let state = Zip2State<Value, U>()
+            left.attach({ event in
+                if case .completed = event { return state.complete(left: true, observer: observer, lifetime: lifetime) }
+                state.receive(event.map { .left($0) }, observer: observer, lifetime: lifetime)
+            }, lifetime.child())
+            if lifetime.isDisposed { return }
+            other.attach({ event in
+                if case .completed = event { return state.complete(left: false, observer: observer, lifetime: lifetime) }
+                state.receive(event.map { .right($0) }, observer: observer, lifetime: lifetime)
+            }, lifetime.child())
+        }
     }
 
     /// Sends the latest values of both sides once both have sent, then on every value
     /// from either: RAC's `-combineLatestWith:`. Completes only when **both** complete.
+    @inlinable
     public func combineLatest<U>(with other: Signal<U>) -> Signal<(Value, U)> {
         // Typed, not through the array core: no boxing per update on the common two-way case.
         let left = self
@@ -359,19 +373,26 @@ final class ZipState: LockedState, @unchecked Sendable {
     }
 }
 
+/// A value from one side of a two-way `combineLatest` or `zip`.
+@usableFromInline
+enum Either<A, B> {
+    case left(A)
+    case right(B)
+}
+
 /// State of the two-way `combineLatest(with:)`: the latest value of each side.
+@usableFromInline
 final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
-    enum Side {
-        case left(A)
-        case right(B)
-    }
+    @usableFromInline @exclusivity(unchecked) var left: A?
+    @usableFromInline @exclusivity(unchecked) var right: B?
+    @usableFromInline @exclusivity(unchecked) var active = 2
+    @usableFromInline @exclusivity(unchecked) var done = false
 
-    var left: A?
-    var right: B?
-    var active = 2
-    var done = false
+    @inlinable
+    override init() { super.init() }
 
-    func receive(_ event: Event<Side>, observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
+    @inlinable
+    func receive(_ event: Event<Either<A, B>>, observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
         lock.lock()
         if done {
             lock.unlock()
@@ -401,5 +422,77 @@ final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
             lock.unlock()
             if finished { lifetime.dispose() }
         }
+    }
+}
+
+/// State of the two-way `zip(with:)`: a queue per side, and which sides have completed.
+/// RAC's rule: it completes once a side has completed with nothing queued.
+@usableFromInline
+final class Zip2State<A, B>: LockedState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var lefts: [A] = []
+    @usableFromInline @exclusivity(unchecked) var leftHead = 0
+    @usableFromInline @exclusivity(unchecked) var rights: [B] = []
+    @usableFromInline @exclusivity(unchecked) var rightHead = 0
+    @usableFromInline @exclusivity(unchecked) var leftDone = false
+    @usableFromInline @exclusivity(unchecked) var rightDone = false
+    @usableFromInline @exclusivity(unchecked) var done = false
+
+    @inlinable
+    override init() { super.init() }
+
+    @inlinable
+    func receive(_ event: Event<Either<A, B>>, observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(.left(let a)): lefts.append(a)
+        case .next(.right(let b)): rights.append(b)
+        case .error(let e):
+            done = true
+            observer(.error(e))
+            lock.unlock()
+            lifetime.dispose()
+            return
+        case .completed:
+            break  // sides report completion through `complete(left:)`
+        }
+        if leftHead < lefts.count && rightHead < rights.count {
+            let pair = (lefts[leftHead], rights[rightHead])
+            leftHead += 1
+            rightHead += 1
+            if leftHead == lefts.count { lefts.removeAll(keepingCapacity: true); leftHead = 0 }
+            if rightHead == rights.count { rights.removeAll(keepingCapacity: true); rightHead = 0 }
+            observer(.next(pair))
+        }
+        finishIfDrained(observer: observer, lifetime: lifetime)
+    }
+
+    /// Marks a side complete (completion events carry no side, so each side reports its own).
+    @inlinable
+    func complete(left isLeft: Bool, observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        if isLeft { leftDone = true } else { rightDone = true }
+        finishIfDrained(observer: observer, lifetime: lifetime)
+    }
+
+    /// Completes when a completed side has nothing queued; call with the lock held (unlocks).
+    @inlinable
+    func finishIfDrained(observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
+        let drained = (leftDone && leftHead == lefts.count) || (rightDone && rightHead == rights.count)
+        if !done && drained {
+            done = true
+            observer(.completed)
+            lock.unlock()
+            lifetime.dispose()
+            return
+        }
+        lock.unlock()
     }
 }
