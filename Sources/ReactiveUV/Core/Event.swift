@@ -42,6 +42,7 @@ public enum Event<Value> {
 extension Event: @unchecked Sendable where Value: Sendable {}
 
 extension Event: CustomStringConvertible {
+    /// `next(value)`, `error(error)` or `completed`.
     public var description: String {
         switch self {
         case .next(let v): return "next(\(v))"

@@ -11,8 +11,10 @@ public final class ScopedDisposable: Disposable, @unchecked Sendable {
         super.init()
     }
 
+    /// Whether this or the wrapped disposable has been disposed.
     public override var isDisposed: Bool { super.isDisposed || wrapped.isDisposed }
 
+    /// Disposes the wrapped disposable, once.
     public override func dispose() {
         if markDisposed() { wrapped.dispose() }
     }

@@ -10,6 +10,7 @@ public enum SignalError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An operator was given an argument it cannot use (a negative count, say).
     case invalidArgument(String)
 
+    /// A readable message (RAC's for `noMatchingCase`: "No matching signal found for value …").
     public var description: String {
         switch self {
         case .timedOut: return "The signal timed out"

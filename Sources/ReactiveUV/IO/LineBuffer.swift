@@ -144,6 +144,7 @@ public enum LineError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A line was longer than the limit (in bytes).
     case lineTooLong(maxLength: Int)
 
+    /// A readable message naming the limit.
     public var description: String {
         switch self {
         case .lineTooLong(let max): return "line longer than the limit of \(max) bytes"

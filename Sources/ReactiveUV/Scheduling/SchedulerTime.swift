@@ -24,8 +24,10 @@ public struct SchedulerTime: Comparable, Hashable, Sendable, CustomStringConvert
         (Double(other.nanoseconds) - Double(nanoseconds)) / 1e9
     }
 
+    /// Whether `lhs` is earlier than `rhs`.
     public static func < (lhs: SchedulerTime, rhs: SchedulerTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+    /// Seconds since the clock's origin, e.g. `1.5s`.
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
 
     /// Converts seconds to whole nanoseconds, clamping negative values, NaN and overflow.

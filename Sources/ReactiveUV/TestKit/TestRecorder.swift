@@ -107,6 +107,7 @@ public struct MarbleExpectation: CustomStringConvertible, Sendable {
     /// The recorded diagram.
     public let actual: String
 
+    /// The recorded diagram.
     public var description: String { actual }
 
     /// Whether the recording matches `expected` (spaces and frames before `^` ignored).
