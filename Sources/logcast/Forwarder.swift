@@ -33,6 +33,19 @@ final class Forwarder: @unchecked Sendable {
 
     /// Starts connecting (and reconnecting) to the upstream.
     func start() {
+        // An empty line every second while connected (the upstream ignores it): a write is
+        // what makes a dead connection fail at once (EPIPE or a reset) when the upstream's
+        // end of stream did not reach us, so held lines never wait on a silent socket.
+        subscriptions += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in
+            guard let self, let connection = self.connection else { return }
+            connection.write("\n").subscribe(error: { [weak self, weak connection] error in
+                guard let self, let connection, self.connection === connection else { return }
+                self.logger.warning("forward connection failed: \(error); \(self.pending) line(s) held")
+                self.connection = nil
+                self.inFlight = 0
+                connection.close()
+            })
+        }
         subscriptions += TCP.connect(host: host, port: port)
             .doError { [logger, host, port] error in
                 logger.warning("forward to \(host):\(port): \(error); retrying")
@@ -66,7 +79,8 @@ final class Forwarder: @unchecked Sendable {
         // The upstream never talks back, but reading is how a closed upstream shows: its end
         // of stream (a restart) or a reset arrives here at once, before lines are written
         // into a dead socket and counted as sent.
-        let lost: (String) -> Void = { [weak self, weak connection] reason in
+        let lost: (String) -> Void = { [weak self, weak connection, logger] reason in
+            logger.debug("forward connection event: \(reason)")
             guard let self, let connection, self.connection === connection else { return }
             self.logger.warning("forward connection \(reason); \(self.pending) line(s) held")
             self.connection = nil
@@ -85,7 +99,9 @@ final class Forwarder: @unchecked Sendable {
         while inFlight < pending {
             let line = buffer[head + inFlight]
             inFlight += 1
-            connection.write(line).subscribe(completed: { [weak self, weak connection] in
+            connection.write(line).subscribe(error: { [logger] error in
+                logger.debug("forward write failed: \(error)")
+            }, completed: { [weak self, weak connection] in
                 guard let self, self.connection === connection, self.inFlight > 0 else { return }
                 self.head += 1
                 self.inFlight -= 1

@@ -170,7 +170,9 @@ final class LogcastTests: XCTestCase {
         let port = upstream.port
         let file = dir + "/app.log"
         appendLines(file, ["before"])
+        setenv("LOGCAST_DEBUG", "1", 1)
         let edge = try start([file, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--forward", "127.0.0.1:\(port)"])
+        unsetenv("LOGCAST_DEBUG")
         try synchronize(edge.port, files: [file])
 
         let watcher = try LineClient(port: port)
