@@ -79,6 +79,8 @@ func parse(_ arguments: [String]) -> Options {
 final class BatchWriter: @unchecked Sendable {
     /// Past this many bytes, write at once rather than wait for the batch's end.
     static let capacity = 1 << 20
+    /// A chunk at least this big is written directly when nothing is batched.
+    static let directWrite = 1 << 15
 
     private struct State {
         var count = 0
@@ -92,6 +94,12 @@ final class BatchWriter: @unchecked Sendable {
 
     /// Adds whole lines (each already ending with its line break).
     func add(_ lines: [UInt8]) {
+        // A chunk of whole lines as big as a read goes straight out when nothing is batched:
+        // copying it into the batch first would only add a memcpy per read.
+        if state.pointee.count == 0 && lines.count >= BatchWriter.directWrite {
+            lines.withUnsafeBufferPointer { writeAll($0) }
+            return
+        }
         lines.withUnsafeBufferPointer { append($0) }
         if state.pointee.count == BatchWriter.capacity { writeOut() }
         if !state.pointee.flushScheduled {
@@ -124,10 +132,17 @@ final class BatchWriter: @unchecked Sendable {
     }
 
     private func writeOut() {
+        writeAll(UnsafeBufferPointer(start: bytes, count: state.pointee.count))
+        state.pointee.count = 0
+    }
+
+    /// Writes all of `buffer` to standard output, waiting when it is non-blocking and full.
+    private func writeAll(_ buffer: UnsafeBufferPointer<UInt8>) {
+        guard let base = buffer.baseAddress else { return }
         var done = 0
-        let total = state.pointee.count
+        let total = buffer.count
         while done < total {
-            let n = write(1, bytes + done, total - done)
+            let n = write(1, base + done, total - done)
             if n >= 0 {
                 done += n
             } else if errno == EAGAIN {
@@ -138,7 +153,6 @@ final class BatchWriter: @unchecked Sendable {
                 exit(1)  // stdout is gone (EPIPE with SIGPIPE ignored, EIO, ...)
             }
         }
-        state.pointee.count = 0
     }
 }
 
