@@ -36,15 +36,9 @@ extension Signal {
                     if let u = state.latest { observer(.next((v, u))) }
                     state.lock.unlock()
                 case .error(let e):
-                    state.done = true
-                    observer(.error(e))
-                    state.lock.unlock()
-                    lifetime.dispose()
+                    state.finishLocked(.error(e), observer, lifetime)
                 case .completed:
-                    state.done = true
-                    observer(.completed)
-                    state.lock.unlock()
-                    lifetime.dispose()
+                    state.finishLocked(.completed, observer, lifetime)
                 }
             }, lifetime)
         }

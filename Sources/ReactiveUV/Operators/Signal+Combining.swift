@@ -114,10 +114,7 @@ extension Signal {
                     state.lock.unlock()
                     return
                 }
-                state.done = true
-                observer(event)
-                state.lock.unlock()
-                lifetime.dispose()
+                state.finishLocked(event, observer, lifetime)
             }
             source.attach({ event in
                 switch event {
@@ -158,10 +155,7 @@ extension Signal {
                     state.lock.unlock()
                     return
                 }
-                state.done = true
-                observer(.completed)
-                state.lock.unlock()
-                lifetime.dispose()
+                state.finishLocked(.completed, observer, lifetime)
             }, triggerPart)
             if lifetime.isDisposed { return }
             source.attach({ event in
@@ -284,10 +278,7 @@ extension Signal where Value == Any {
                         if state.missing == 0 { observer(.next(state.values.map { $0! })) }
                         state.lock.unlock()
                     case .error(let e):
-                        state.done = true
-                        observer(.error(e))
-                        state.lock.unlock()
-                        lifetime.dispose()
+                        state.finishLocked(.error(e), observer, lifetime)
                     case .completed:
                         state.active -= 1
                         let finished = state.active == 0
@@ -305,11 +296,10 @@ extension Signal where Value == Any {
 }
 
 /// State of `combineLatest`: the latest value of each source.
-final class CombineLatestState: LockedState, @unchecked Sendable {
+final class CombineLatestState: TerminableState, @unchecked Sendable {
     var values: [Any?]
     var missing: Int
     var active: Int
-    var done = false
 
     init(count: Int) {
         values = Array(repeating: nil, count: count)
@@ -320,16 +310,14 @@ final class CombineLatestState: LockedState, @unchecked Sendable {
 }
 
 /// State of `sample`, `takeUntil` and `takeUntilReplacement`.
-final class SampleState<Value>: LockedState, @unchecked Sendable {
+final class SampleState<Value>: TerminableState, @unchecked Sendable {
     var latest: Value?
-    var done = false
 }
 
 /// State of `zip`: a queue per source, and which sources have completed.
-final class ZipState: LockedState, @unchecked Sendable {
+final class ZipState: TerminableState, @unchecked Sendable {
     var queues: [[Any]]
     var completed: [Bool]
-    var done = false
 
     init(count: Int) {
         queues = Array(repeating: [], count: count)
@@ -353,20 +341,14 @@ final class ZipState: LockedState, @unchecked Sendable {
                 observer(.next(tuple))
             }
         case .error(let e):
-            done = true
-            observer(.error(e))
-            lock.unlock()
-            lifetime.dispose()
+            finishLocked(.error(e), observer, lifetime)
             return
         case .completed:
             completed[index] = true
         }
         // RAC's rule: complete once any side is complete and has nothing queued.
         if !done, queues.indices.contains(where: { completed[$0] && queues[$0].isEmpty }) {
-            done = true
-            observer(.completed)
-            lock.unlock()
-            lifetime.dispose()
+            finishLocked(.completed, observer, lifetime)
             return
         }
         lock.unlock()
@@ -382,11 +364,10 @@ enum Either<A, B> {
 
 /// State of the two-way `combineLatest(with:)`: the latest value of each side.
 @usableFromInline
-final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
+final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var left: A?
     @usableFromInline @exclusivity(unchecked) var right: B?
     @usableFromInline @exclusivity(unchecked) var active = 2
-    @usableFromInline @exclusivity(unchecked) var done = false
 
     @inlinable
     override init() { super.init() }
@@ -408,10 +389,7 @@ final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
             if let a = left { observer(.next((a, b))) }
             lock.unlock()
         case .error(let e):
-            done = true
-            observer(.error(e))
-            lock.unlock()
-            lifetime.dispose()
+            finishLocked(.error(e), observer, lifetime)
         case .completed:
             active -= 1
             let finished = active == 0
@@ -428,14 +406,13 @@ final class CombineLatest2State<A, B>: LockedState, @unchecked Sendable {
 /// State of the two-way `zip(with:)`: a queue per side, and which sides have completed.
 /// RAC's rule: it completes once a side has completed with nothing queued.
 @usableFromInline
-final class Zip2State<A, B>: LockedState, @unchecked Sendable {
+final class Zip2State<A, B>: TerminableState, @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var lefts: [A] = []
     @usableFromInline @exclusivity(unchecked) var leftHead = 0
     @usableFromInline @exclusivity(unchecked) var rights: [B] = []
     @usableFromInline @exclusivity(unchecked) var rightHead = 0
     @usableFromInline @exclusivity(unchecked) var leftDone = false
     @usableFromInline @exclusivity(unchecked) var rightDone = false
-    @usableFromInline @exclusivity(unchecked) var done = false
 
     @inlinable
     override init() { super.init() }
@@ -451,10 +428,7 @@ final class Zip2State<A, B>: LockedState, @unchecked Sendable {
         case .next(.left(let a)): lefts.append(a)
         case .next(.right(let b)): rights.append(b)
         case .error(let e):
-            done = true
-            observer(.error(e))
-            lock.unlock()
-            lifetime.dispose()
+            finishLocked(.error(e), observer, lifetime)
             return
         case .completed:
             break  // sides report completion through `complete(left:)`
@@ -487,10 +461,7 @@ final class Zip2State<A, B>: LockedState, @unchecked Sendable {
     func finishIfDrained(observer: Sink<(A, B)>, lifetime: CompoundDisposable) {
         let drained = (leftDone && leftHead == lefts.count) || (rightDone && rightHead == rights.count)
         if !done && drained {
-            done = true
-            observer(.completed)
-            lock.unlock()
-            lifetime.dispose()
+            finishLocked(.completed, observer, lifetime)
             return
         }
         lock.unlock()

@@ -29,3 +29,25 @@ extension CompoundDisposable {
         remove(child)
     }
 }
+
+/// A ``LockedState`` for operators that end on the first terminal event of any of their
+/// sources (zip, combineLatest, sample, takeUntil…): `done` drops everything after it.
+@usableFromInline
+class TerminableState: LockedState, @unchecked Sendable {
+    /// Set once a terminal event was sent; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) final var done = false
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Sends `event` (terminal) downstream, marks the state done and ends the subscription.
+    /// Call with `lock` held; it is released before the subscription's resources are
+    /// disposed, so their disposal cannot re-enter a held lock.
+    @inlinable
+    final func finishLocked<T>(_ event: Event<T>, _ observer: Sink<T>, _ lifetime: CompoundDisposable) {
+        done = true
+        observer(event)
+        lock.unlock()
+        lifetime.dispose()
+    }
+}
