@@ -4,13 +4,12 @@ import XCTest
 
 /// Runs the real `logcast` binary (built next to this test bundle) and talks to it over
 /// loopback sockets, as a user would.
-final class LogcastProcess: @unchecked Sendable {  // outputLock guards the texts
+final class LogcastProcess: @unchecked Sendable {
     let process = Process()
-    let stdout = Pipe()
-    let stderr = Pipe()
-    private let outputLock = NSLock()
-    private var outText = ""
-    private var errText = ""
+    /// The child's standard output and error go to files, not pipes: a pipe nobody drains
+    /// fast enough would block the daemon in `write(2)` and stall its loop.
+    let outPath: String
+    let errPath: String
     private(set) var port = 0
 
     /// The build folder holding both this test bundle and `logcast`.
@@ -25,30 +24,20 @@ final class LogcastProcess: @unchecked Sendable {  // outputLock guards the text
     }
 
     init(_ arguments: [String]) throws {
+        let dir = temporaryDirectory()
+        outPath = dir + "/stdout"
+        errPath = dir + "/stderr"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
-        process.standardOutput = stdout
-        process.standardError = stderr
-        stdout.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let data = h.availableData
-            self?.append(data, toErr: false)
-        }
-        stderr.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let data = h.availableData
-            self?.append(data, toErr: true)
-        }
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
         try process.run()
     }
 
-    private func append(_ data: Data, toErr: Bool) {
-        let text = String(decoding: data, as: UTF8.self)
-        outputLock.lock()
-        if toErr { errText += text } else { outText += text }
-        outputLock.unlock()
-    }
-
-    var output: String { outputLock.lock(); defer { outputLock.unlock() }; return outText }
-    var errors: String { outputLock.lock(); defer { outputLock.unlock() }; return errText }
+    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
+    var errors: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
 
     /// Waits for "listening on HOST:PORT" and returns the port.
     func waitUntilListening(timeout: Double = 30) throws -> Int {
@@ -80,8 +69,7 @@ final class LogcastProcess: @unchecked Sendable {  // outputLock guards the text
             signal(SIGKILL)
             process.waitUntilExit()
         }
-        stdout.fileHandleForReading.readabilityHandler = nil
-        stderr.fileHandleForReading.readabilityHandler = nil
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: outPath).deletingLastPathComponent().path)
     }
 }
 
