@@ -25,9 +25,11 @@ import Glibc
 /// its schedulers. Blocking operators must not be used from inside a loop callback: they
 /// cannot run the loop there and give up at once instead of deadlocking.
 public final class EventLoop: @unchecked Sendable {
-    // Thread-safety: `queueLock` guards `pending`, `accepting` and `cachedScheduler`;
-    // `queued` and `timerSequence` are atomics; every other mutable property is touched
-    // only on the loop thread (`threadID`).
+    // Thread-safety: `queueLock` guards `pending`, `accepting`, `cancelledPositions` and
+    // `cachedScheduler`; `enqueuedCount`, `startedCount`, `cancellations` and
+    // `timerSequence` are atomics (`enqueuedCount` is written only under `queueLock`,
+    // `startedCount` only on the loop thread); every other
+    // mutable property is touched only on the loop thread (`threadID`).
 
     /// A unit of work handed to the loop by ``execute(_:)``.
     typealias Work = @Sendable () -> Void
@@ -49,26 +51,38 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: State guarded by `queueLock`
     let queueLock = UnsafeLock()
+    // (`@exclusivity(unchecked)`: the lock already makes access exclusive, and the dynamic
+    // check would cost a thread-local lookup per scheduled block.)
     /// Work waiting for the loop.
-    var pending: [Work] = []
+    @exclusivity(unchecked) var pending = WorkQueue()
+    /// Positions of queued blocks disposed before they started, ascending (see `cancelEntry`).
+    @exclusivity(unchecked) var cancelledPositions: [Int] = []
     /// False once ``close()`` started: new work is dropped and nobody touches `asyncHandle`.
-    var accepting = true
+    @exclusivity(unchecked) var accepting = true
     /// The default scheduler for this loop (see ``scheduler``).
     var cachedScheduler: Scheduler?
 
     // MARK: Atomics
-    /// Work items enqueued and not yet started (``hasQueuedWork``).
-    let queued = UnsafeAtomicInt(0)
+    /// Entries ever accepted into the queue. Written only under `queueLock` (so a plain
+    /// load and store, not a read-modify-write); read by ``hasQueuedWork`` from any thread.
+    let enqueuedCount = UnsafeAtomicInt(0)
+    /// Entries ever started (or skipped as cancelled). Written only by the loop thread.
+    /// `enqueuedCount - startedCount` is the work waiting: two counters, each with a
+    /// single writer, instead of one counter both sides update with atomic RMWs.
+    let startedCount = UnsafeAtomicInt(0)
+    /// `cancelledPositions.count`, readable without the lock: the drain looks in
+    /// `cancelledPositions` (under the lock) only when it is nonzero.
+    let cancellations = UnsafeAtomicInt(0)
     /// Scheduling order of timers, so equal deadlines fire in the order they were made.
     let timerSequence = UnsafeAtomicInt(0)
 
     // MARK: Loop-thread state
     /// The batch being run by `drainQueue` (kept to reuse its capacity).
-    var batch: [Work] = []
+    @exclusivity(unchecked) var batch = WorkQueue()
     /// Nesting depth of our `uv_run` calls.
     var runDepth = 0
     /// Nesting depth of our callbacks (queue drain, timer drain), for hosts' `uv_run`.
-    var callbackDepth = 0
+    @exclusivity(unchecked) var callbackDepth = 0
     /// How many callers need the async handle referenced (the loop kept alive).
     var asyncRefs = 0
     /// Set by ``stop()``; consumed when ``run()`` returns.
@@ -168,8 +182,12 @@ public final class EventLoop: @unchecked Sendable {
     deinit {
         // Only reachable after close(): until then the handles hold a reference.
         if isOwned && loopMemoryReleasable { uvLoop.deallocate() }
+        pending.destroy()
+        batch.destroy()
         queueLock.destroy()
-        queued.destroy()
+        enqueuedCount.destroy()
+        startedCount.destroy()
+        cancellations.destroy()
         timerSequence.destroy()
     }
 
@@ -200,11 +218,6 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether ``close()`` has begun. Safe from any thread.
     public var isClosed: Bool { queueLock.withLock { !accepting } }
 
-    /// Whether work handed in by ``execute(_:)`` (including scheduled blocks and timers
-    /// started from other threads) is waiting and has not started yet. Safe from any
-    /// thread; `deliverOnMainThread()` uses it to decide whether it may run inline.
-    var hasQueuedWork: Bool { queued.load() > 0 }
-
     /// The default serial scheduler of this loop: ``Scheduler/main`` for ``main``,
     /// otherwise one scheduler per loop, created on first use.
     ///
@@ -217,64 +230,6 @@ public final class EventLoop: @unchecked Sendable {
             cachedScheduler = s
             return s
         }
-    }
-
-    // MARK: - Handing work in
-
-    /// Runs `work` on the loop's thread, after the work already queued. Safe from any thread.
-    ///
-    /// Always enqueues, even when called on the loop's thread (like `dispatch_async`).
-    /// Work from one thread runs in the order it was handed in. The queue is drained in
-    /// batches by one `uv_async_t` callback; a long burst yields to IO polling now and then.
-    /// After ``close()`` began, `work` is dropped without running.
-    ///
-    /// - Parameter work: the work; it runs once, on the loop's thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        // Count before appending, so `hasQueuedWork` never reports empty while work waits.
-        queued.fetchAdd(1)
-        queueLock.lock()
-        guard accepting else {
-            queueLock.unlock()
-            queued.fetchSub(1)
-            return
-        }
-        let wasEmpty = pending.isEmpty
-        pending.append(work)
-        // Only the first item after a drain needs a wake-up; later ones ride along. The
-        // send happens under the lock so close() (which clears `accepting` under it) never
-        // closes the handle while a sender is still using it.
-        if wasEmpty { uv_async_send(asyncHandle) }
-        queueLock.unlock()
-    }
-
-    /// Wakes the loop without queueing work, so a ``run(until:timeout:)`` re-checks its
-    /// condition. Call it after changing, from another thread, something such a condition
-    /// reads. Safe from any thread.
-    func wakeUp() {
-        queueLock.withLock {
-            if accepting { uv_async_send(asyncHandle) }
-        }
-    }
-
-    /// The async handle's callback: runs queued work in batches.
-    func drainQueue() {
-        callbackDepth += 1
-        defer { callbackDepth -= 1 }
-        for _ in 0..<EventLoop.maxRoundsPerWakeUp {
-            queueLock.lock()
-            swap(&pending, &batch)
-            queueLock.unlock()
-            if batch.isEmpty { return }
-            for work in batch {
-                queued.fetchSub(1)
-                work()
-            }
-            // Keep a moderate buffer for the next batch; let a huge burst's memory go.
-            batch.removeAll(keepingCapacity: batch.capacity <= 4096)
-        }
-        // Still more: come back after one pass of IO polling, so a producer that keeps the
-        // queue full cannot starve sockets and timers.
-        wakeUp()
     }
 
     /// Keeps the loop alive while the caller needs it (the async handle referenced).

@@ -67,6 +67,7 @@ extension Row {
         .echo100,
         .echo1000,
         .scheduleLoop,
+        .scheduleLoopClosure,
         .scheduleLoopTimer,
         .scheduleThread,
     ]

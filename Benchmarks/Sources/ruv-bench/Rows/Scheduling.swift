@@ -5,11 +5,16 @@ import ReactiveUV
 import Glibc
 #endif
 
-// Rows 8–10: blocks per second through `Scheduler.main.schedule`, against raw libuv
+// Blocks per second through `Scheduler.main.schedule`, against raw libuv
 // (CNetBench/schedule_baseline.c). Each block increments a counter; the run ends when all
 // have run. From the loop thread: n blocks are scheduled on the main thread, then the main
 // loop runs them. From another thread: a second thread schedules while the main loop runs.
 // Blocks per second = 1e9 / ns.
+//
+// Like the C baseline, which enqueues the same (function, context) pair n times, the main
+// rows schedule one closure value n times. `schedule-closure` schedules a new closure
+// literal per block instead (`for … { scheduler.schedule { counter.count += 1 } }`), which
+// adds Swift's allocation of a closure context per block to the same work.
 
 extension Row {
     static let scheduleLoop = Row(
@@ -17,6 +22,13 @@ extension Row {
         title: "Scheduler.main.schedule from the loop thread (baseline: raw uv_async + locked queue)",
         unit: "block", size: 1_000_000,
         reactiveUV: Scheduling.fromLoopThread, openCombine: nil,
+        baseline: { n in Scheduling.checked(cnb_async_queue_run(Int64(n), 0), n) })
+
+    static let scheduleLoopClosure = Row(
+        name: "schedule-closure",
+        title: "Scheduler.main.schedule { new closure } from the loop thread (baseline: raw uv_async + locked queue)",
+        unit: "block", size: 1_000_000,
+        reactiveUV: Scheduling.closuresFromLoopThread, openCombine: nil,
         baseline: { n in Scheduling.checked(cnb_async_queue_run(Int64(n), 0), n) })
 
     static let scheduleLoopTimer = Row(
@@ -43,6 +55,15 @@ enum Scheduling {
     static func fromLoopThread(_ n: Int) -> Int {
         let counter = Counter()
         let scheduler = Scheduler.main
+        let block = { counter.count += 1 }
+        for _ in 0..<n { scheduler.schedule(block) }
+        _ = EventLoop.main.run(until: { counter.count == n }, timeout: 600)
+        return counter.count
+    }
+
+    static func closuresFromLoopThread(_ n: Int) -> Int {
+        let counter = Counter()
+        let scheduler = Scheduler.main
         for _ in 0..<n { scheduler.schedule { counter.count += 1 } }
         _ = EventLoop.main.run(until: { counter.count == n }, timeout: 600)
         return counter.count
@@ -52,7 +73,8 @@ enum Scheduling {
         let counter = Counter()
         let thread = BenchThread {
             let scheduler = Scheduler.main
-            for _ in 0..<n { scheduler.schedule { counter.count += 1 } }
+            let block = { counter.count += 1 }
+            for _ in 0..<n { scheduler.schedule(block) }
         }
         _ = EventLoop.main.run(until: { counter.count == n }, timeout: 600)
         thread.join()
