@@ -13,7 +13,7 @@ extension Signal {
             // The source gets its own part: its completion must not cancel the deliveries
             // still queued on the scheduler.
             source.attach({ event in
-                scheduler.schedule {
+                scheduler.scheduleUncancellable {
                     if !lifetime.isDisposed { observer(event) }
                 }
             }, lifetime.child())
@@ -46,7 +46,7 @@ extension Signal {
                     queued.atomic.fetchSub(1)
                     return
                 }
-                Scheduler.main.schedule {
+                Scheduler.main.scheduleUncancellable {
                     if !lifetime.isDisposed { observer(event) }
                     queued.atomic.fetchSub(1)
                 }

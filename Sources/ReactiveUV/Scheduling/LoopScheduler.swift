@@ -34,6 +34,11 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
         return ScheduledBlock(position: position, on: retainedForQueue())
     }
 
+    override func scheduleUncancellable(_ block: @escaping () -> Void) {
+        let me = retainedForQueue()
+        if eventLoop.enqueue(.block(block, me)) == nil { LoopScheduler.releaseFromQueue(me) }
+    }
+
     /// A reference for a queue entry or a disposable: retained unless immortal.
     @inline(__always)
     func retainedForQueue() -> Unmanaged<LoopScheduler> {

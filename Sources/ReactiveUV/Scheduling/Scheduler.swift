@@ -34,6 +34,14 @@ open class Scheduler: @unchecked Sendable {
         fatalError("\(type(of: self)) must override schedule(_:)")
     }
 
+    /// Enqueues `block` like ``schedule(_:)`` for a caller that will never cancel it
+    /// (operators such as `deliverOn` check their own lifetime when the block runs). Loop
+    /// schedulers then skip creating the disposable: one allocation and one atomic
+    /// release fewer per delivered event.
+    func scheduleUncancellable(_ block: @escaping () -> Void) {
+        _ = schedule(block)
+    }
+
     /// Runs `block` at or after `time`; never preempts a running block.
     ///
     /// - Parameters:
