@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+csys_atomic_int csys__placeholder_cell = {0};
+
 struct csys_mutex {
     pthread_mutex_t mutex;
 };

@@ -67,6 +67,14 @@ typedef struct csys_atomic_int { int64_t value; } csys_atomic_int;
 
 static inline _Atomic(int64_t) *csys__int(csys_atomic_int *a) { return (_Atomic(int64_t) *)&a->value; }
 
+/// One process-wide cell that is never written: a placeholder for objects whose state
+/// lives elsewhere, so they need not allocate a cell of their own (ReactiveUV's scheduled
+/// block disposables). Defined in CSystemShims.c.
+extern csys_atomic_int csys__placeholder_cell;
+
+/// The placeholder cell's address (constant for the process).
+static inline csys_atomic_int *csys_atomic_int_placeholder(void) { return &csys__placeholder_cell; }
+
 /// Initializes the storage (not atomic; before it is shared).
 static inline void csys_atomic_int_init(csys_atomic_int *a, int64_t value) {
     atomic_init(csys__int(a), value);

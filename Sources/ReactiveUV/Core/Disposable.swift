@@ -24,6 +24,15 @@ open class Disposable: @unchecked Sendable {
         action = nil
     }
 
+    /// For subclasses that keep their disposed state elsewhere and override ``isDisposed``
+    /// and ``dispose()`` without using the state word: no cell is allocated (`state` is the
+    /// shared placeholder, which nothing writes). Such a subclass must never be used as a
+    /// subscription lifetime (`isDisposedBitSet` reads the word).
+    init(stateKeptElsewhere: ()) {
+        state = .placeholder
+        action = nil
+    }
+
     /// Creates a disposable that runs `action` the first time it is disposed.
     ///
     /// - Parameter action: the cancellation work; runs at most once, on the disposing thread.

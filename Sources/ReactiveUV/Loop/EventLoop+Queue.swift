@@ -73,7 +73,7 @@ extension EventLoop {
     }
 
     /// Makes the drain skip the block at `position` if it has not started. Safe from any
-    /// thread; called once per disposed ``ScheduledBlock``.
+    /// thread, with `queueLock` held; called once per disposed ``ScheduledBlock``.
     ///
     /// Cancelling must cost the drain nothing while nobody cancels, so the drain takes no
     /// lock per entry: it reads `cancellations` (the number of recorded positions), and only
@@ -83,9 +83,7 @@ extension EventLoop {
     /// is skipped; a disposal racing with the start of the block may or may not stop it,
     /// as with any scheduler. Such a race can record a position the drain has already
     /// passed; `takeCancellation` drops those, so records never pile up.
-    func cancelEntry(at position: Int) {
-        queueLock.lock()
-        defer { queueLock.unlock() }
+    func cancelEntryLocked(at position: Int) {
         // Already started (or run): nothing to cancel.
         if startedCount.load() >= position { return }
         // Positions arrive nearly in order: insert from the back.

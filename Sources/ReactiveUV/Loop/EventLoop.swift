@@ -55,7 +55,7 @@ public final class EventLoop: @unchecked Sendable {
     // check would cost a thread-local lookup per scheduled block.)
     /// Work waiting for the loop.
     @exclusivity(unchecked) var pending = WorkQueue()
-    /// Positions of queued blocks disposed before they started, ascending (see `cancelEntry`).
+    /// Positions of queued blocks disposed before they started, ascending (see `cancelEntryLocked`).
     @exclusivity(unchecked) var cancelledPositions: [Int] = []
     /// False once ``close()`` started: new work is dropped and nobody touches `asyncHandle`.
     @exclusivity(unchecked) var accepting = true

@@ -74,13 +74,19 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
 ///
 /// It is not the queue entry: the loop never touches it, so a caller that drops it (the
 /// common case) frees it at once, on its own thread, while its memory is still in cache.
-/// Disposing asks the loop to skip the entry at `position` (see `EventLoop.cancelEntry`).
+/// Its disposed flag lives under the loop's queue lock rather than in an atomic cell of
+/// its own (disposing a scheduled block is rare; creating one is not, and a cell would be
+/// a second allocation per block). Disposing asks the loop to skip the entry at
+/// `position` (see `EventLoop.cancelEntryLocked`).
 final class ScheduledBlock: Disposable, @unchecked Sendable {
-    // Thread-safety: immutable; disposal is the inherited atomic bit plus the loop's lock.
+    // Thread-safety: `position` and `scheduler` are immutable; the scheduler's loop's
+    // `queueLock` guards `disposed`.
     /// The entry's position in its loop's queue (`EventLoop.enqueue`'s result).
     let position: Int
     /// The scheduler, retained unless immortal (see `LoopScheduler.retainedForQueue`).
     let scheduler: Unmanaged<LoopScheduler>
+    /// Whether ``dispose()`` was called. Guarded by the loop's `queueLock`.
+    @exclusivity(unchecked) private var disposed = false
 
     /// - Parameters:
     ///   - position: the entry's position in the queue.
@@ -89,14 +95,23 @@ final class ScheduledBlock: Disposable, @unchecked Sendable {
     init(position: Int, on scheduler: Unmanaged<LoopScheduler>) {
         self.position = position
         self.scheduler = scheduler
-        super.init()
+        super.init(stateKeptElsewhere: ())
     }
 
     deinit { LoopScheduler.releaseFromQueue(scheduler) }
 
+    override var isDisposed: Bool {
+        scheduler._withUnsafeGuaranteedRef { $0.eventLoop.queueLock.withLock { disposed } }
+    }
+
     override func dispose() {
-        if markDisposed() {
-            scheduler._withUnsafeGuaranteedRef { $0.eventLoop.cancelEntry(at: position) }
+        scheduler._withUnsafeGuaranteedRef { scheduler in
+            let loop = scheduler.eventLoop
+            loop.queueLock.withLock {
+                if disposed { return }
+                disposed = true
+                loop.cancelEntryLocked(at: position)
+            }
         }
     }
 }

@@ -15,8 +15,19 @@ struct UnsafeAtomicInt: @unchecked Sendable {
         csys_atomic_int_init(pointer, Int64(value))
     }
 
+    /// The process-wide placeholder cell (never written, never freed); see
+    /// `Disposable.init(stateKeptElsewhere:)`.
     @inlinable
-    func destroy() { pointer.deallocate() }
+    static var placeholder: UnsafeAtomicInt { UnsafeAtomicInt(pointer: csys_atomic_int_placeholder()) }
+
+    @inlinable
+    init(pointer: UnsafeMutablePointer<csys_atomic_int>) { self.pointer = pointer }
+
+    /// Frees the cell (the placeholder is never freed).
+    @inlinable
+    func destroy() {
+        if pointer != csys_atomic_int_placeholder() { pointer.deallocate() }
+    }
 
     @inlinable
     func load(_ order: csys_memory_order = csys_acquire) -> Int {
