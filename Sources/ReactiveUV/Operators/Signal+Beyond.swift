@@ -49,6 +49,7 @@ extension Signal {
     /// sends a held value on completion; `debounce` drops it unless `flushOnCompletion`.
     ///
     /// `-a-b-----c-|` → `debounce(2 ticks)` → `-----b-----|`
+    @inlinable
     public func debounce(_ interval: Double, on scheduler: Scheduler, flushOnCompletion: Bool = false) -> Signal<Value> {
         debounceCore(interval, valuesPassingTest: { _ in true }, on: scheduler, flushOnCompletion: flushOnCompletion)
     }

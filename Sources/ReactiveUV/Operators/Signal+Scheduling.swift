@@ -58,6 +58,7 @@ extension Signal {
 extension Scheduler {
     /// The scheduler a time operator uses when none is given: the current one (RAC's
     /// `currentScheduler`), or a new background scheduler.
+    @usableFromInline
     static func currentOrBackground() -> Scheduler {
         if let current = Scheduler.current, !current.isImmediate { return current }
         return Scheduler.background()

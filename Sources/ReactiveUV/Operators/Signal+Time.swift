@@ -74,19 +74,23 @@ extension Signal {
     /// no newer value. Completion sends a held value first; an error drops it.
     ///
     /// `-a-b-----c--|` → `throttle(2 ticks)` → `-----b-----c|`
+    @inlinable
     public func throttle(_ interval: Double, on scheduler: Scheduler? = nil) -> Signal<Value> {
         throttle(interval, valuesPassingTest: { _ in true }, on: scheduler)
     }
 
     /// ``throttle(_:on:)`` for the values passing `predicate` only; a value failing it is
     /// sent at once and drops any held value: RAC's `-throttle:valuesPassingTest:`.
+    @inlinable
     public func throttle(
         _ interval: Double, valuesPassingTest predicate: @escaping (Value) -> Bool, on scheduler: Scheduler? = nil
     ) -> Signal<Value> {
         debounceCore(interval, valuesPassingTest: predicate, on: scheduler, flushOnCompletion: true)
     }
 
-    /// The debounce behind `throttle` and `debounce`.
+    /// The debounce behind `throttle` and `debounce`. Inlinable, so a value's way through
+    /// it (lock, predicate, deadline update) is specialized in the caller's module.
+    @inlinable
     func debounceCore(
         _ interval: Double, valuesPassingTest predicate: @escaping (Value) -> Bool, on scheduler: Scheduler?,
         flushOnCompletion: Bool
