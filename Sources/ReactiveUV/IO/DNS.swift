@@ -40,6 +40,11 @@ public enum DNS {
         public var description: String {
             family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)"
         }
+
+        /// The same address as TCP's ``SocketAddress``.
+        init(_ address: SocketAddress) {
+            self.init(family: address.family == .ipv6 ? .ipv6 : .ipv4, host: address.host, port: UInt16(address.port))
+        }
     }
 
     /// Resolves `host` to its addresses, each sent as one value, then completes.
@@ -71,14 +76,14 @@ public enum DNS {
                 return
             }
             let resolver = DNSResolver(
-                loop: loop, host: host, port: port,
+                loop: loop, host: host, port: Int(port),
                 finish: { result in
                     if lifetime.isDisposed { return }
                     switch result {
                     case .success(let addresses):
                         for address in addresses {
                             if lifetime.isDisposed { return }
-                            observer(.next(address))
+                            observer(.next(DNS.Address(address)))
                         }
                         if lifetime.isDisposed { return }
                         observer(.completed)
@@ -93,22 +98,36 @@ public enum DNS {
     }
 }
 
-/// One subscription of ``DNS/resolve(_:port:on:)``: a heap `uv_getaddrinfo_t` that holds
-/// this object while it is in flight; the callback frees both the answer and the memory.
+/// One `uv_getaddrinfo` request, for ``DNS/resolve(_:port:on:)`` and for TCP's name
+/// resolution (`AddressResolution`): a heap `uv_getaddrinfo_t` that holds this object while
+/// it is in flight; the callback frees both the answer and the memory.
 ///
 /// Thread-safety: loop-thread confined.
 final class DNSResolver: LoopResource, @unchecked Sendable {
     let loop: EventLoop
     let host: String
-    let port: UInt16
-    let finish: (Result<[DNS.Address], UVError>) -> Void
+    let port: Int
+    /// How errors name what was being done (`getaddrinfo`, or TCP's `resolve`) and to what.
+    let operation: String
+    let target: String
+    let finish: (Result<[SocketAddress], UVError>) -> Void
     private var request: UnsafeMutablePointer<uv_getaddrinfo_t>?
     private var stopped = false
 
-    init(loop: EventLoop, host: String, port: UInt16, finish: @escaping (Result<[DNS.Address], UVError>) -> Void) {
+    /// - Parameters:
+    ///   - host: a name or numeric address (without brackets).
+    ///   - port: 0–65535, put into every address.
+    ///   - operation: the error's operation; `target` its target (default: `host`).
+    ///   - finish: called once on the loop thread with the answer, unless ``stop()`` ran first.
+    init(
+        loop: EventLoop, host: String, port: Int, operation: String = "getaddrinfo", target: String? = nil,
+        finish: @escaping (Result<[SocketAddress], UVError>) -> Void
+    ) {
         self.loop = loop
         self.host = host
         self.port = port
+        self.operation = operation
+        self.target = target ?? host
         self.finish = finish
     }
 
@@ -139,7 +158,7 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
             req.deinitialize(count: 1)
             req.deallocate()
             stopped = true
-            return finish(.failure(UVError(code: rc, operation: "getaddrinfo", target: host)))
+            return finish(.failure(UVError(code: rc, operation: operation, target: target)))
         }
         request = req
         loop.register(self)
@@ -152,42 +171,24 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
         if stopped { return }  // cancelled by our own disposal: silent
         stopped = true
         if status < 0 {
-            return finish(.failure(UVError(code: status, operation: "getaddrinfo", target: host)))
+            return finish(.failure(UVError(code: status, operation: operation, target: target)))
         }
-        var addresses: [DNS.Address] = []
+        var addresses: [SocketAddress] = []
         var node = result
         while let info = node {
-            if let address = DNSResolver.address(info.pointee), !addresses.contains(address) {
+            if let sa = info.pointee.ai_addr, let address = SocketAddress(UnsafePointer(sa)), !addresses.contains(address) {
                 addresses.append(address)
             }
             node = info.pointee.ai_next
         }
+        if addresses.isEmpty {
+            return finish(.failure(UVError(code: UV_EAI_NONAME.rawValue, operation: operation, target: target)))
+        }
         finish(.success(addresses))
     }
 
-    /// The numeric form of one `addrinfo` entry, or `nil` for a family we do not handle.
-    static func address(_ info: addrinfo) -> DNS.Address? {
-        guard let sa = info.ai_addr else { return nil }
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text -> DNS.Address? in
-            guard let buffer = text.baseAddress else { return nil }
-            switch info.ai_family {
-            case AF_INET:
-                return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    guard uv_ip4_name(sin, buffer, text.count) == 0 else { return nil }
-                    return DNS.Address(family: .ipv4, host: String(cString: buffer), port: UInt16(bigEndian: sin.pointee.sin_port))
-                }
-            case AF_INET6:
-                return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                    guard uv_ip6_name(sin6, buffer, text.count) == 0 else { return nil }
-                    return DNS.Address(family: .ipv6, host: String(cString: buffer), port: UInt16(bigEndian: sin6.pointee.sin6_port))
-                }
-            default:
-                return nil
-            }
-        }
-    }
-
-    /// Cancels the request if it is still waiting for a pool thread (loop thread).
+    /// Cancels the request if it is still waiting for a pool thread (loop thread); the
+    /// answer, if one still comes, is dropped.
     func stop() {
         if stopped { return }
         stopped = true

@@ -139,28 +139,21 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Turns a host (numeric, or a name) and a port into addresses, on a loop.
-///
-/// Numeric hosts resolve at once. Names go through `uv_getaddrinfo` (libuv's thread pool);
-/// the request lives in heap memory freed in its callback, which also runs after a cancel.
-final class AddressResolution: @unchecked Sendable {
-    // Thread-safety: loop thread only.
-
+/// Turns a host (numeric, or a name) and a port into addresses, on a loop: TCP's name
+/// resolution. Numeric hosts resolve at once; names go through ``DNSResolver`` (the same
+/// `uv_getaddrinfo` request as ``DNS/resolve(_:port:on:)``).
+enum AddressResolution {
     typealias Completion = (Result<[SocketAddress], UVError>) -> Void
 
-    private var completion: Completion?
-
-    private init(_ completion: @escaping Completion) { self.completion = completion }
-
     /// Resolves `host:port` on `loop` (loop thread), calling `completion` once on the loop
-    /// thread, unless `cancel()` of the returned object runs first.
+    /// thread, unless `stop()` of the returned resolver runs first.
     ///
     /// - Returns: the resolution in progress (`nil` when it finished synchronously); call
-    ///   `cancel()` on it to drop the answer.
+    ///   `stop()` on it to drop the answer.
     @discardableResult
     static func resolve(
         host: String, port: Int, on loop: EventLoop, _ completion: @escaping Completion
-    ) -> AddressResolution? {
+    ) -> DNSResolver? {
         let target = "\(host):\(port)"
         guard (0...65535).contains(port) else {
             completion(.failure(UVError(code: UV_EINVAL.rawValue, operation: "resolve (port out of range)", target: target)))
@@ -170,64 +163,10 @@ final class AddressResolution: @unchecked Sendable {
             completion(.success([numeric]))
             return nil
         }
-        let bare = SocketAddress.stripBrackets(host)
-        let resolution = AddressResolution(completion)
-        let request = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
-        resolution.target = target
-        resolution.request = request
-        request.pointee.data = Unmanaged.passRetained(resolution).toOpaque()
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        let rc = uv_getaddrinfo(loop.uvLoop, request, { request, status, info in
-            guard let request else { return }
-            let resolution = Unmanaged<AddressResolution>.fromOpaque(request.pointee.data).takeRetainedValue()
-            let target = resolution.target
-            var result: Result<[SocketAddress], UVError>
-            if status < 0 {
-                result = .failure(UVError(code: status, operation: "resolve", target: target))
-            } else {
-                var addresses: [SocketAddress] = []
-                var cursor = info
-                while let entry = cursor {
-                    if let address = entry.pointee.ai_addr, let parsed = SocketAddress(UnsafePointer(address)),
-                        !addresses.contains(parsed)
-                    {
-                        addresses.append(parsed)
-                    }
-                    cursor = entry.pointee.ai_next
-                }
-                result = addresses.isEmpty
-                    ? .failure(UVError(code: UV_EAI_NONAME.rawValue, operation: "resolve", target: target))
-                    : .success(addresses)
-            }
-            if let info { uv_freeaddrinfo(info) }
-            resolution.request = nil
-            request.deallocate()
-            let completion = resolution.completion
-            resolution.completion = nil
-            completion?(result)
-        }, bare, String(port), &hints)
-        if rc < 0 {
-            resolution.request = nil
-            Unmanaged<AddressResolution>.fromOpaque(request.pointee.data).release()
-            request.deallocate()
-            completion(.failure(UVError(code: rc, operation: "resolve", target: target)))
-            return nil
-        }
-        return resolution
-    }
-
-    private var target = ""
-    private var request: UnsafeMutablePointer<uv_getaddrinfo_t>?
-
-    /// Drops the answer (loop thread). The libuv request is cancelled if it has not started;
-    /// its callback still runs and frees the memory.
-    func cancel() {
-        completion = nil
-        if let request {
-            self.request = nil
-            _ = uv_cancel(uvCast(UnsafeMutableRawPointer(request)))
-        }
+        let resolver = DNSResolver(
+            loop: loop, host: SocketAddress.stripBrackets(host), port: port, operation: "resolve", target: target,
+            finish: completion)
+        resolver.start()
+        return resolver
     }
 }

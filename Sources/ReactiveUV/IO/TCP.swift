@@ -56,7 +56,7 @@ public enum TCP {
                             observer: observer, lifetime: lifetime, onListening: onListening)
                     }
                 }
-                if let resolution { lifetime.add(Disposable { loop.perform { resolution.cancel() } }) }
+                if let resolution { lifetime.add(Disposable { loop.perform { resolution.stop() } }) }
             }
         }
     }
@@ -137,7 +137,7 @@ final class TCPConnectAttempt: @unchecked Sendable {
     let options: TCPOptions
     let observer: Sink<TCPConnection>
     let lifetime: CompoundDisposable
-    var resolution: AddressResolution?
+    var resolution: DNSResolver?
     var addresses: [SocketAddress] = []
     var index = 0
     /// The handle being connected, then the connection's.
@@ -239,7 +239,7 @@ final class TCPConnectAttempt: @unchecked Sendable {
     private func cancel() {
         guard !cancelled else { return }
         cancelled = true
-        resolution?.cancel()
+        resolution?.stop()
         resolution = nil
         stream?.close()
     }

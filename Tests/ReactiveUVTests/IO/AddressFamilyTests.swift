@@ -30,6 +30,35 @@ final class AddressFamilyTests: XCTestCase {
         assertAllHandlesClosedAndClose(loop)
     }
 
+    /// A host name goes through `uv_getaddrinfo`; the connection tries the addresses in the
+    /// resolver's order (`localhost` may come first as `::1`, where nothing listens: refused,
+    /// then 127.0.0.1, where the server is).
+    func testConnectingByNameResolvesAndFallsBackAcrossAddresses() throws {
+        let loop = try EventLoop()
+        let (port, server, errors) = startServer(on: loop, host: "127.0.0.1") { echo($0) }
+        XCTAssertNotEqual(port, 0, "\(String(describing: errors.error))")
+        let payload = (0..<10).map { Array("by name \($0)\n".utf8) }
+        let result = Recorder<[UInt8]>()
+        let connection = Locked<TCPConnection?>(nil)
+        result.subscribe(roundTrip(
+            TCP.connect(host: "localhost", port: port, on: loop).doNext { c in connection.withLock { $0 = c } }, payload))
+        XCTAssertTrue(loop.run(until: { result.terminated }, timeout: 30))
+        XCTAssertNil(result.error)
+        XCTAssertEqual(result.values.first, payload.flatMap { $0 })
+        XCTAssertEqual(connection.value?.remoteAddress?.description, "127.0.0.1:\(port)")
+
+        // Disposed while the name is being resolved: nothing is sent, nothing stays open.
+        let early = Recorder<TCPConnection>()
+        let subscription = early.subscribe(TCP.connect(host: "localhost", port: port, on: loop))
+        subscription.dispose()
+        loop.run(until: { false }, timeout: 0.2)
+        XCTAssertTrue(early.values.isEmpty)
+        XCTAssertFalse(early.terminated)
+
+        server.dispose()
+        assertAllHandlesClosedAndClose(loop)
+    }
+
     func testUnixDomainSocketEcho() throws {
         let loop = try EventLoop()
         let directory = try makeTemporaryDirectory()
