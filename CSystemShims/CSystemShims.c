@@ -4,7 +4,9 @@
 #include "CSystemShims.h"
 
 #include <pthread.h>
+#include <errno.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -101,6 +103,12 @@ int64_t csys_thread_id(void) {
 bool csys_thread_is_main(void) { return csys_thread_id() == (int64_t)getpid(); }
 
 void csys_thread_yield(void) { sched_yield(); }
+
+int csys_thread_set_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)csys_thread_id(), nice) == 0 ? 0 : -errno;
+}
+
+int csys_thread_nice(void) { return getpriority(PRIO_PROCESS, (id_t)csys_thread_id()); }
 
 uint64_t csys_monotonic_ns(void) {
     struct timespec ts;

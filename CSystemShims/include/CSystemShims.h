@@ -233,6 +233,13 @@ int64_t csys_thread_id(void);
 bool csys_thread_is_main(void);
 /// Yields the processor (sched_yield).
 void csys_thread_yield(void);
+/// Sets the calling thread's nice value (Linux schedules threads by their own nice value,
+/// `setpriority(PRIO_PROCESS, gettid(), nice)`): how background schedulers' priorities
+/// reach the kernel. Raising it is always allowed; lowering it below the current value needs
+/// CAP_SYS_NICE. Returns 0, or a negative errno (-EPERM, -EACCES).
+int csys_thread_set_nice(int nice);
+/// The calling thread's nice value (-20 to 19).
+int csys_thread_nice(void);
 /// Monotonic time in nanoseconds (CLOCK_MONOTONIC).
 uint64_t csys_monotonic_ns(void);
 

@@ -7,7 +7,9 @@ extension EventLoop {
     static var currentThreadLoop: EventLoop? {
         if csys_thread_is_main() { return EventLoop.main }
         let me = csys_thread_id()
-        for loop in LoopPool.sharedIfStarted?.loops ?? [] where loop.threadID == me { return loop }
+        for pool in LoopPool.startedPoolsList {
+            for loop in pool.loops where loop.threadID == me { return loop }
+        }
         return nil
     }
 

@@ -1,40 +1,68 @@
 import CSystemShims
 import Glibc
 
-/// The shared background loops behind ``Scheduler/background(name:)``: one thread per
-/// online processor (at least one), each running its own ``EventLoop`` forever.
+/// The shared background loops behind ``Scheduler/background(priority:name:)``: for each
+/// priority, one thread per online processor (at least one), each running its own
+/// ``EventLoop`` forever.
 ///
-/// Created on first use. The threads are plain pthreads (no Foundation `Thread`, no
-/// Dispatch), detached, named `ruv-bg-N`. Their loops keep their async handle referenced,
-/// so they sleep in `epoll_wait` when idle and never run out of work to wait for.
+/// Each priority's pool is created on first use. The threads are plain pthreads (no
+/// Foundation `Thread`, no Dispatch), detached, named `ruv-bg-N` (`ruv-bg-high-N`,
+/// `ruv-bg-low-N`, `ruv-bg-bg-N` for the other priorities), and run at their priority's
+/// nice value. Their loops keep their async handle referenced, so they sleep in
+/// `epoll_wait` when idle and never run out of work to wait for.
 final class LoopPool: @unchecked Sendable {
-    // Thread-safety: `loops` is immutable after init; `cursor` is atomic.
+    // Thread-safety: `loops` and `priority` are immutable after init; `cursor` and
+    // `startedPools` are atomic.
 
-    /// The process-wide pool.
-    static let shared: LoopPool = {
-        let pool = LoopPool()
-        started.store(1)
+    /// The default-priority pool.
+    static var shared: LoopPool { pool(for: .default) }
+
+    /// The pool of `priority`, started on first use.
+    static func pool(for priority: Scheduler.Priority) -> LoopPool {
+        switch priority {
+        case .high: return high
+        case .default: return normal
+        case .low: return low
+        case .background: return background
+        }
+    }
+
+    private static let high = LoopPool.start(.high)
+    private static let normal = LoopPool.start(.default)
+    private static let low = LoopPool.start(.low)
+    private static let background = LoopPool.start(.background)
+
+    /// Which pools exist (one bit per priority), so asking "is this a pool thread?" never
+    /// starts threads.
+    private static let startedPools = UnsafeAtomicInt(0)
+
+    private static func start(_ priority: Scheduler.Priority) -> LoopPool {
+        let pool = LoopPool(priority: priority)
+        startedPools.fetchOr(1 << priority.bit)
         return pool
-    }()
+    }
 
-    /// Whether `shared` exists yet (so asking "is this a pool thread?" never starts threads).
-    private static let started = UnsafeAtomicInt(0)
+    /// The pools started so far, without starting any.
+    static var startedPoolsList: [LoopPool] {
+        let bits = startedPools.load()
+        return Scheduler.Priority.allCases.filter { bits & (1 << $0.bit) != 0 }.map { pool(for: $0) }
+    }
 
-    /// The pool if it was started, without starting it.
-    static var sharedIfStarted: LoopPool? { started.load() != 0 ? shared : nil }
-
+    /// The priority this pool's threads run at.
+    let priority: Scheduler.Priority
     /// One loop per pool thread.
     let loops: [EventLoop]
     /// Round-robin position for ``next()``.
     private let cursor = UnsafeAtomicInt(0)
 
-    private init() {
+    private init(priority: Scheduler.Priority) {
+        self.priority = priority
         let online = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let count = max(1, online)
         var loops: [EventLoop] = []
         for index in 0..<count {
             do {
-                loops.append(try LoopPool.spawnThread(index: index))
+                loops.append(try LoopPool.spawnThread(index: index, priority: priority))
             } catch {
                 // Fewer threads than cores still works; none at all cannot.
                 if loops.isEmpty { fatalError("ReactiveUV: cannot start a background loop thread: \(error)") }
@@ -52,17 +80,21 @@ final class LoopPool: @unchecked Sendable {
 
     /// What a new pool thread hands back to the thread that started it.
     private final class Handoff: @unchecked Sendable {
-        // Thread-safety: `condition` guards `loop` and `failure`.
+        // Thread-safety: `condition` guards `loop` and `failure`; the rest is immutable.
         let condition = ConditionLock()
-        let index: Int
+        let name: String
+        let priority: Scheduler.Priority
         var loop: EventLoop?
         var failure: (any Error)?
-        init(index: Int) { self.index = index }
+        init(name: String, priority: Scheduler.Priority) {
+            self.name = name
+            self.priority = priority
+        }
     }
 
     /// Starts a pool thread and waits until its loop exists, so the loop is bound to it.
-    private static func spawnThread(index: Int) throws -> EventLoop {
-        let handoff = Handoff(index: index)
+    private static func spawnThread(index: Int, priority: Scheduler.Priority) throws -> EventLoop {
+        let handoff = Handoff(name: "ruv-bg-\(priority.threadNameInfix)\(index)", priority: priority)
         var thread = pthread_t()
         let context = Unmanaged.passRetained(handoff).toOpaque()
         let rc = pthread_create(&thread, nil, { context in
@@ -71,7 +103,7 @@ final class LoopPool: @unchecked Sendable {
         }, context)
         if rc != 0 {
             Unmanaged<Handoff>.fromOpaque(context).release()
-            throw UVError(code: -rc, operation: "pthread_create", target: "ruv-bg-\(index)")
+            throw UVError(code: -rc, operation: "pthread_create", target: handoff.name)
         }
         pthread_detach(thread)
         handoff.condition.lock()
@@ -86,7 +118,10 @@ final class LoopPool: @unchecked Sendable {
     /// A pool thread's body: create the loop here (binding it to this thread), report it,
     /// then run it forever.
     private static func threadMain(_ handoff: Handoff) -> UnsafeMutableRawPointer? {
-        nameThread("ruv-bg-\(handoff.index)")
+        nameThread(handoff.name)
+        // A hint, as GCD's priorities were: raising the nice value always works; lowering
+        // it (`.high`) needs CAP_SYS_NICE, and without it the thread stays at the default.
+        if handoff.priority.niceValue != 0 { _ = csys_thread_set_nice(handoff.priority.niceValue) }
         let loop: EventLoop
         do {
             loop = try EventLoop()

@@ -127,16 +127,62 @@ extension Scheduler {
     public static var main: Scheduler { LoopScheduler.mainScheduler }
 
     /// A new serial scheduler on the shared pool of background loop threads: RAC's
-    /// `+[RACScheduler scheduler]` (and `+schedulerWithPriority:name:`).
+    /// `+[RACScheduler scheduler]` and `+schedulerWithPriority:name:`.
     ///
     /// Every call returns a distinct scheduler. Its blocks never overlap and run in FIFO
-    /// order on one of the pool's threads (one per processor, chosen round-robin), so
-    /// several background schedulers may share a thread, but each stays serial.
+    /// order on one of its priority's pool threads (one per processor, chosen round-robin),
+    /// so several background schedulers may share a thread, but each stays serial.
     ///
-    /// - Parameter name: a debug name.
+    /// - Parameters:
+    ///   - priority: which pool: its threads run at that priority's nice value. A hint, as
+    ///     GCD's priorities were for RAC: ``Priority/high`` needs the privilege to lower a
+    ///     nice value (CAP_SYS_NICE) and otherwise runs like ``Priority/default``.
+    ///   - name: a debug name.
     /// - Returns: the new scheduler.
-    public static func background(name: String = "ReactiveUV.background") -> Scheduler {
-        LoopScheduler(loop: LoopPool.shared.next(), name: name)
+    public static func background(priority: Priority = .default, name: String = "ReactiveUV.background") -> Scheduler {
+        LoopScheduler(loop: LoopPool.pool(for: priority).next(), name: name)
+    }
+
+    /// The priority of a background scheduler's threads: RAC's `RACSchedulerPriority`.
+    public enum Priority: Sendable, CaseIterable {
+        /// RAC's `RACSchedulerPriorityHigh`: nice -5 where allowed.
+        case high
+        /// RAC's `RACSchedulerPriorityDefault`: nice 0.
+        case `default`
+        /// RAC's `RACSchedulerPriorityLow`: nice 5.
+        case low
+        /// RAC's `RACSchedulerPriorityBackground`: nice 10.
+        case background
+
+        /// The nice value the pool's threads ask for.
+        var niceValue: Int32 {
+            switch self {
+            case .high: return -5
+            case .default: return 0
+            case .low: return 5
+            case .background: return 10
+            }
+        }
+
+        /// This priority's bit in `LoopPool`'s set of started pools.
+        var bit: Int {
+            switch self {
+            case .high: return 0
+            case .default: return 1
+            case .low: return 2
+            case .background: return 3
+            }
+        }
+
+        /// What pool thread names carry: `ruv-bg-N` for the default priority.
+        var threadNameInfix: String {
+            switch self {
+            case .high: return "high-"
+            case .default: return ""
+            case .low: return "low-"
+            case .background: return "bg-"
+            }
+        }
     }
 
     /// The event loop this scheduler runs its blocks on, or `nil` for schedulers that have

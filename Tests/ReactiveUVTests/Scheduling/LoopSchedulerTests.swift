@@ -55,6 +55,45 @@ final class LoopSchedulerTests: XCTestCase {
         XCTAssertEqual(seen.value?.loopThread, true)
     }
 
+    /// RAC's `+schedulerWithPriority:name:`: each priority has its own pool threads, run at
+    /// that priority's nice value (a hint: `.high` needs privilege to go below the default).
+    func testBackgroundPrioritiesRunOnTheirOwnThreadsAtTheirNiceValues() {
+        struct Seen: Sendable {
+            let nice: Int32
+            let thread: Int64
+            let isCurrent: Bool
+            let ownLoop: Bool
+        }
+        let seen = Locked<[Scheduler.Priority: Seen]>([:])
+        for priority in Scheduler.Priority.allCases {
+            let scheduler = Scheduler.background(priority: priority, name: "test.\(priority)")
+            XCTAssertEqual(scheduler.name, "test.\(priority)")
+            scheduler.schedule {
+                let entry = Seen(
+                    nice: csys_thread_nice(), thread: csys_thread_id(), isCurrent: Scheduler.current === scheduler,
+                    ownLoop: EventLoop.currentThreadLoop === scheduler.loop)
+                seen.withLock { $0[priority] = entry }
+            }
+        }
+        XCTAssertTrue(runMainLoop { seen.value.count == 4 })
+        let all = seen.value
+        guard let high = all[.high], let normal = all[.default], let low = all[.low], let background = all[.background] else {
+            return XCTFail("not every priority ran: \(all.keys)")
+        }
+        XCTAssertEqual(Set([high.thread, normal.thread, low.thread, background.thread]).count, 4, "one pool per priority")
+        for entry in [high, normal, low, background] {
+            XCTAssertTrue(entry.isCurrent)
+            XCTAssertTrue(entry.ownLoop, "a priority pool's thread knows its loop (blocking operators need it)")
+        }
+        XCTAssertLessThanOrEqual(high.nice, normal.nice)
+        XCTAssertLessThan(normal.nice, low.nice)
+        XCTAssertLessThan(low.nice, background.nice)
+        if normal.nice <= 5 {
+            XCTAssertEqual(low.nice, 5)
+            XCTAssertEqual(background.nice, 10)
+        }
+    }
+
     func testBackgroundSchedulersAreDistinctAndEachSerial() {
         let a = Scheduler.background()
         let b = Scheduler.background()
