@@ -7,7 +7,7 @@ extension Signal where Value == SchedulerTime {
     ///
     /// `---t|`
     ///
-    /// On a loop scheduler (``Scheduler/main``, ``Scheduler/background(name:)``) the tick
+    /// On a loop scheduler (``Scheduler/main``, ``Scheduler/background(priority:name:)``) the tick
     /// comes from the loop's `uv_timer_t`, armed after refreshing the loop's clock, and
     /// never before its deadline; on a ``TestScheduler`` it comes in virtual time.
     ///
