@@ -6,6 +6,8 @@
 /// STATS             one line of counters
 /// QUIT              close the connection
 /// LINE <file>\t<text>  (from a forwarding logcast) inject a line into this logcast's stream
+/// SYNC <token>      (from a forwarding logcast) answered `OK SYNC <token>` once every
+///                   command before it has been handled: the acknowledgement of its LINEs
 /// ```
 /// Commands are case-insensitive; anything else gets `ERR <reason>` and the connection stays up.
 enum ClientCommand: Equatable {
@@ -15,6 +17,7 @@ enum ClientCommand: Equatable {
     case stats
     case quit
     case line(file: String, text: String)
+    case sync(String)
 
     /// Parses one protocol line.
     static func parse(_ raw: String) -> Result<ClientCommand, ProtocolError> {
@@ -34,6 +37,7 @@ enum ClientCommand: Equatable {
         case "LINE":
             guard let tab = argument.firstIndex(of: "\t") else { return .failure(.malformedLine) }
             return .success(.line(file: String(argument[..<tab]), text: String(argument[argument.index(after: tab)...])))
+        case "SYNC": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.sync(String(argument)))
         case "": return .failure(.empty)
         default: return .failure(.unknown(String(verb.prefix(32))))
         }
@@ -45,6 +49,7 @@ enum ProtocolError: Error, Equatable, CustomStringConvertible {
     case empty
     case unknown(String)
     case unexpectedArgument(String)
+    case missingArgument(String)
     case malformedLine
     case binary
     case invalidRegex(String)
@@ -55,6 +60,7 @@ enum ProtocolError: Error, Equatable, CustomStringConvertible {
         case .empty: return "empty command"
         case .unknown(let verb): return "unknown command '\(verb)' (try GREP, PAUSE, RESUME, STATS, QUIT)"
         case .unexpectedArgument(let verb): return "\(verb) takes no argument"
+        case .missingArgument(let verb): return "\(verb) needs an argument"
         case .malformedLine: return "LINE needs '<file>\\t<text>'"
         case .binary: return "binary data is not a command"
         case .invalidRegex(let why): return "invalid regex: \(why)"

@@ -97,6 +97,9 @@ final class ClientSession: @unchecked Sendable {
         case .success(.stats): reply(String(stats.line(now: Scheduler.main.now).dropLast()))
         case .success(.quit): quit(message: "BYE")
         case .success(.line(let file, let text)): config.inject(TaggedLine(file: file, text: text))
+        // Commands are handled in arrival order and injection is synchronous, so this reply
+        // tells a forwarder that every LINE it sent before the SYNC is in our stream.
+        case .success(.sync(let token)): reply("OK SYNC \(token)")
         }
     }
 

@@ -5,9 +5,14 @@ import ReactiveUV
 ///
 /// The connection is a signal pipeline: `TCP.connect` retried with exponential backoff, and
 /// repeated when an established connection closes. Lines wait in a bounded buffer and
-/// leave it only when their write has completed, so a line held while the upstream is away
-/// (or restarting) is sent once it is back; when the buffer is full the oldest line is
-/// dropped and counted.
+/// leave it only when the upstream has **acknowledged** them: after a burst of `LINE`s the
+/// forwarder sends `SYNC <n>` (n counts every line ever released or sent), and the upstream
+/// answers `OK SYNC <n>` once it has handled everything before it. A completed write is not
+/// enough: when the upstream exits, the kernel still accepts writes into the dead
+/// connection until the reset comes back, and lines written then would be lost. Lines not
+/// acknowledged when a connection ends are sent again on the next one (at least once; the
+/// upstream that could have handled them twice is the one that went away). When the buffer
+/// is full the oldest line is dropped and counted.
 final class Forwarder: @unchecked Sendable {
     // Main loop only.
     let host: String
@@ -17,10 +22,15 @@ final class Forwarder: @unchecked Sendable {
     let logger: Logger
     var buffer: [String] = []
     var head = 0
-    /// Lines from `head` on that have been handed to the current connection.
+    /// How many lines left the buffer for good (acknowledged or dropped): the number of
+    /// `buffer[head]` in the sequence of all lines, which `SYNC` tokens count in.
+    var released = 0
+    /// Lines from `head` on that have been written to the current connection, unacknowledged.
     var inFlight = 0
     var connection: TCPConnection?
     var dropped = 0
+    /// A `SYNC` is due at the end of this loop turn (one per burst, not one per line).
+    var syncScheduled = false
     let subscriptions = CompoundDisposable()
 
     init(host: String, port: Int, capacity: Int, stats: Stats, logger: Logger) {
@@ -64,6 +74,7 @@ final class Forwarder: @unchecked Sendable {
     func send(_ line: TaggedLine) {
         if pending >= capacity {
             head += 1
+            released += 1
             dropped += 1
             if inFlight > 0 { inFlight -= 1 }
         }
@@ -76,9 +87,10 @@ final class Forwarder: @unchecked Sendable {
         logger.info("forwarding to \(connection)")
         self.connection = connection
         inFlight = 0
-        // The upstream never talks back, but reading is how a closed upstream shows: its end
-        // of stream (a restart) or a reset arrives here at once, before lines are written
-        // into a dead socket and counted as sent.
+        // To the upstream we are a client: PAUSE keeps its own lines from streaming back.
+        connection.write("PAUSE\n").subscribe(error: { _ in })
+        // The upstream answers SYNCs (and PAUSE); its end of stream or a reset also shows
+        // here, so a closed upstream is noticed as soon as possible.
         let lost: (String) -> Void = { [weak self, weak connection, logger] reason in
             logger.debug("forward connection event: \(reason)")
             guard let self, let connection, self.connection === connection else { return }
@@ -87,28 +99,51 @@ final class Forwarder: @unchecked Sendable {
             self.inFlight = 0
             connection.close()
         }
-        subscriptions += connection.reads.subscribe(
+        subscriptions += connection.lines(maxLength: 1 << 20).subscribe(
+            next: { [weak self, weak connection] reply in
+                guard let self, let connection, self.connection === connection else { return }
+                self.received(reply)
+            },
             error: { lost("failed: \($0)") }, completed: { lost("closed by the upstream") })
         subscriptions += connection.closed.subscribe(error: { _ in lost("closed") }, completed: { lost("closed") })
         pump()
     }
 
-    /// Hands every held line not yet in flight to the connection.
+    /// Hands every held line not yet in flight to the connection, and asks for an
+    /// acknowledgement once this loop turn's burst is written.
     func pump() {
         guard let connection else { return }
+        guard inFlight < pending else { return }
         while inFlight < pending {
             let line = buffer[head + inFlight]
             inFlight += 1
             connection.write(line).subscribe(error: { [logger] error in
                 logger.debug("forward write failed: \(error)")
-            }, completed: { [weak self, weak connection] in
-                guard let self, self.connection === connection, self.inFlight > 0 else { return }
-                self.head += 1
-                self.inFlight -= 1
-                self.stats.forwarded += 1
-                self.compact()
             })
         }
+        if !syncScheduled {
+            syncScheduled = true
+            Scheduler.main.schedule { [weak self] in self?.sendSync() }
+        }
+    }
+
+    /// Asks the upstream to acknowledge every line written so far.
+    func sendSync() {
+        syncScheduled = false
+        guard let connection, inFlight > 0 else { return }
+        connection.write("SYNC \(released + inFlight)\n").subscribe(error: { _ in })
+    }
+
+    /// A line from the upstream: `OK SYNC <n>` releases the lines before the n-th.
+    func received(_ reply: String) {
+        guard reply.hasPrefix("OK SYNC "), let token = Int(reply.dropFirst(8)) else { return }
+        let acknowledged = min(token - released, inFlight)
+        guard acknowledged > 0 else { return }
+        head += acknowledged
+        released += acknowledged
+        inFlight -= acknowledged
+        stats.forwarded += acknowledged
+        compact()
     }
 
     func compact() {

@@ -201,6 +201,22 @@ final class LogcastTests: XCTestCase {
         XCTAssertEqual(read, 1000, "the 1,000 lines held while the upstream was away, no more, no less; edge: \(edge.errors)")
     }
 
+    /// A forwarder's acknowledgement: `SYNC <token>` is answered in order, after the `LINE`s
+    /// before it are in the stream (so a client filtering for them has them first).
+    func testSyncIsAnsweredAfterTheLinesBeforeIt() throws {
+        let a = dir + "/a.log"
+        appendLines(a, ["x"])
+        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let forwarder = try LineClient(port: server.port)
+        XCTAssertEqual(forwarder.command("PAUSE", reply: "OK PAUSE").last, "OK PAUSE")
+        let reader = try LineClient(port: server.port)
+        _ = reader.command("GREP ^injected-", reply: "OK GREP")
+        forwarder.send((0..<50).map { "LINE edge.log\tinjected-\($0)\n" }.joined() + "SYNC 50\n")
+        XCTAssertEqual(forwarder.readLines { $0.contains("OK SYNC 50") }.last, "OK SYNC 50", "nothing else comes back to a paused client")
+        XCTAssertEqual(reader.readLines { $0.count >= 50 }, (0..<50).map { "edge.log: injected-\($0)" })
+        XCTAssertEqual(forwarder.command("SYNC", reply: "ERR").last, "ERR SYNC needs an argument")
+    }
+
     func testSIGTERMEndsTheProcessWithExitZero() throws {
         let a = dir + "/a.log"
         appendLines(a, ["x"])
