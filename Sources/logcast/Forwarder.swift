@@ -84,7 +84,7 @@ final class Forwarder: @unchecked Sendable {
     }
 
     func connected(_ connection: TCPConnection) {
-        logger.info("forwarding to \(connection)")
+        logger.info("forwarding to \(connection) from \(connection.localAddress.map { "\($0)" } ?? "?")")
         self.connection = connection
         inFlight = 0
         // To the upstream we are a client: PAUSE keeps its own lines from streaming back.

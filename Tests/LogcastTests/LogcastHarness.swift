@@ -118,12 +118,17 @@ final class LineClient {
     }
 
     /// Reads lines until `done(lines)` is true, the peer closes, or `timeout` passes.
+    ///
+    /// `done` is asked after every line, and lines received after the one that satisfied it
+    /// stay buffered for the next read: a reply followed in the same segment by other lines
+    /// (a broadcast log line) is still the last line returned.
     @discardableResult
     func readLines(timeout: Double = 60, until done: ([String]) -> Bool) -> [String] {
         var lines: [String] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while !done(lines) && Date() < deadline && !closedByPeer {
+        if takeBufferedLines(into: &lines, until: done) { return lines }
+        while Date() < deadline && !closedByPeer {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&poller, 1, 100) <= 0 { continue }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
@@ -132,12 +137,20 @@ final class LineClient {
                 break
             }
             pending.append(contentsOf: buffer[0..<n])
-            while let nl = pending.firstIndex(of: 10) {
-                lines.append(String(decoding: pending[0..<nl], as: UTF8.self))
-                pending.removeSubrange(0...nl)
-            }
+            if takeBufferedLines(into: &lines, until: done) { break }
         }
         return lines
+    }
+
+    /// Moves complete buffered lines into `lines` until `done(lines)`; whether it became true.
+    private func takeBufferedLines(into lines: inout [String], until done: ([String]) -> Bool) -> Bool {
+        if done(lines) { return true }
+        while let nl = pending.firstIndex(of: 10) {
+            lines.append(String(decoding: pending[0..<nl], as: UTF8.self))
+            pending.removeSubrange(0...nl)
+            if done(lines) { return true }
+        }
+        return false
     }
 
     /// Sends a command and reads until a reply line starting with `prefix`.

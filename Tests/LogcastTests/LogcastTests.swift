@@ -186,11 +186,16 @@ final class LogcastTests: XCTestCase {
         appendLines(file, (100..<1100).map { "fwd-\($0)" })
         usleep(500_000)
 
-        let restarted = try LogcastProcess(["--listen", "127.0.0.1:\(port)", "--heartbeat", "0"])
+        // It follows an empty file (not the demo log a FILE-less logcast makes up), so every
+        // line it reads is one the edge forwarded.
+        let upstreamLog = dir + "/upstream.log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: upstreamLog, contents: nil))
+        let restarted = try LogcastProcess([upstreamLog, "--listen", "127.0.0.1:\(port)", "--heartbeat", "0"])
         processes.append(restarted)
         _ = try restarted.waitUntilListening()
         // Every held line reaches the restarted upstream, once: its counter proves it.
         let counter = try LineClient(port: port)
+        _ = counter.command("PAUSE", reply: "OK PAUSE")  // replies only, no log lines
         var read = 0
         let deadline = Date().addingTimeInterval(60)
         while read < 1000 && Date() < deadline {

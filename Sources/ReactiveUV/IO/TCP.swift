@@ -207,6 +207,14 @@ final class TCPConnectAttempt: @unchecked Sendable {
             failed(UVError(code: status, operation: "connect", target: stream.target))
             return
         }
+        // TCP's simultaneous open: connecting to a local port nothing listens on can pick that
+        // very port as the source and connect the socket to itself (the kernel allows it).
+        // Whatever the caller wanted, it was not talking to itself; report the port as
+        // closed, as it is, so retrying callers retry instead of writing into a mirror.
+        if TCPConnectAttempt.isConnectedToItself(uvCast(stream.handle)) {
+            failed(UVError(code: UV_ECONNREFUSED.rawValue, operation: "connect (the socket connected to itself: nothing listens)", target: stream.target))
+            return
+        }
         let connection = TCPConnection(stream: stream, options: options)
         self.connection = connection
         stream.whenClosed { [self] _ in
@@ -215,6 +223,13 @@ final class TCPConnectAttempt: @unchecked Sendable {
             lifetime.dispose()
         }
         if !lifetime.isDisposed { observer(.next(connection)) }
+    }
+
+    /// Whether a connected TCP handle's local and peer addresses are the same (a socket
+    /// that connected to itself).
+    static func isConnectedToItself(_ tcp: UnsafeMutablePointer<uv_tcp_t>) -> Bool {
+        guard let local = SocketAddress.local(of: tcp) else { return false }
+        return local == SocketAddress.peer(of: tcp)
     }
 
     /// One address failed: try the next, or report.

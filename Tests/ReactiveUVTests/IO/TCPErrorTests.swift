@@ -42,6 +42,40 @@ final class TCPErrorTests: XCTestCase {
         assertAllHandlesClosedAndClose(loop)
     }
 
+    /// A socket bound to a port and connected to that same port connects to itself (TCP's
+    /// simultaneous open; `connect` can pick such a source port by chance when nothing
+    /// listens). `TCP.connect` checks every connection for it, and reports ECONNREFUSED.
+    func testASocketConnectedToItselfIsRecognized() throws {
+        let loop = try EventLoop()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        XCTAssertEqual(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }, 0)
+        var length = size
+        XCTAssertEqual(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }, 0)
+        XCTAssertEqual(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) } }, 0, "errno \(errno)")
+
+        let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        XCTAssertEqual(uv_tcp_init(loop.uvLoop, tcp), 0)
+        XCTAssertEqual(uv_tcp_open(tcp, fd), 0)
+        XCTAssertTrue(TCPConnectAttempt.isConnectedToItself(tcp))
+        uv_close(UnsafeMutablePointer<uv_handle_t>(OpaquePointer(tcp))) { UnsafeMutableRawPointer($0)?.deallocate() }
+
+        // An ordinary connection is not.
+        let (port, server, _) = startServer(on: loop) { _ in .never() }
+        let client = Recorder<TCPConnection>()
+        client.subscribe(TCP.connect(host: "127.0.0.1", port: port, on: loop))
+        XCTAssertTrue(loop.run(until: { !client.values.isEmpty || client.terminated }, timeout: 30))
+        let connection = try XCTUnwrap(client.values.first)
+        XCTAssertNotEqual(connection.localAddress, connection.remoteAddress)
+        connection.close()
+        server.dispose()
+        assertAllHandlesClosedAndClose(loop)
+    }
+
     func testBadAddressesAreErrorsNotTraps() throws {
         let loop = try EventLoop()
         let outOfRange = Recorder<TCPConnection>()
