@@ -22,6 +22,14 @@ final class LogcastTests: XCTestCase {
         return p
     }
 
+    /// Starts logcast on a one-line `a.log` in the test's directory, listening on any port,
+    /// with `options` (by default no heartbeats).
+    func startOnOneFile(_ options: [String] = ["--heartbeat", "0"]) throws -> LogcastProcess {
+        let a = dir + "/a.log"
+        appendLines(a, ["x"])
+        return try start([a, "--listen", "127.0.0.1:0"] + options)
+    }
+
     /// Appends `sync` lines to each file until a client filtering on them sees one from
     /// each: from then on the tails are following, and every appended line is delivered.
     func synchronize(_ port: Int, files: [String]) throws {
@@ -209,9 +217,7 @@ final class LogcastTests: XCTestCase {
     /// A forwarder's acknowledgement: `SYNC <token>` is answered in order, after the `LINE`s
     /// before it are in the stream (so a client filtering for them has them first).
     func testSyncIsAnsweredAfterTheLinesBeforeIt() throws {
-        let a = dir + "/a.log"
-        appendLines(a, ["x"])
-        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let server = try startOnOneFile()
         let forwarder = try LineClient(port: server.port)
         XCTAssertEqual(forwarder.command("PAUSE", reply: "OK PAUSE").last, "OK PAUSE")
         let reader = try LineClient(port: server.port)
@@ -223,9 +229,7 @@ final class LogcastTests: XCTestCase {
     }
 
     func testSIGTERMEndsTheProcessWithExitZero() throws {
-        let a = dir + "/a.log"
-        appendLines(a, ["x"])
-        let server = try start([a, "--listen", "127.0.0.1:0"])
+        let server = try startOnOneFile([])
         let c = try LineClient(port: server.port)
         _ = c.command("STATS", reply: "STATS")
         server.signal(SIGTERM)
@@ -235,9 +239,7 @@ final class LogcastTests: XCTestCase {
     }
 
     func testBadInputGetsErrAndTheConnectionStaysUp() throws {
-        let a = dir + "/a.log"
-        appendLines(a, ["x"])
-        let server = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let server = try startOnOneFile()
         let c = try LineClient(port: server.port)
         XCTAssertEqual(c.command("FROB", reply: "ERR").last, "ERR unknown command 'FROB' (try GREP, PAUSE, RESUME, STATS, QUIT)")
         XCTAssertTrue(c.command("GREP [unclosed", reply: "ERR").last?.hasPrefix("ERR invalid regex") ?? false)
