@@ -27,7 +27,8 @@ extension File {
     /// **Following.** Appends are noticed through inotify (`uv_fs_event` on the file's
     /// directory) and, because inotify misses events (network and some FUSE file
     /// systems, a directory that does not exist yet), also by polling every
-    /// `pollInterval` seconds. Catch-up reads use 256 KiB libuv fs requests.
+    /// `pollInterval` seconds. Catch-up reads use 256 KiB libuv fs requests, the next one
+    /// already running on libuv's thread pool while the loop delivers the last one's lines.
     ///
     /// **Lines.** Split by ``LineBuffer``. A last line without its line break is held
     /// until the break arrives, not sent early; when a rotation finishes the old file, its

@@ -14,7 +14,9 @@ import Glibc
 ///    and queue it behind the files we already follow.
 /// 2. Read the **head** of the queue from our offset to its end in large chunks, splitting
 ///    lines as they come; then `fstat` it: smaller than our offset means it was truncated
-///    (start again at 0), larger means it grew meanwhile (read on).
+///    (start again at 0), larger means it grew meanwhile (read on). A read that fills the
+///    buffer (catching up) starts the next read at once, into a second buffer, before its
+///    own chunk is delivered: a pool thread reads while the loop thread delivers.
 /// 3. At the head's end, if a newer file is queued and the head has been quiet (no new
 ///    data) for the rotation quiet period, the head is finished: its unfinished last line
 ///    is sent, its descriptor closed, and the next file becomes the head (read from 0).
@@ -77,8 +79,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Sends the error and ends the subscription (which calls ``stop()``).
     let fail: (any Error) -> Void
 
-    private let request: FileRequest
-    private let buffer: UnsafeMutableRawBufferPointer
+    /// The request the pass runs on (at most one of the two is in flight at a time).
+    private var request: FileRequest
+    /// The buffer the next read of the head goes into.
+    private var buffer: UnsafeMutableRawBufferPointer
+    /// The other request and buffer, for the read-ahead: while a chunk read into `buffer`
+    /// is delivered, the next one is read here, and the two pairs swap roles. Made at the
+    /// first full read, so a follower that never catches up on a large file holds one buffer.
+    private var spare: (request: FileRequest, buffer: UnsafeMutableRawBufferPointer)?
     private var lines: LineBuffer
     /// The files being followed, oldest (the one being read) first.
     private var files: [TailFile] = []
@@ -119,8 +127,9 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     }
 
     deinit {
-        // Every read completion captures `self`, so no read into this buffer is pending.
+        // Every read completion captures `self`, so no read into either buffer is pending.
         buffer.deallocate()
+        spare?.buffer.deallocate()
     }
 
     /// `dirname(path)`, without touching the file system.
@@ -386,22 +395,51 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private func readHead() {
         if stopped { return endPass() }
         guard let head = files.first else { return endPass() }
-        request.read(head.fd, into: buffer, at: head.offset) { [self] n in headRead(head, n) }
+        let target = buffer
+        request.read(head.fd, into: target, at: head.offset) { [self] n in headRead(head, target, n) }
     }
 
-    private func headRead(_ head: TailFile, _ n: Int) {
+    private func headRead(_ head: TailFile, _ data: UnsafeMutableRawBufferPointer, _ n: Int) {
         if stopped { return endPass() }
         if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
-        if n > 0 {
-            head.offset += Int64(n)
-            head.lastData = csys_monotonic_ns()
-            if let error = deliver(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { return failPass(error) }
+        if n == 0 { return request.fstat(head.fd) { [self] rc in headChecked(head, rc) } }
+        head.offset += Int64(n)
+        head.lastData = csys_monotonic_ns()
+        let chunk = UnsafeRawBufferPointer(rebasing: data[0..<n])
+        if n < data.count {
+            // Short: the end for now. Deliver, then `fstat` for truncation and growth.
+            if let error = deliver(chunk) { return failPass(error) }
             // A line callback may have disposed the subscription.
             if stopped { return endPass() }
-            // A full buffer: more is very likely there.
-            if n == buffer.count { return readHead() }
+            return request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
         }
-        request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
+        // A full buffer: more is very likely there, so read it now, into the other buffer,
+        // and deliver this chunk while a pool thread reads. Nothing else is in flight (this
+        // is the completion of the pass's only request), so the pass still has exactly one
+        // request out: the read-ahead, whose completion carries the pass on. A truncation
+        // or rotation is noticed as before, at the first short read.
+        swapBuffers()
+        readHead()
+        // libuv refusing the read outright fails the pass at once: the subscription has
+        // ended, so this chunk has no one to go to.
+        if stopped { return }
+        if let error = deliver(chunk) {
+            // Fail now; the read-ahead's completion sees `stopped` and ends the pass, and
+            // only then are descriptors closed (never under a read in flight).
+            if !stopped { fail(error) }
+            stopped = true
+        }
+        // If a line callback disposed the subscription, `stop()` has tried to cancel the
+        // read-ahead, and its completion (cancelled or not) ends the pass.
+    }
+
+    /// Makes the spare request and buffer the pass's own (creating them the first time).
+    private func swapBuffers() {
+        let other = spare ?? (FileRequest(loop: loop),
+                              UnsafeMutableRawBufferPointer.allocate(byteCount: TailFollower.chunkSize, alignment: 16))
+        spare = (request, buffer)
+        request = other.request
+        buffer = other.buffer
     }
 
     private func headChecked(_ head: TailFile, _ rc: Int) {

@@ -132,6 +132,20 @@ final class FileTailTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testFromTheBeginningOfAFileOfManyReads() throws {
+        let loop = try EventLoop()
+        let path = directory.file("many.log")
+        // About 3.4 MB: many full reads, each one's lines sent while the next is read.
+        writeFile(path, numbered(0..<500_000))
+        let (recorder, subscription) = tail(path, from: .beginning, on: loop)
+        XCTAssertTrue(run(loop, until: recorder, has: 500_000))
+        append(path, numbered(500_000..<500_010))
+        XCTAssertTrue(run(loop, until: recorder, has: 500_010))
+        XCTAssertTrue(recorder.values == strings(0..<500_010), "every line once, in order")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testAPartialLineIsHeldUntilItsBreakArrives() throws {
         let loop = try EventLoop()
         let path = directory.file("partial.log")
