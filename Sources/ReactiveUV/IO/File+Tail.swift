@@ -27,8 +27,8 @@ extension File {
     /// **Following.** Appends are noticed through inotify (`uv_fs_event` on the file's
     /// directory) and, because inotify misses events (network and some FUSE file
     /// systems, a directory that does not exist yet), also by polling every
-    /// `pollInterval` seconds. Catch-up reads use 256 KiB libuv fs requests, the next one
-    /// already running on libuv's thread pool while the loop delivers the last one's lines.
+    /// `pollInterval` seconds. Catch-up reads are 256 KiB `pread`s on libuv's thread pool,
+    /// the next one already running while the loop delivers the last one's lines.
     ///
     /// **Lines.** Split by ``LineBuffer``. A last line without its line break is held
     /// until the break arrives, not sent early; when a rotation finishes the old file, its
@@ -96,7 +96,9 @@ extension File {
     /// complete lines, each ending with `\n`, bytes exactly as in the file (a rotated
     /// file's unfinished last line gets a `\n` added). Same rotation, truncation, waiting
     /// and error semantics. For consumers that pass lines on as bytes — a terminal, a
-    /// socket — it avoids the per-line allocation that dominates `tail`'s cost.
+    /// socket — it avoids the per-line allocation that dominates `tail`'s cost, and a
+    /// chunk is the very array the read went into (the pool thread cuts it at its last line
+    /// break), so no byte is copied on the loop's thread.
     ///
     /// - Returns: a cold signal of byte chunks, on the loop's thread; never completes.
     public static func tailChunks(

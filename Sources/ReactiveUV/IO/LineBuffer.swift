@@ -71,32 +71,10 @@ public struct LineBuffer: Sendable {
     public mutating func appendWholeLines(_ chunk: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
         guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), chunk.count > 0 else { return }
         let count = chunk.count
-        // Check every line's length before sending anything of them. Only the first line
-        // (it continues `pending`) and the partial line after the last break need a look
-        // of their own: a line between the first and the last break is at most as long as
-        // the span between them, so when that span is within the limit (always, for reads
-        // no bigger than the limit) the lines in it need no search at all. Finding each
-        // break with memchr instead cost a call per line, a third of `tailChunks`' CPU time.
-        guard let first = memchrNewline(base, count) else {
-            try checkPartialLine(base, count, lineStart: -pending.count)
+        guard let lastBreak = try checkLines(base, count, carried: pending.count, carriedLast: pending.last) else {
             pending.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
             return
         }
-        let firstBreak = first - base
-        try checkLine(base, end: firstBreak, lineStart: -pending.count)
-        let lastBreak = lastNewline(base, count)
-        if lastBreak - firstBreak - 1 > maxLength {
-            // Long lines may hide in between: check each one.
-            var lineStart = firstBreak + 1
-            while lineStart < lastBreak, let hit = memchrNewline(base + lineStart, lastBreak - lineStart) {
-                let end = hit - base
-                try checkLine(base, end: end, lineStart: lineStart)
-                lineStart = end + 1
-            }
-            try checkLine(base, end: lastBreak, lineStart: lineStart)
-        }
-        try checkPartialLine(base, count, lineStart: lastBreak + 1)
-
         let wholeCount = pending.count + lastBreak + 1
         let whole = [UInt8](unsafeUninitializedCapacity: wholeCount) { buffer, initialized in
             let target = buffer.baseAddress!
@@ -113,10 +91,77 @@ public struct LineBuffer: Sendable {
         emit(whole)
     }
 
-    /// Throws if the line from `lineStart` (negative: it began in `pending`) to the break
-    /// at `end` is over the limit, not counting one `\r` before the break.
-    private func checkLine(_ base: UnsafePointer<UInt8>, end: Int, lineStart: Int) throws {
-        let previous: UInt8? = end > 0 ? base[end - 1] : pending.last
+    /// Hands out the partial line (leaving none), for a read that puts the next bytes right
+    /// after it in one array; ``acceptWholeLines(_:partial:)`` then takes that array.
+    mutating func takePartialLine() -> [UInt8] {
+        let partial = pending
+        pending = []
+        return partial
+    }
+
+    /// Puts back a partial line handed out by ``takePartialLine()`` (a read found nothing new).
+    mutating func restorePartialLine(_ partial: [UInt8]) {
+        pending = partial
+    }
+
+    /// ``appendWholeLines(_:_:)`` for a chunk already split at its last line break (by
+    /// the read that made it): `whole` starts with the partial line taken with
+    /// ``takePartialLine()`` (so none is pending) and ends with a line break, or is empty;
+    /// `partial` holds no break. Checks every line, keeps `partial` as the new partial line
+    /// and returns `whole` as it is (no copy), or `nil` when it is empty.
+    ///
+    /// - Throws: ``LineError/lineTooLong(maxLength:)`` when a line exceeds the limit.
+    mutating func acceptWholeLines(_ whole: [UInt8], partial: [UInt8]) throws -> [UInt8]? {
+        assert(pending.isEmpty, "LineBuffer.acceptWholeLines: the partial line was not taken")
+        try whole.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                _ = try checkLines(base, buffer.count, carried: 0, carriedLast: nil)
+            }
+        }
+        try partial.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress { try checkPartialLine(base, buffer.count, lineStart: 0) }
+        }
+        pending = partial
+        return whole.isEmpty ? nil : whole
+    }
+
+    /// Checks the length of every line in `count` bytes at `base`, whose first line
+    /// continues a partial line of `carried` bytes (the last of them `carriedLast`), and of
+    /// the partial line after the last break; returns the last break's index, or `nil`
+    /// when there is none.
+    ///
+    /// Only the first line and the partial line need a look of their own: a line between
+    /// the first and the last break is at most as long as the span between them, so when
+    /// that span is within the limit (always, for chunks no bigger than the limit) the lines
+    /// in it need no search at all. Finding each break with memchr instead cost a call per
+    /// line, a third of `tailChunks`' CPU time.
+    private func checkLines(_ base: UnsafePointer<UInt8>, _ count: Int, carried: Int, carriedLast: UInt8?) throws -> Int? {
+        guard let first = memchrNewline(base, count) else {
+            try checkPartialLine(base, count, lineStart: -carried)
+            return nil
+        }
+        let firstBreak = first - base
+        try checkLine(base, end: firstBreak, lineStart: -carried, carriedLast: carriedLast)
+        let lastBreak = lastNewline(base, count)
+        if lastBreak - firstBreak - 1 > maxLength {
+            // Long lines may hide in between: check each one.
+            var lineStart = firstBreak + 1
+            while lineStart < lastBreak, let hit = memchrNewline(base + lineStart, lastBreak - lineStart) {
+                let end = hit - base
+                try checkLine(base, end: end, lineStart: lineStart, carriedLast: carriedLast)
+                lineStart = end + 1
+            }
+            try checkLine(base, end: lastBreak, lineStart: lineStart, carriedLast: carriedLast)
+        }
+        try checkPartialLine(base, count, lineStart: lastBreak + 1)
+        return lastBreak
+    }
+
+    /// Throws if the line from `lineStart` (negative: it began in the carried partial line,
+    /// whose last byte is `carriedLast`) to the break at `end` is over the limit, not
+    /// counting one `\r` before the break.
+    private func checkLine(_ base: UnsafePointer<UInt8>, end: Int, lineStart: Int, carriedLast: UInt8?) throws {
+        let previous: UInt8? = end > 0 ? base[end - 1] : carriedLast
         if end - lineStart - (previous == 13 ? 1 : 0) > maxLength { throw tooLong() }
     }
 

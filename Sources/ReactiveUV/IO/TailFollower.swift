@@ -5,8 +5,9 @@ import Glibc
 /// One subscription of ``File/tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)``:
 /// the `tail -F` state machine, on the loop's thread.
 ///
-/// **Passes.** All work happens in *passes*, one at a time, each a chain of libuv fs
-/// requests through one reused ``FileRequest``:
+/// **Passes.** All work happens in *passes*, one at a time, each a chain of requests to
+/// libuv's thread pool through a ``FileRequest`` (two of them, taking turns, while a
+/// catch-up read runs ahead; never two requests in flight):
 ///
 /// 1. `stat` the path. If it names a file we do not have open (the first file, or a new
 ///    one after a rotation), `open` it and `fstat` the descriptor (the identity that
@@ -14,9 +15,11 @@ import Glibc
 ///    and queue it behind the files we already follow.
 /// 2. Read the **head** of the queue from our offset to its end in large chunks, splitting
 ///    lines as they come; then `fstat` it: smaller than our offset means it was truncated
-///    (start again at 0), larger means it grew meanwhile (read on). A read that fills the
-///    buffer (catching up) starts the next read at once, into a second buffer, before its
-///    own chunk is delivered: a pool thread reads while the loop thread delivers.
+///    (start again at 0), larger means it grew meanwhile (read on). A read that fills its
+///    chunk (catching up) starts the next read at once, on a second request, before its
+///    own lines are delivered: a pool thread reads while the loop thread delivers. Each
+///    read makes a new array on the pool thread (see ``FileRequest``); for whole-line
+///    chunks it starts with the partial line carried over, and is itself the chunk sent.
 /// 3. At the head's end, if a newer file is queued and the head has been quiet (no new
 ///    data) for the rotation quiet period, the head is finished: its unfinished last line
 ///    is sent, its descriptor closed, and the next file becomes the head (read from 0).
@@ -81,12 +84,9 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     /// The request the pass runs on (at most one of the two is in flight at a time).
     private var request: FileRequest
-    /// The buffer the next read of the head goes into.
-    private var buffer: UnsafeMutableRawBufferPointer
-    /// The other request and buffer, for the read-ahead: while a chunk read into `buffer`
-    /// is delivered, the next one is read here, and the two pairs swap roles. Made at the
-    /// first full read, so a follower that never catches up on a large file holds one buffer.
-    private var spare: (request: FileRequest, buffer: UnsafeMutableRawBufferPointer)?
+    /// The other request, for the read-ahead: the next read starts on it while the chunk
+    /// just read is delivered, and the two swap roles. Made at the first full read.
+    private var spareRequest: FileRequest?
     private var lines: LineBuffer
     /// The files being followed, oldest (the one being read) first.
     private var files: [TailFile] = []
@@ -123,13 +123,6 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         self.fail = fail
         self.lines = LineBuffer(maxLength: maxLineLength)
         request = FileRequest(loop: loop)
-        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: TailFollower.chunkSize, alignment: 16)
-    }
-
-    deinit {
-        // Every read completion captures `self`, so no read into either buffer is pending.
-        buffer.deallocate()
-        spare?.buffer.deallocate()
     }
 
     /// `dirname(path)`, without touching the file system.
@@ -362,10 +355,11 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             file.offset = 0
             return readHead()
         }
-        let length = Int(min(Int64(buffer.count), end))
+        let length = Int(min(Int64(TailFollower.chunkSize), end))
         let from = end - Int64(length)
-        let window = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
-        request.read(file.fd, into: window, at: from) { [self] n in
+        request.read(file.fd, count: length, at: from, after: []) { [self] read in
+            let n = read.count
+            let window = read.bytes
             if stopped { return endPass() }
             if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
             if n < length {
@@ -377,7 +371,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             var found = found
             var index = n - 1
             while index >= 0 {
-                if buffer[index] == 10 {
+                if window[index] == 10 {
                     found += 1
                     if found == breaksWanted {
                         file.offset = from + Int64(index) + 1
@@ -392,54 +386,101 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     // MARK: Reading
 
+    /// Reads the next chunk of the head. For whole-line chunks, the partial line the last
+    /// chunk ended with goes into the read, so the new bytes land right after it, and the
+    /// pool thread cuts the array at its last line break: that array is the chunk sent
+    /// (see ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``).
     private func readHead() {
         if stopped { return endPass() }
         guard let head = files.first else { return endPass() }
-        let target = buffer
-        request.read(head.fd, into: target, at: head.offset) { [self] n in headRead(head, target, n) }
+        let carried: [UInt8]
+        let wholeLines: Bool
+        switch output {
+        case .chunks: (carried, wholeLines) = (lines.takePartialLine(), true)
+        case .lines: (carried, wholeLines) = ([], false)
+        }
+        request.read(
+            head.fd, count: TailFollower.chunkSize, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines
+        ) { [self] read in
+            headRead(head, read)
+        }
     }
 
-    private func headRead(_ head: TailFile, _ data: UnsafeMutableRawBufferPointer, _ n: Int) {
+    /// A read of the head is back: for whole-line chunks, the carried partial line and the
+    /// bytes read, split at the last line break; otherwise the bytes read.
+    private func headRead(_ head: TailFile, _ read: ArrayReadResult) {
+        let n = read.count
         if stopped { return endPass() }
         if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
-        if n == 0 { return request.fstat(head.fd) { [self] rc in headChecked(head, rc) } }
-        head.offset += Int64(n)
-        head.lastData = csys_monotonic_ns()
-        let chunk = UnsafeRawBufferPointer(rebasing: data[0..<n])
-        if n < data.count {
-            // Short: the end for now. Deliver, then `fstat` for truncation and growth.
-            if let error = deliver(chunk) { return failPass(error) }
-            // A line callback may have disposed the subscription.
-            if stopped { return endPass() }
+        if n == 0 {
+            // Nothing new: the carried partial line waits on.
+            if case .chunks = output { lines.restorePartialLine(read.bytes) }
             return request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
         }
-        // A full buffer: more is very likely there, so read it now, into the other buffer,
-        // and deliver this chunk while a pool thread reads. Nothing else is in flight (this
-        // is the completion of the pass's only request), so the pass still has exactly one
-        // request out: the read-ahead, whose completion carries the pass on. A truncation
-        // or rotation is noticed as before, at the first short read.
-        swapBuffers()
-        readHead()
-        // libuv refusing the read outright fails the pass at once: the subscription has
-        // ended, so this chunk has no one to go to.
-        if stopped { return }
-        if let error = deliver(chunk) {
-            // Fail now; the read-ahead's completion sees `stopped` and ends the pass, and
-            // only then are descriptors closed (never under a read in flight).
-            if !stopped { fail(error) }
-            stopped = true
+        head.offset += Int64(n)
+        head.lastData = csys_monotonic_ns()
+        // A full read: more is very likely there, so the next read starts before this
+        // chunk's lines are delivered, and a pool thread reads while the loop thread
+        // delivers. Nothing else is in flight (this is the completion of the pass's only
+        // request), so the pass still has exactly one request out: the read-ahead, whose
+        // completion carries the pass on. A truncation or rotation is noticed as before,
+        // at the first short read.
+        let readAhead = n == TailFollower.chunkSize
+        var failure: (any Error)?
+        switch output {
+        case .chunks(let emit):
+            // Check first: the read-ahead starts with this chunk's partial line.
+            let whole: [UInt8]?
+            do {
+                if let partial = read.partialLine {
+                    whole = try lines.acceptWholeLines(skipLeadingLines(read.bytes), partial: partial)
+                } else {
+                    // No line break in what was read: all of it is one unfinished line.
+                    whole = try lines.acceptWholeLines([], partial: read.bytes)
+                }
+            } catch {
+                return failPass(error)
+            }
+            if readAhead { startReadAhead() }
+            if let whole, !stopped { emit(whole) }
+        case .lines(let emit):
+            if readAhead { startReadAhead() }
+            if stopped { break }
+            read.bytes.withUnsafeBytes { raw in
+                let start = skipLeadingLines(in: raw)
+                do {
+                    try lines.append(UnsafeRawBufferPointer(rebasing: raw[start...]), emit)
+                } catch {
+                    failure = error
+                }
+            }
         }
-        // If a line callback disposed the subscription, `stop()` has tried to cancel the
-        // read-ahead, and its completion (cancelled or not) ends the pass.
+        if readAhead {
+            if let failure {
+                // Fail now; the read-ahead's completion sees `stopped` and ends the pass,
+                // and only then are descriptors closed (never under a read in flight).
+                if !stopped { fail(failure) }
+                stopped = true
+            }
+            // If a line callback disposed the subscription, `stop()` has tried to cancel
+            // the read-ahead, and its completion (cancelled or not) ends the pass.
+            return
+        }
+        if let failure { return failPass(failure) }
+        // A line callback may have disposed the subscription.
+        if stopped { return endPass() }
+        // Short: the end for now. `fstat` for truncation and growth.
+        request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
     }
 
-    /// Makes the spare request and buffer the pass's own (creating them the first time).
-    private func swapBuffers() {
-        let other = spare ?? (FileRequest(loop: loop),
-                              UnsafeMutableRawBufferPointer.allocate(byteCount: TailFollower.chunkSize, alignment: 16))
-        spare = (request, buffer)
-        request = other.request
-        buffer = other.buffer
+    /// Starts the read after a full one on the spare request, which becomes the pass's.
+    private func startReadAhead() {
+        let next = spareRequest ?? FileRequest(loop: loop)
+        spareRequest = request
+        request = next
+        // libuv refusing the read outright fails the pass at once (`stopped` is set then,
+        // and the chunk in hand has no one to go to).
+        readHead()
     }
 
     private func headChecked(_ head: TailFile, _ rc: Int) {
@@ -473,29 +514,26 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         closeDescriptor(head.fd) { [self] in readHead() }
     }
 
-    /// Splits a chunk into lines and sends them; returns the error that ends the
-    /// subscription (a line over the limit), if any.
-    private func deliver(_ chunk: UnsafeRawBufferPointer) -> (any Error)? {
-        var chunk = chunk
-        if skipLines > 0 {
-            guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
-            var start = 0
-            while skipLines > 0, start < chunk.count, let hit = memchrNewline(base + start, chunk.count - start) {
-                skipLines -= 1
-                start = hit - base + 1
-            }
-            if skipLines > 0 { return nil }  // the whole chunk was skipped
-            chunk = UnsafeRawBufferPointer(rebasing: chunk[start...])
+    /// While lines are still to be skipped (a start at line k): skips them in `raw` and
+    /// returns where the lines to deliver begin (`raw.count` when all of it was skipped).
+    private func skipLeadingLines(in raw: UnsafeRawBufferPointer) -> Int {
+        guard skipLines > 0, let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            return skipLines > 0 ? raw.count : 0
         }
-        do {
-            switch output {
-            case .lines(let emit): try lines.append(chunk, emit)
-            case .chunks(let emit): try lines.appendWholeLines(chunk, emit)
-            }
-        } catch {
-            return error
+        var start = 0
+        while skipLines > 0, start < raw.count, let hit = memchrNewline(base + start, raw.count - start) {
+            skipLines -= 1
+            start = hit - base + 1
         }
-        return nil
+        return skipLines > 0 ? raw.count : start
+    }
+
+    /// ``skipLeadingLines(in:)`` for a whole-line chunk: the rest of `bytes` (a copy only
+    /// while lines are being skipped, at the start of a `.line(k)` tail).
+    private func skipLeadingLines(_ bytes: [UInt8]) -> [UInt8] {
+        if skipLines == 0 { return bytes }
+        let start = bytes.withUnsafeBytes { skipLeadingLines(in: $0) }
+        return Array(bytes[start...])
     }
 
     private func closeDescriptor(_ fd: Int32, then next: @escaping () -> Void) {

@@ -92,6 +92,10 @@ import Testing
         if random.next(4) == 0 { stream.append(13) }
 
         var buffer = LineBuffer(maxLength: maxLength)
+        // The same stream the way File.tailChunks feeds it: the partial line taken out and
+        // put in front of the next chunk, the whole split at the chunk's last line break
+        // (as FileRequest's pool thread does), then accepted.
+        var split = LineBuffer(maxLength: maxLength)
         var model = Model(maxLength: maxLength)
         var index = 0
         while index < stream.count {
@@ -114,9 +118,28 @@ import Testing
             }
             let expected = model.append(chunk)
             #expect(got == expected, "seed \(seed), max \(maxLength), chunk at \(index - size)")
+
+            let carried = split.takePartialLine()
+            let bytes = carried + chunk
+            let splitGot: Result<[UInt8]?, LineError>
+            do {
+                if let lastBreak = chunk.lastIndex(of: 10) {
+                    let end = carried.count + lastBreak + 1
+                    splitGot = .success(try split.acceptWholeLines(Array(bytes[..<end]), partial: Array(bytes[end...])))
+                } else {
+                    splitGot = .success(try split.acceptWholeLines([], partial: bytes))
+                }
+            } catch let error as LineError {
+                splitGot = .failure(error)
+            } catch {
+                Issue.record("unexpected error \(error)")
+                return
+            }
+            #expect(splitGot == expected, "split: seed \(seed), max \(maxLength), chunk at \(index - size)")
             if case .failure = expected { return }
         }
         let rest = buffer.finishWholeLines()
         #expect(rest == (model.pending.isEmpty ? nil : model.pending + [10]))
+        #expect(split.finishWholeLines() == rest)
     }
 }

@@ -77,12 +77,13 @@ final class FileTailChunksTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
-    func testALineOverTheLimitFoundWhileTheNextReadIsUnderWay() throws {
+    func testALineOverTheLimitPastTheFirstReads() throws {
         let loop = try EventLoop()
         let path = directory.file("long-later.log")
-        // The long line sits past the first full reads, so when its chunk is checked the
-        // read of the chunk after it is already in flight: the error must wait for that
-        // read before the file is closed (FileRequest asserts one request at a time).
+        // The long line sits past the first full reads: what came before it arrives, then
+        // the error, and the file is closed (a chunk is checked before the read after it
+        // starts, so no read is in flight then; File.tail's version of this test covers
+        // an error with a read in flight).
         let before = uneven(0..<20_000)
         writeFile(path, before + String(repeating: "y", count: 300) + "\n" + uneven(20_000..<30_000))
         let recorder = EventRecorder<[UInt8]>(loop: loop)
@@ -92,6 +93,66 @@ final class FileTailChunksTests: XCTestCase {
         let received = text(recorder)
         XCTAssertTrue(before.hasPrefix(received), "only lines before the long one")
         XCTAssertGreaterThan(received.utf8.count, TailFollower.chunkSize, "the failing chunk came after full reads")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testStartPositionsPastTheFirstReads() throws {
+        let loop = try EventLoop()
+        let path = directory.file("positions.log")
+        let all = (0..<40_000).map { "\($0) " + String(repeating: "x", count: ($0 &* 7919) % 113) + "\n" }
+        writeFile(path, all.joined())
+        // `tail -n +30001`: the lines to skip run through several whole reads.
+        let fromLine = EventRecorder<[UInt8]>(loop: loop)
+        let fromLineSubscription = fromLine.subscribe(File.tailChunks(path, from: .line(30_001), on: loop))
+        // The last 35,000 lines: counted back through several reads.
+        let last = EventRecorder<[UInt8]>(loop: loop)
+        let lastSubscription = last.subscribe(File.tailChunks(path, from: .lastLines(35_000), on: loop))
+        let expectedFromLine = all[30_000...].joined()
+        let expectedLast = all[5_000...].joined()
+        XCTAssertTrue(loop.run(until: {
+            self.text(fromLine).utf8.count >= expectedFromLine.utf8.count
+                && self.text(last).utf8.count >= expectedLast.utf8.count
+        }, timeout: 60))
+        XCTAssertEqual(text(fromLine), expectedFromLine)
+        XCTAssertEqual(text(last), expectedLast)
+        fromLineSubscription.dispose()
+        lastSubscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testALineLongerThanSeveralReads() throws {
+        let loop = try EventLoop()
+        let path = directory.file("wide.log")
+        // 600,000 bytes without a break: three reads carry it on before its break comes.
+        let wide = String(repeating: "w", count: 600_000)
+        writeFile(path, "before\n" + wide)
+        let recorder = EventRecorder<[UInt8]>(loop: loop)
+        let subscription = recorder.subscribe(File.tailChunks(path, from: .beginning, pollInterval: 0.05, on: loop))
+        XCTAssertTrue(loop.run(until: { self.text(recorder) == "before\n" }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        XCTAssertEqual(text(recorder), "before\n", "the unfinished line is held")
+        append(path, "-end\nafter\n")
+        let expected = "before\n" + wide + "-end\nafter\n"
+        XCTAssertTrue(loop.run(until: { self.text(recorder).utf8.count >= expected.utf8.count }, timeout: 60))
+        XCTAssertEqual(text(recorder), expected)
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testTruncationDropsTheUnfinishedLineAndRereadsFromTheStart() throws {
+        let loop = try EventLoop()
+        let path = directory.file("cut.log")
+        writeFile(path, "a\nb-unfinished")
+        let recorder = EventRecorder<[UInt8]>(loop: loop)
+        let subscription = recorder.subscribe(File.tailChunks(path, from: .beginning, pollInterval: 0.05, on: loop))
+        XCTAssertTrue(loop.run(until: { self.text(recorder) == "a\n" }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "c\n")
+        XCTAssertTrue(loop.run(until: { self.text(recorder).utf8.count >= 4 }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        XCTAssertEqual(text(recorder), "a\nc\n")
         subscription.dispose()
         assertLoopCleanAndClose(loop)
     }

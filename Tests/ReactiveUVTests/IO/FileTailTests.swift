@@ -146,6 +146,23 @@ final class FileTailTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testALineOverTheLimitFoundWhileTheNextReadIsUnderWay() throws {
+        let loop = try EventLoop()
+        let path = directory.file("long-later.log")
+        // The long line sits past the first full reads, so when it is reached the read of
+        // the chunk after it is already in flight (lines are sent while the next chunk is
+        // read): the error must wait for that read before the file is closed (FileRequest
+        // asserts one request at a time).
+        writeFile(path, numbered(0..<100_000) + String(repeating: "y", count: 300) + "\n" + numbered(0..<50_000))
+        let recorder = EventRecorder<String>(loop: loop)
+        let subscription = recorder.subscribe(File.tail(path, from: .beginning, maxLineLength: 200, on: loop))
+        XCTAssertTrue(loop.run(until: { recorder.terminated }, timeout: 60))
+        XCTAssertEqual(recorder.events.last.flatMap { $0.error as? LineError }, .lineTooLong(maxLength: 200))
+        XCTAssertTrue(recorder.values == strings(0..<100_000), "every line before the long one, then the error")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testAPartialLineIsHeldUntilItsBreakArrives() throws {
         let loop = try EventLoop()
         let path = directory.file("partial.log")
