@@ -284,9 +284,22 @@ final class ArrayRead: @unchecked Sendable {
                 initialized = index + 1
             }
         }
-        result = n < 0
-            ? ArrayReadResult(count: n, bytes: prefix, partialLine: nil)
-            : ArrayReadResult(count: n, bytes: filled, partialLine: partialLine)
+        if n < 0 {
+            result = ArrayReadResult(count: n, bytes: prefix, partialLine: nil)
+            return
+        }
+        // A split array is sent on and may be kept by its receiver: when it holds less
+        // than half of its storage (a few lines appended, not a catch-up), it moves into
+        // storage of its own size, so a kept chunk never pins 256 KiB.
+        let compact = split && filled.count < (prefix.count + count) / 2
+            ? [UInt8](unsafeUninitializedCapacity: filled.count) { storage, initialized in
+                filled.withUnsafeBufferPointer { bytes in
+                    if let from = bytes.baseAddress, let to = storage.baseAddress { to.initialize(from: from, count: bytes.count) }
+                }
+                initialized = filled.count
+            }
+            : filled
+        result = ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
     }
 }
 

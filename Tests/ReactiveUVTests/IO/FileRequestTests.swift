@@ -62,6 +62,22 @@ final class FileRequestTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testASmallSplitReadDoesNotKeepTheStorageOfAFullOne() throws {
+        let loop = try EventLoop()
+        let path = directory.file("small.log")
+        writeFile(path, "one\ntwo\nthr")
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        let request = FileRequest(loop: loop)
+        var result: ArrayReadResult?
+        request.read(fd, count: 256 * 1024, at: 0, after: [], splittingAtLastLineBreak: true) { result = $0 }
+        XCTAssertTrue(loop.run(until: { result != nil }, timeout: 60))
+        XCTAssertEqual(result?.bytes, Array("one\ntwo\n".utf8))
+        // Sent on and perhaps kept: sized to its bytes, not to the 256 KiB it was read into.
+        XCTAssertLessThan(result?.bytes.capacity ?? .max, 1024)
+        assertLoopCleanAndClose(loop)
+    }
+
     func testAFailedReadGivesTheCodeAndThePrefixBack() throws {
         let loop = try EventLoop()
         let path = directory.file("w.log")
