@@ -1,4 +1,5 @@
 import CLibUV
+import CSystemShims
 import Glibc
 
 /// One reusable libuv file-system request (`uv_fs_t`) with a Swift completion: the only
@@ -118,6 +119,44 @@ final class FileRequest {
             workInFlight = false
             Unmanaged<ArrayRead>.fromOpaque(work.pointee.data).release()
             done(ArrayReadResult(count: Int(rc), bytes: prefix, partialLine: nil))
+        }
+    }
+
+    /// What ``readIfCached(_:count:at:after:splittingAtLastLineBreak:)`` found.
+    enum CachedRead {
+        /// The read happened (or failed: a negative count), as a pool read would have.
+        case read(ArrayReadResult)
+        /// Nothing asked for is in the page cache: read on the pool instead. `prefix` is
+        /// the prefix given, handed back for that read.
+        case wouldWait(prefix: [UInt8])
+        /// The file system cannot promise not to wait: read this file on the pool from now on.
+        case unsupported(prefix: [UInt8])
+    }
+
+    /// ``read(_:count:at:after:splittingAtLastLineBreak:_:)`` done at once on the calling
+    /// (loop) thread, if it can be without waiting for storage.
+    ///
+    /// Why read on the loop thread at all: catching up on a file that is in the page cache,
+    /// the pool's round trip (a wake-up of a pool thread, another of the loop) costs more
+    /// than the read, and the bytes land in the other core's cache, so the loop thread's
+    /// next step (a `write` of the chunk to a pipe, say) reads them cold. Why it is safe:
+    /// `preadv2` with `RWF_NOWAIT` (``csys_pread_nowait``) only copies what is already in
+    /// memory and returns `EAGAIN` instead of waiting for a disk, a network file system or
+    /// a lock, so the loop thread is held for one chunk's copy (tens of microseconds for
+    /// 256 KiB) at most; whatever is not cached goes to the pool as before.
+    ///
+    /// Only part of the range may be cached: then the read is short, though the file may
+    /// hold more.
+    static func readIfCached(
+        _ fd: Int32, count: Int, at offset: Int64, after prefix: [UInt8], splittingAtLastLineBreak: Bool = false
+    ) -> CachedRead {
+        let result = ArrayRead.perform(
+            fd: fd, count: max(1, count), offset: offset, prefix: prefix, split: splittingAtLastLineBreak,
+            withoutWaiting: true)
+        switch Int32(clamping: -result.count) {
+        case EAGAIN: return .wouldWait(prefix: result.bytes)
+        case EOPNOTSUPP, ENOSYS, EINVAL: return .unsupported(prefix: result.bytes)
+        default: return .read(result)
         }
     }
 
@@ -255,7 +294,16 @@ final class ArrayRead: @unchecked Sendable {
 
     /// The read itself, on a pool thread.
     func run() {
-        let prefix = result.bytes
+        result = ArrayRead.perform(fd: fd, count: count, offset: offset, prefix: result.bytes, split: split, withoutWaiting: false)
+    }
+
+    /// A read into a new array, as described at
+    /// ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``, on the calling
+    /// thread: with a plain `pread` (on a pool thread), or `withoutWaiting`, with
+    /// ``csys_pread_nowait`` (on the loop thread; then a negative count is that call's code).
+    static func perform(
+        fd: Int32, count: Int, offset: Int64, prefix: [UInt8], split: Bool, withoutWaiting: Bool
+    ) -> ArrayReadResult {
         var n = 0
         var partialLine: [UInt8]?
         let filled = [UInt8](unsafeUninitializedCapacity: prefix.count + count) { storage, initialized in
@@ -263,13 +311,15 @@ final class ArrayRead: @unchecked Sendable {
             prefix.withUnsafeBufferPointer { carried in
                 if let from = carried.baseAddress { base.initialize(from: from, count: carried.count) }
             }
-            repeat {
-                n = pread(fd, base + prefix.count, count, off_t(offset))
-            } while n < 0 && errno == EINTR
-            if n < 0 {
-                n = -Int(errno)  // libuv's codes are negated errnos on Linux
-                return
+            if withoutWaiting {
+                n = csys_pread_nowait(fd, base + prefix.count, count, offset)
+            } else {
+                repeat {
+                    n = pread(fd, base + prefix.count, count, off_t(offset))
+                } while n < 0 && errno == EINTR
+                if n < 0 { n = -Int(errno) }  // libuv's codes are negated errnos on Linux
             }
+            if n < 0 { return }
             let total = prefix.count + n
             initialized = total
             guard split, n > 0 else { return }
@@ -284,10 +334,7 @@ final class ArrayRead: @unchecked Sendable {
                 initialized = index + 1
             }
         }
-        if n < 0 {
-            result = ArrayReadResult(count: n, bytes: prefix, partialLine: nil)
-            return
-        }
+        if n < 0 { return ArrayReadResult(count: n, bytes: prefix, partialLine: nil) }
         // A split array is sent on and may be kept by its receiver: when it holds less
         // than half of its storage (a few lines appended, not a catch-up), it moves into
         // storage of its own size, so a kept chunk never pins 256 KiB.
@@ -299,7 +346,7 @@ final class ArrayRead: @unchecked Sendable {
                 initialized = filled.count
             }
             : filled
-        result = ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
+        return ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
     }
 }
 

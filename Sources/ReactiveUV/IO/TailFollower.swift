@@ -7,7 +7,8 @@ import Glibc
 ///
 /// **Passes.** All work happens in *passes*, one at a time, each a chain of requests to
 /// libuv's thread pool through a ``FileRequest`` (two of them, taking turns, while a
-/// catch-up read runs ahead; never two requests in flight):
+/// catch-up read runs ahead; never two requests in flight), reads of cached data on the
+/// loop thread, and waits for the loop's next turn:
 ///
 /// 1. `stat` the path. If it names a file we do not have open (the first file, or a new
 ///    one after a rotation), `open` it and `fstat` the descriptor (the identity that
@@ -15,11 +16,14 @@ import Glibc
 ///    and queue it behind the files we already follow.
 /// 2. Read the **head** of the queue from our offset to its end in large chunks, splitting
 ///    lines as they come; then `fstat` it: smaller than our offset means it was truncated
-///    (start again at 0), larger means it grew meanwhile (read on). A read that fills its
-///    chunk (catching up) starts the next read at once, on a second request, before its
-///    own lines are delivered: a pool thread reads while the loop thread delivers. Each
-///    read makes a new array on the pool thread (see ``FileRequest``); for whole-line
-///    chunks it starts with the partial line carried over, and is itself the chunk sent.
+///    (start again at 0), larger means it grew meanwhile (read on). A read first takes
+///    what the page cache holds, on the loop thread and without waiting for storage
+///    (``FileRequest/readIfCached(_:count:at:after:splittingAtLastLineBreak:)``), one
+///    chunk per loop turn; what is not cached is read on libuv's pool, where a read that
+///    fills its chunk (catching up) starts the next one at once, on a second request,
+///    before its own lines are delivered: a pool thread reads while the loop thread
+///    delivers. Each read makes a new array; for whole-line chunks it starts with the
+///    partial line carried over, and is itself the chunk sent.
 /// 3. At the head's end, if a newer file is queued and the head has been quiet (no new
 ///    data) for the rotation quiet period, the head is finished: its unfinished last line
 ///    is sent, its descriptor closed, and the next file becomes the head (read from 0).
@@ -37,15 +41,16 @@ import Glibc
 /// another, so lines keep the order in which a single writer wrote them.
 ///
 /// **Stopping.** ``stop()`` (disposal, an error, loop shutdown) stops the timer, closes the
-/// watch handle, cancels the request in flight if libuv still can, and once the current
-/// pass has unwound closes every descriptor (one async close after another), then
-/// unregisters from the loop.
+/// watch and next-turn handles, cancels the request in flight if libuv still can, and once
+/// the current pass has unwound closes every descriptor (one async close after another),
+/// then unregisters from the loop.
 ///
 /// Thread-safety: loop-thread confined; ``File`` reaches the loop with
 /// ``EventLoop/performOnLoop(_:)``.
 final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Bytes per read: large, because throughput is dominated by how few requests (each a
-    /// trip through libuv's thread pool) a catch-up read needs.
+    /// trip through libuv's thread pool, or a loop turn) a catch-up read needs, yet small
+    /// enough that a read on the loop thread holds it for tens of microseconds at most.
     static let chunkSize = 256 * 1024
 
     /// A file being followed: its open descriptor, identity and read position.
@@ -56,10 +61,15 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         var offset: Int64 = 0
         /// When a read last returned data (or the file was opened), monotonic ns.
         var lastData: UInt64
+        /// Whether reads try the page cache on the loop thread first
+        /// (``FileRequest/readIfCached(_:count:at:after:splittingAtLastLineBreak:)``);
+        /// cleared for good when the file system cannot promise not to wait.
+        var readsCachedDataOnLoop: Bool
 
-        init(fd: Int32, identity: FileIdentity) {
+        init(fd: Int32, identity: FileIdentity, readsCachedDataOnLoop: Bool) {
             self.fd = fd
             self.identity = identity
+            self.readsCachedDataOnLoop = readsCachedDataOnLoop
             lastData = csys_monotonic_ns()
         }
     }
@@ -108,11 +118,20 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private var timer: Disposable?
     private var watch: UnsafeMutablePointer<uv_fs_event_t>?
     private var watchActive = false
+    /// Brings the pass back on the loop's next turn (made at the first need; see
+    /// ``readOnNextTurn()``).
+    private var nextTurn: UnsafeMutablePointer<uv_idle_t>?
+    /// The pass waits for the next turn: its only outstanding step (no request in flight).
+    private var waitingForNextTurn = false
+    /// Whether new files start out reading cached data on the loop thread (tests turn it
+    /// off to run every read through the pool).
+    let readsCachedDataOnLoop: Bool
 
     init(
         loop: EventLoop, path: String, start: TailStart, pollInterval: Double, quietPeriod: Double,
-        maxLineLength: Int, output: Output, fail: @escaping (any Error) -> Void
+        maxLineLength: Int, output: Output, readsCachedDataOnLoop: Bool = true, fail: @escaping (any Error) -> Void
     ) {
+        self.readsCachedDataOnLoop = readsCachedDataOnLoop
         self.loop = loop
         self.path = path
         self.directory = TailFollower.parentDirectory(of: path)
@@ -166,21 +185,37 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if let handle = watch {
             watch = nil
             watchActive = false
-            uv_close(EventLoop.handle(handle)) { h in
-                guard let h else { return }
-                if let data = h.pointee.data { Unmanaged<TailFollower>.fromOpaque(data).release() }
-                UnsafeMutableRawPointer(h).deallocate()
-            }
+            TailFollower.close(handle)
+        }
+        if let handle = nextTurn {
+            nextTurn = nil
+            TailFollower.close(handle)
         }
         if passRunning {
-            // The pass unwinds at its next step and then cleans up.
-            if !closingDescriptor { request.cancel() }
+            if waitingForNextTurn {
+                // Nothing is in flight and the turn will not come: unwind the pass now.
+                waitingForNextTurn = false
+                endPass()
+            } else if !closingDescriptor {
+                // The pass unwinds at its next step and then cleans up.
+                request.cancel()
+            }
         } else {
             cleanUp()
         }
     }
 
     func closeForLoopShutdown() { stop() }
+
+    /// Closes one of our handles, whose `data` holds a retain on us: the close callback
+    /// lets go of it and frees the handle's memory.
+    private static func close<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+        uv_close(EventLoop.handle(handle)) { h in
+            guard let h else { return }
+            if let data = h.pointee.data { Unmanaged<TailFollower>.fromOpaque(data).release() }
+            UnsafeMutableRawPointer(h).deallocate()
+        }
+    }
 
     /// Closes the descriptors one after another, then lets go of the loop.
     private func cleanUp() {
@@ -322,7 +357,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             // The path changed back to a file we follow between our stat and open.
             return closeDescriptor(fd) { [self] in readHead() }
         }
-        let file = TailFile(fd: fd, identity: identity)
+        let file = TailFile(fd: fd, identity: identity, readsCachedDataOnLoop: readsCachedDataOnLoop)
         files.append(file)
         if applyStartToNextOpen {
             applyStartToNextOpen = false
@@ -386,29 +421,45 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     // MARK: Reading
 
-    /// Reads the next chunk of the head. For whole-line chunks, the partial line the last
-    /// chunk ended with goes into the read, so the new bytes land right after it, and the
-    /// pool thread cuts the array at its last line break: that array is the chunk sent
-    /// (see ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``).
-    private func readHead() {
+    /// Reads the next chunk of the head: what the page cache holds at once, on the loop
+    /// thread, and otherwise (or with `onPool`) on libuv's pool. For whole-line chunks, the
+    /// partial line the last chunk ended with goes into the read, so the new bytes land
+    /// right after it, and the read cuts the array at its last line break: that array is
+    /// the chunk sent (see ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``).
+    private func readHead(onPool: Bool = false) {
         if stopped { return endPass() }
         guard let head = files.first else { return endPass() }
-        let carried: [UInt8]
+        var carried: [UInt8]
         let wholeLines: Bool
         switch output {
         case .chunks: (carried, wholeLines) = (lines.takePartialLine(), true)
         case .lines: (carried, wholeLines) = ([], false)
         }
+        if !onPool && head.readsCachedDataOnLoop {
+            switch FileRequest.readIfCached(
+                head.fd, count: TailFollower.chunkSize, at: head.offset, after: carried,
+                splittingAtLastLineBreak: wholeLines)
+            {
+            case .read(let read):
+                return headRead(head, read, onLoop: true)
+            case .wouldWait(let prefix):
+                carried = prefix
+            case .unsupported(let prefix):
+                head.readsCachedDataOnLoop = false
+                carried = prefix
+            }
+        }
         request.read(
             head.fd, count: TailFollower.chunkSize, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines
         ) { [self] read in
-            headRead(head, read)
+            headRead(head, read, onLoop: false)
         }
     }
 
     /// A read of the head is back: for whole-line chunks, the carried partial line and the
-    /// bytes read, split at the last line break; otherwise the bytes read.
-    private func headRead(_ head: TailFile, _ read: ArrayReadResult) {
+    /// bytes read, split at the last line break; otherwise the bytes read. `onLoop`: read
+    /// from the page cache on the loop thread, rather than on the pool.
+    private func headRead(_ head: TailFile, _ read: ArrayReadResult, onLoop: Bool) {
         let n = read.count
         if stopped { return endPass() }
         if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
@@ -419,13 +470,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         }
         head.offset += Int64(n)
         head.lastData = csys_monotonic_ns()
-        // A full read: more is very likely there, so the next read starts before this
-        // chunk's lines are delivered, and a pool thread reads while the loop thread
-        // delivers. Nothing else is in flight (this is the completion of the pass's only
-        // request), so the pass still has exactly one request out: the read-ahead, whose
-        // completion carries the pass on. A truncation or rotation is noticed as before,
-        // at the first short read.
-        let readAhead = n == TailFollower.chunkSize
+        // A full read on the pool: more is very likely there, so the next read starts
+        // before this chunk's lines are delivered, and a pool thread reads while the loop
+        // thread delivers. Nothing else is in flight (this is the completion of the pass's
+        // only request), so the pass still has exactly one request out: the read-ahead,
+        // whose completion carries the pass on. A truncation or rotation is noticed as
+        // before, at the first short read. (A read on the loop thread is followed by the
+        // next one on the next turn instead, below.)
+        let readAhead = !onLoop && n == TailFollower.chunkSize
         var failure: (any Error)?
         switch output {
         case .chunks(let emit):
@@ -469,8 +521,37 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if let failure { return failPass(failure) }
         // A line callback may have disposed the subscription.
         if stopped { return endPass() }
+        // From the page cache: more may be cached (a short read there can also mean the
+        // rest is not cached yet), so read on, on the next turn; the read at the end gets
+        // 0 and leads to the `fstat` below.
+        if onLoop { return readOnNextTurn() }
         // Short: the end for now. `fstat` for truncation and growth.
         request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
+    }
+
+    /// Reads the head again on the loop's next turn, after one round of IO polling: a
+    /// catch-up on cached data (read on the loop thread) takes one chunk per turn, so the
+    /// loop's sockets and timers keep their turns while a big file is read.
+    private func readOnNextTurn() {
+        let handle = nextTurn ?? {
+            let made = UnsafeMutablePointer<uv_idle_t>.allocate(capacity: 1)
+            uv_idle_init(loop.uvLoop, made)
+            // The handle holds us until its close callback (in `stop()`).
+            made.pointee.data = Unmanaged.passRetained(self).toOpaque()
+            nextTurn = made
+            return made
+        }()
+        waitingForNextTurn = true
+        uv_idle_start(handle) { h in
+            guard let h, let data = h.pointee.data else { return }
+            uv_idle_stop(h)
+            Unmanaged<TailFollower>.fromOpaque(data).takeUnretainedValue().nextTurnCame()
+        }
+    }
+
+    private func nextTurnCame() {
+        waitingForNextTurn = false
+        readHead()
     }
 
     /// Starts the read after a full one on the spare request, which becomes the pass's.
@@ -479,8 +560,9 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         spareRequest = request
         request = next
         // libuv refusing the read outright fails the pass at once (`stopped` is set then,
-        // and the chunk in hand has no one to go to).
-        readHead()
+        // and the chunk in hand has no one to go to). On the pool even if the next chunk is
+        // cached: read on the loop thread, it would be delivered before this one.
+        readHead(onPool: true)
     }
 
     private func headChecked(_ head: TailFile, _ rc: Int) {

@@ -90,4 +90,71 @@ final class FileRequestTests: XCTestCase {
         XCTAssertNil(failed?.partial)
         assertLoopCleanAndClose(loop)
     }
+
+    // MARK: - Reading cached data on the loop thread
+
+    func testReadIfCachedReadsWhatThePageCacheHolds() throws {
+        let path = directory.file("cached.log")
+        writeFile(path, "ab\ncd\nef")  // just written: in the page cache
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        guard case .read(let split) = FileRequest.readIfCached(
+            fd, count: 100, at: 0, after: Array("xy".utf8), splittingAtLastLineBreak: true)
+        else {
+            return XCTFail("cached data must be read at once")
+        }
+        XCTAssertEqual(split.count, 8)
+        XCTAssertEqual(split.bytes, Array("xyab\ncd\n".utf8))
+        XCTAssertEqual(split.partialLine, Array("ef".utf8))
+        guard case .read(let atEnd) = FileRequest.readIfCached(fd, count: 100, at: 8, after: Array("ef".utf8)) else {
+            return XCTFail("the end of a file is known at once")
+        }
+        XCTAssertEqual(atEnd.count, 0)
+        XCTAssertEqual(atEnd.bytes, Array("ef".utf8))
+    }
+
+    func testReadIfCachedDoesNotWaitForDataThatIsNotInMemory() throws {
+        let path = directory.file("cold.log")
+        writeFile(path, Array(repeating: UInt8(ascii: "z"), count: 1 << 20))
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        // Written back, then dropped from the page cache (advice the kernel may ignore:
+        // mincore says whether it was taken).
+        XCTAssertEqual(fsync(fd), 0)
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+        guard try !anyPageResident(fd, length: 1 << 20) else {
+            throw XCTSkip("the file system kept the pages in memory")
+        }
+        switch FileRequest.readIfCached(fd, count: 4096, at: 0, after: Array("kept".utf8)) {
+        case .wouldWait(let prefix):
+            XCTAssertEqual(prefix, Array("kept".utf8), "the prefix comes back for the pool read")
+        case .unsupported:
+            throw XCTSkip("this file system cannot promise reads that never wait")
+        case .read(let result):
+            XCTFail("read \(result.count) bytes that were not in memory")
+        }
+    }
+
+    func testReadIfCachedReportsOtherErrorsAsAFailedRead() throws {
+        let path = directory.file("w.log")
+        writeFile(path, "data\n")
+        let writeOnly = open(path, O_WRONLY)
+        defer { close(writeOnly) }
+        guard case .read(let failed) = FileRequest.readIfCached(writeOnly, count: 10, at: 0, after: []) else {
+            return XCTFail("EBADF is a failed read, not a reason to try the pool")
+        }
+        XCTAssertEqual(failed.count, Int(UV_EBADF.rawValue))
+    }
+
+    /// Whether any page of the first `length` bytes of `fd`'s file is in the page cache.
+    func anyPageResident(_ fd: Int32, length: Int) throws -> Bool {
+        guard let mapping = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), mapping != MAP_FAILED else {
+            throw XCTSkip("mmap failed: errno \(errno)")
+        }
+        defer { munmap(mapping, length) }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var residency = [UInt8](repeating: 0, count: (length + pageSize - 1) / pageSize)
+        guard mincore(mapping, length, &residency) == 0 else { throw XCTSkip("mincore failed: errno \(errno)") }
+        return residency.contains { $0 & 1 != 0 }
+    }
 }
