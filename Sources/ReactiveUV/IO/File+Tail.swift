@@ -27,10 +27,10 @@ extension File {
     /// **Following.** Appends are noticed through inotify (`uv_fs_event` on the file's
     /// directory) and, because inotify misses events (network and some FUSE file
     /// systems, a directory that does not exist yet), also by polling every
-    /// `pollInterval` seconds. Reads are 256 KiB at most: what is already in the page cache
-    /// is read on the loop's thread without ever waiting for storage (`preadv2` with
-    /// `RWF_NOWAIT`, one read per loop turn), the rest on libuv's thread pool, where a
-    /// catch-up has the next read running while the loop delivers the last one's lines.
+    /// `pollInterval` seconds. What is already in the page cache is read on the loop's
+    /// thread without ever waiting for storage (`preadv2` with `RWF_NOWAIT`), 32 KiB per
+    /// loop turn; the rest on libuv's thread pool in 256 KiB reads, where a catch-up has
+    /// the next read running while the loop delivers the last one's lines.
     ///
     /// **Lines.** Split by ``LineBuffer``. A last line without its line break is held
     /// until the break arrives, not sent early; when a rotation finishes the old file, its

@@ -142,8 +142,8 @@ final class FileRequest {
     /// next step (a `write` of the chunk to a pipe, say) reads them cold. Why it is safe:
     /// `preadv2` with `RWF_NOWAIT` (``csys_pread_nowait``) only copies what is already in
     /// memory and returns `EAGAIN` instead of waiting for a disk, a network file system or
-    /// a lock, so the loop thread is held for one chunk's copy (tens of microseconds for
-    /// 256 KiB) at most; whatever is not cached goes to the pool as before.
+    /// a lock, so the loop thread is held for one read's copy at most (a few microseconds
+    /// for `File.tail`'s 32 KiB); whatever is not cached goes to the pool as before.
     ///
     /// Only part of the range may be cached: then the read is short, though the file may
     /// hold more.

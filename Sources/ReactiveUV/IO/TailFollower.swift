@@ -48,10 +48,17 @@ import Glibc
 /// Thread-safety: loop-thread confined; ``File`` reaches the loop with
 /// ``EventLoop/performOnLoop(_:)``.
 final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
-    /// Bytes per read: large, because throughput is dominated by how few requests (each a
-    /// trip through libuv's thread pool, or a loop turn) a catch-up read needs, yet small
-    /// enough that a read on the loop thread holds it for tens of microseconds at most.
+    /// Bytes per read on libuv's pool: large, because a catch-up from storage is dominated
+    /// by how many requests (each a trip through the pool and back) it needs.
     static let chunkSize = 256 * 1024
+    /// Bytes per read of cached data on the loop thread: small, since such a read costs no
+    /// trip anywhere, only a loop turn (a few microseconds). It holds the loop for a few
+    /// microseconds at most, and a chunk this size is half of a default 64 KiB pipe
+    /// buffer: a subscriber that writes chunks to a pipe or socket (`ruv-tail | grep`)
+    /// finds room for the next one while the reader on the other side is still busy with
+    /// the last, so reading here and reading there overlap instead of taking turns
+    /// (measured in Benchmarks/README.md, "Tail throughput").
+    static let cachedChunkSize = 32 * 1024
 
     /// A file being followed: its open descriptor, identity and read position.
     final class TailFile {
@@ -436,12 +443,15 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         case .lines: (carried, wholeLines) = ([], false)
         }
         if !onPool && head.readsCachedDataOnLoop {
+            // At least as much as is carried: a line longer than a chunk then doubles what
+            // each read holds, so carrying it on costs copies in proportion to its length,
+            // not to its length squared.
+            let count = max(TailFollower.cachedChunkSize, carried.count)
             switch FileRequest.readIfCached(
-                head.fd, count: TailFollower.chunkSize, at: head.offset, after: carried,
-                splittingAtLastLineBreak: wholeLines)
+                head.fd, count: count, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines)
             {
             case .read(let read):
-                return headRead(head, read, onLoop: true)
+                return headRead(head, read, requested: count, onLoop: true)
             case .wouldWait(let prefix):
                 carried = prefix
             case .unsupported(let prefix):
@@ -449,17 +459,19 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                 carried = prefix
             }
         }
+        let count = max(TailFollower.chunkSize, carried.count)
         request.read(
-            head.fd, count: TailFollower.chunkSize, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines
+            head.fd, count: count, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines
         ) { [self] read in
-            headRead(head, read, onLoop: false)
+            headRead(head, read, requested: count, onLoop: false)
         }
     }
 
     /// A read of the head is back: for whole-line chunks, the carried partial line and the
-    /// bytes read, split at the last line break; otherwise the bytes read. `onLoop`: read
-    /// from the page cache on the loop thread, rather than on the pool.
-    private func headRead(_ head: TailFile, _ read: ArrayReadResult, onLoop: Bool) {
+    /// bytes read, split at the last line break; otherwise the bytes read. `requested`: the
+    /// byte count asked for; `onLoop`: read from the page cache on the loop thread, rather
+    /// than on the pool.
+    private func headRead(_ head: TailFile, _ read: ArrayReadResult, requested: Int, onLoop: Bool) {
         let n = read.count
         if stopped { return endPass() }
         if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
@@ -477,7 +489,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         // whose completion carries the pass on. A truncation or rotation is noticed as
         // before, at the first short read. (A read on the loop thread is followed by the
         // next one on the next turn instead, below.)
-        let readAhead = !onLoop && n == TailFollower.chunkSize
+        let readAhead = !onLoop && n == requested
         var failure: (any Error)?
         switch output {
         case .chunks(let emit):
