@@ -1,8 +1,9 @@
-// The out-of-line half of CSystemShims: pthread locks and conditions, thread identity and
-// the monotonic clock. See CSystemShims.h for why each exists.
+// The out-of-line half of CSystemShims: pthread locks and conditions, thread identity, the
+// monotonic clock and the no-wait read. See CSystemShims.h for why each exists.
 #define _GNU_SOURCE
 #include "CSystemShims.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <errno.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,4 +116,13 @@ uint64_t csys_monotonic_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+long csys_pread_nowait(int fd, void *buffer, size_t count, int64_t offset) {
+    struct iovec vector = { .iov_base = buffer, .iov_len = count };
+    ssize_t n;
+    do {
+        n = preadv2(fd, &vector, 1, (off_t)offset, RWF_NOWAIT);
+    } while (n < 0 && errno == EINTR);
+    return n < 0 ? -(long)errno : (long)n;
 }

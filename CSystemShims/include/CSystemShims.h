@@ -2,8 +2,9 @@
 //
 // Why this exists: Swift on Linux has no portable, Foundation-free way to reach C11
 // <stdatomic.h> with explicit memory orders, pthread mutexes and conditions, the kernel's
-// thread id or the monotonic clock. Everything here is one of those, with the `csys_` prefix.
-// Nothing else belongs here.
+// thread id, the monotonic clock, or `preadv2` (glibc declares it only under _GNU_SOURCE,
+// which Swift's Glibc module does not see). Everything here is one of those, with the
+// `csys_` prefix. Nothing else belongs here.
 //
 // Atomics are `static inline` so that Swift imports and inlines them: a fetch-add from
 // Swift compiles to a single locked instruction, with no call. Their storage structs are
@@ -15,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -242,6 +244,17 @@ int csys_thread_set_nice(int nice);
 int csys_thread_nice(void);
 /// Monotonic time in nanoseconds (CLOCK_MONOTONIC).
 uint64_t csys_monotonic_ns(void);
+
+// MARK: - Files
+
+/// `pread` that never waits for storage: `preadv2` with `RWF_NOWAIT` (Linux 4.14), retried
+/// on EINTR. Copies what is already in the page cache and returns the byte count (fewer than
+/// `count` when only part is cached, 0 at end of file); returns `-EAGAIN` when nothing asked
+/// for is cached, `-EOPNOTSUPP` (or `-ENOSYS`, `-EINVAL` on old kernels) when the file
+/// system cannot promise not to wait, and `-errno` for other failures. It lets a libuv loop
+/// thread read data that is already in memory without handing the read to the thread pool,
+/// and without ever blocking on a disk or a network file system.
+long csys_pread_nowait(int fd, void *buffer, size_t count, int64_t offset);
 
 #ifdef __cplusplus
 }

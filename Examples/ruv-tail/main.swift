@@ -8,9 +8,10 @@
 // (default 10), `-n +K` from line K, as in GNU tail; `-f`/`-F` are accepted and ignored
 // (following by name, with retries, is the only mode).
 //
-// Output is written in batches: chunks are appended to one buffer, and the buffer goes out
-// with one write(2) when the loop has finished the callback that produced them (a read of
-// up to 256 KiB), not one write per line.
+// Output is written a chunk at a time: a chunk holds whole lines, as many as one read found
+// (up to 32 KiB when catching up on a file in the page cache, 256 KiB when reading from
+// storage), and goes out with one write(2). Small chunks (a few appended lines) are batched
+// and written together when the loop has finished the callback that produced them.
 import Glibc
 import ReactiveUV
 
@@ -79,8 +80,9 @@ func parse(_ arguments: [String]) -> Options {
 final class BatchWriter: @unchecked Sendable {
     /// Past this many bytes, write at once rather than wait for the batch's end.
     static let capacity = 1 << 20
-    /// A chunk at least this big is written directly when nothing is batched.
-    static let directWrite = 1 << 15
+    /// A chunk at least this big is written directly when nothing is batched: a read-sized
+    /// chunk (32 KiB or more) gains nothing from a copy into the batch; a few lines do.
+    static let directWrite = 1 << 12
 
     private struct State {
         var count = 0
@@ -94,7 +96,7 @@ final class BatchWriter: @unchecked Sendable {
 
     /// Adds whole lines (each already ending with its line break).
     func add(_ lines: [UInt8]) {
-        // A chunk of whole lines as big as a read goes straight out when nothing is batched:
+        // A chunk of whole lines from a read goes straight out when nothing is batched:
         // copying it into the batch first would only add a memcpy per read.
         if state.pointee.count == 0 && lines.count >= BatchWriter.directWrite {
             lines.withUnsafeBufferPointer { writeAll($0) }

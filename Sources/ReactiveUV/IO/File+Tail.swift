@@ -27,7 +27,10 @@ extension File {
     /// **Following.** Appends are noticed through inotify (`uv_fs_event` on the file's
     /// directory) and, because inotify misses events (network and some FUSE file
     /// systems, a directory that does not exist yet), also by polling every
-    /// `pollInterval` seconds. Catch-up reads use 256 KiB libuv fs requests.
+    /// `pollInterval` seconds. What is already in the page cache is read on the loop's
+    /// thread without ever waiting for storage (`preadv2` with `RWF_NOWAIT`), 32 KiB per
+    /// loop turn; the rest on libuv's thread pool in 256 KiB reads, where a catch-up has
+    /// the next read running while the loop delivers the last one's lines.
     ///
     /// **Lines.** Split by ``LineBuffer``. A last line without its line break is held
     /// until the break arrives, not sent early; when a rotation finishes the old file, its
@@ -95,7 +98,9 @@ extension File {
     /// complete lines, each ending with `\n`, bytes exactly as in the file (a rotated
     /// file's unfinished last line gets a `\n` added). Same rotation, truncation, waiting
     /// and error semantics. For consumers that pass lines on as bytes — a terminal, a
-    /// socket — it avoids the per-line allocation that dominates `tail`'s cost.
+    /// socket — it avoids the per-line allocation that dominates `tail`'s cost, and a
+    /// chunk is the very array the read went into (cut at its last line break), so no byte
+    /// is copied between the read and the subscriber.
     ///
     /// - Returns: a cold signal of byte chunks, on the loop's thread; never completes.
     public static func tailChunks(
@@ -125,10 +130,11 @@ extension File {
         return nil
     }
 
-    /// The subscription behind `tail` and `tailChunks`.
+    /// The subscription behind `tail` and `tailChunks`. `readsCachedDataOnLoop: false`
+    /// sends every read to the pool (for tests of that path; see ``TailFollower``).
     static func follow<Value>(
         _ path: String, from start: TailStart, pollInterval: Double, rotationQuietPeriod: Double,
-        maxLineLength: Int, on loop: EventLoop?,
+        maxLineLength: Int, on loop: EventLoop?, readsCachedDataOnLoop: Bool = true,
         output: @escaping (@escaping (Value) -> Void) -> TailFollower.Output
     ) -> Signal<Value> {
         return AnonymousSignal { observer, lifetime in
@@ -137,7 +143,8 @@ extension File {
             ) { loop, send, fail in
                 TailFollower(
                     loop: loop, path: path, start: start, pollInterval: pollInterval,
-                    quietPeriod: rotationQuietPeriod, maxLineLength: maxLineLength, output: output(send), fail: fail)
+                    quietPeriod: rotationQuietPeriod, maxLineLength: maxLineLength, output: output(send),
+                    readsCachedDataOnLoop: readsCachedDataOnLoop, fail: fail)
             }
         }
     }

@@ -1,4 +1,6 @@
 import CLibUV
+import CSystemShims
+import Glibc
 
 /// One reusable libuv file-system request (`uv_fs_t`) with a Swift completion: the only
 /// place the file signals talk to libuv's fs API, so submission, cleanup and error codes
@@ -11,7 +13,12 @@ import CLibUV
 /// neither the object nor the `uv_fs_t` can go away under libuv, and `deinit` (which frees
 /// the memory) can only run once no request is pending.
 ///
-/// Thread-safety: loop-thread confined, like the libuv calls it makes.
+/// Besides the fs requests there is one read of another kind,
+/// ``read(_:count:at:after:splittingAtLastLineBreak:_:)``: a `pread` into a new array, run with `uv_queue_work` on
+/// the same pool (its own `uv_work_t`, same one-at-a-time rule and retain).
+///
+/// Thread-safety: loop-thread confined, like the libuv calls it makes; the only state a
+/// pool thread touches is an ``ArrayRead`` job, handed over through libuv's work queue.
 final class FileRequest {
     /// The loop the requests run on.
     let loop: EventLoop
@@ -19,6 +26,10 @@ final class FileRequest {
     private let request: UnsafeMutablePointer<uv_fs_t>
     /// The completion of the request in flight.
     private var completion: ((Int) -> Void)?
+    /// The work request of array reads, made at the first one.
+    private var work: UnsafeMutablePointer<uv_work_t>?
+    /// Whether the request in flight is an array read (on `work`), not an fs request.
+    private var workInFlight = false
     /// Whether the last request was a stat, so its `statbuf` is worth keeping.
     private var wantsStat = false
     /// Whether a request is in flight (libuv owes us a callback).
@@ -37,6 +48,10 @@ final class FileRequest {
         // Reachable only with no request in flight (an in-flight request retains us).
         request.deinitialize(count: 1)
         request.deallocate()
+        if let work {
+            work.deinitialize(count: 1)
+            work.deallocate()
+        }
     }
 
     /// `uv_fs_open(path, flags)`; `done` gets the file descriptor or a negative code.
@@ -54,6 +69,113 @@ final class FileRequest {
         var buf = uv_buf_init(buffer.baseAddress?.assumingMemoryBound(to: CChar.self), length)
         // libuv copies the uv_buf_t array into the request, so `buf` may live on the stack.
         submit(stat: false, done) { loop, req, cb in uv_fs_read(loop, req, fd, &buf, 1, offset, cb) }
+    }
+
+    /// `pread` of at most `count` bytes at `offset` into a **new array** that starts with
+    /// `prefix`, run on libuv's thread pool (`uv_queue_work`); `done` gets an
+    /// ``ArrayReadResult``: the byte count read (0 at end of file) or a negative libuv
+    /// code, and the array — `prefix` followed by the bytes read (just `prefix` on an error
+    /// or a cancel).
+    ///
+    /// With `splittingAtLastLineBreak`, the pool thread also cuts the array just after the
+    /// last `\n` among the bytes read, and what follows it (an unfinished line) comes back
+    /// apart, in ``ArrayReadResult/partialLine``: the array then holds whole lines only and
+    /// can be sent on as it is, never touched again by the loop thread.
+    ///
+    /// Why not `uv_fs_read`: it reads into memory the caller keeps, and a chunk that is
+    /// then sent on as an array (`File.tailChunks`) must be copied into one on the loop
+    /// thread: for a 256 KiB chunk that copy and its allocation cost about as much as all
+    /// the rest of the loop thread's work. Here the pool thread makes the array and `pread`s
+    /// straight into its storage, and the array itself is what the owner sends.
+    ///
+    /// - Parameters:
+    ///   - count: the most bytes to read; at least 1.
+    ///   - prefix: bytes the array starts with (a partial line carried over).
+    func read(
+        _ fd: Int32, count: Int, at offset: Int64, after prefix: [UInt8], splittingAtLastLineBreak: Bool = false,
+        _ done: @escaping (ArrayReadResult) -> Void
+    ) {
+        guard !inFlight else {
+            assertionFailure("FileRequest: a request is already in flight")
+            done(ArrayReadResult(count: Int(UV_EBUSY.rawValue), bytes: prefix, partialLine: nil))
+            return
+        }
+        let work = self.work ?? {
+            let made = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+            made.initialize(to: uv_work_t())
+            self.work = made
+            return made
+        }()
+        let job = ArrayRead(
+            owner: self, fd: fd, count: max(1, count), offset: offset, prefix: prefix,
+            split: splittingAtLastLineBreak, done: done)
+        inFlight = true
+        workInFlight = true
+        // The job holds us (and so `work`) until the after-work callback.
+        work.pointee.data = Unmanaged.passRetained(job).toOpaque()
+        let rc = uv_queue_work(loop.uvLoop, work, FileRequest.workCallback, FileRequest.afterWorkCallback)
+        if rc < 0 {
+            inFlight = false
+            workInFlight = false
+            Unmanaged<ArrayRead>.fromOpaque(work.pointee.data).release()
+            done(ArrayReadResult(count: Int(rc), bytes: prefix, partialLine: nil))
+        }
+    }
+
+    /// What ``readIfCached(_:count:at:after:splittingAtLastLineBreak:)`` found.
+    enum CachedRead {
+        /// The read happened (or failed: a negative count), as a pool read would have.
+        case read(ArrayReadResult)
+        /// Nothing asked for is in the page cache: read on the pool instead. `prefix` is
+        /// the prefix given, handed back for that read.
+        case wouldWait(prefix: [UInt8])
+        /// The file system cannot promise not to wait: read this file on the pool from now on.
+        case unsupported(prefix: [UInt8])
+    }
+
+    /// ``read(_:count:at:after:splittingAtLastLineBreak:_:)`` done at once on the calling
+    /// (loop) thread, if it can be without waiting for storage.
+    ///
+    /// Why read on the loop thread at all: catching up on a file that is in the page cache,
+    /// the pool's round trip (a wake-up of a pool thread, another of the loop) costs more
+    /// than the read, and the bytes land in the other core's cache, so the loop thread's
+    /// next step (a `write` of the chunk to a pipe, say) reads them cold. Why it is safe:
+    /// `preadv2` with `RWF_NOWAIT` (``csys_pread_nowait``) only copies what is already in
+    /// memory and returns `EAGAIN` instead of waiting for a disk, a network file system or
+    /// a lock, so the loop thread is held for one read's copy at most (a few microseconds
+    /// for `File.tail`'s 32 KiB); whatever is not cached goes to the pool as before.
+    ///
+    /// Only part of the range may be cached: then the read is short, though the file may
+    /// hold more.
+    static func readIfCached(
+        _ fd: Int32, count: Int, at offset: Int64, after prefix: [UInt8], splittingAtLastLineBreak: Bool = false
+    ) -> CachedRead {
+        let result = ArrayRead.perform(
+            fd: fd, count: max(1, count), offset: offset, prefix: prefix, split: splittingAtLastLineBreak,
+            withoutWaiting: true)
+        switch Int32(clamping: -result.count) {
+        case EAGAIN: return .wouldWait(prefix: result.bytes)
+        case EOPNOTSUPP, ENOSYS, EINVAL: return .unsupported(prefix: result.bytes)
+        default: return .read(result)
+        }
+    }
+
+    /// Runs on a pool thread: touches the job only.
+    private static let workCallback: uv_work_cb = { req in
+        guard let req, let data = req.pointee.data else { return }
+        Unmanaged<ArrayRead>.fromOpaque(data).takeUnretainedValue().run()
+    }
+
+    private static let afterWorkCallback: uv_after_work_cb = { req, status in
+        guard let req, let data = req.pointee.data else { return }
+        let job = Unmanaged<ArrayRead>.fromOpaque(data).takeRetainedValue()
+        let owner = job.owner
+        owner.inFlight = false
+        owner.workInFlight = false
+        // UV_ECANCELED when `cancel()` took the job off the queue before it ran.
+        var result = job.result
+        if status < 0 { result.count = Int(status) }
+        job.done(result)
     }
 
     /// `uv_fs_stat(path)`; on success (`0`) the result is in ``lastStat``.
@@ -78,7 +200,11 @@ final class FileRequest {
     /// A request already running finishes normally. The completion runs either way.
     func cancel() {
         guard inFlight else { return }
-        _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
+        if workInFlight, let work {
+            _ = uv_cancel(UnsafeMutableRawPointer(work).assumingMemoryBound(to: uv_req_t.self))
+        } else {
+            _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
+        }
     }
 
     private func submit(
@@ -121,6 +247,106 @@ final class FileRequest {
         let done = completion
         completion = nil
         done?(result)
+    }
+}
+
+/// What ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)`` gives back.
+struct ArrayReadResult {
+    /// The byte count read (0 at end of file), or a negative libuv code.
+    var count: Int
+    /// The prefix followed by the bytes read; when split, only up to the last line break.
+    var bytes: [UInt8]
+    /// When split and the bytes read held a line break: what followed the last one.
+    /// `nil` otherwise (then `bytes` ends with an unfinished line, if with anything).
+    var partialLine: [UInt8]?
+}
+
+/// One ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``: its arguments,
+/// and after ``run()`` its result.
+///
+/// Thread-safety: `@unchecked Sendable` because it crosses threads, but never shared: the
+/// loop thread fills it in before `uv_queue_work`, one pool thread runs it, and the loop
+/// thread reads it back in the after-work callback; libuv's work queue (a mutex) orders the
+/// three.
+final class ArrayRead: @unchecked Sendable {
+    /// Held until the after-work callback, so the `uv_work_t` it owns outlives the job.
+    let owner: FileRequest
+    let fd: Int32
+    let count: Int
+    let offset: Int64
+    let split: Bool
+    let done: (ArrayReadResult) -> Void
+    /// The prefix until ``run()`` has read; the outcome after.
+    private(set) var result: ArrayReadResult
+
+    init(
+        owner: FileRequest, fd: Int32, count: Int, offset: Int64, prefix: [UInt8], split: Bool,
+        done: @escaping (ArrayReadResult) -> Void
+    ) {
+        self.owner = owner
+        self.fd = fd
+        self.count = count
+        self.offset = offset
+        self.split = split
+        self.done = done
+        result = ArrayReadResult(count: 0, bytes: prefix, partialLine: nil)
+    }
+
+    /// The read itself, on a pool thread.
+    func run() {
+        result = ArrayRead.perform(fd: fd, count: count, offset: offset, prefix: result.bytes, split: split, withoutWaiting: false)
+    }
+
+    /// A read into a new array, as described at
+    /// ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``, on the calling
+    /// thread: with a plain `pread` (on a pool thread), or `withoutWaiting`, with
+    /// ``csys_pread_nowait`` (on the loop thread; then a negative count is that call's code).
+    static func perform(
+        fd: Int32, count: Int, offset: Int64, prefix: [UInt8], split: Bool, withoutWaiting: Bool
+    ) -> ArrayReadResult {
+        var n = 0
+        var partialLine: [UInt8]?
+        let filled = [UInt8](unsafeUninitializedCapacity: prefix.count + count) { storage, initialized in
+            guard let base = storage.baseAddress else { return }
+            prefix.withUnsafeBufferPointer { carried in
+                if let from = carried.baseAddress { base.initialize(from: from, count: carried.count) }
+            }
+            if withoutWaiting {
+                n = csys_pread_nowait(fd, base + prefix.count, count, offset)
+            } else {
+                repeat {
+                    n = pread(fd, base + prefix.count, count, off_t(offset))
+                } while n < 0 && errno == EINTR
+                if n < 0 { n = -Int(errno) }  // libuv's codes are negated errnos on Linux
+            }
+            if n < 0 { return }
+            let total = prefix.count + n
+            initialized = total
+            guard split, n > 0 else { return }
+            // The last line break among the new bytes (the prefix, an unfinished line,
+            // holds none); usually within the last line, so a plain backward loop.
+            var index = total - 1
+            while index >= prefix.count && base[index] != 10 { index -= 1 }
+            if index >= prefix.count {
+                partialLine = Array(UnsafeBufferPointer(start: base + index + 1, count: total - index - 1))
+                // The bytes after the break stay in the storage but outside the array
+                // (plain bytes: nothing to deinitialize).
+                initialized = index + 1
+            }
+        }
+        if n < 0 { return ArrayReadResult(count: n, bytes: prefix, partialLine: nil) }
+        // A split array is sent on and may be kept by its receiver: when it holds less
+        // than half of its storage (a few lines appended, not a catch-up), it moves into
+        // storage of its own size, so a kept chunk never pins 256 KiB.
+        let compact = split && filled.count < (prefix.count + count) / 2
+            ? [UInt8](unsafeUninitializedCapacity: filled.count) { storage, initialized in
+                filled.withUnsafeBufferPointer { bytes in
+                    if let from = bytes.baseAddress, let to = storage.baseAddress { to.initialize(from: from, count: bytes.count) }
+                }
+                initialized = filled.count
+            }
+            : filled
+        return ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
     }
 }
 

@@ -71,34 +71,107 @@ public struct LineBuffer: Sendable {
     public mutating func appendWholeLines(_ chunk: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
         guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), chunk.count > 0 else { return }
         let count = chunk.count
-        // Check every line's length (memchr, no copies) before sending anything of them.
-        var lineStart = -pending.count
-        var lastBreak = -1
-        var i = 0
-        while i < count, let hit = memchrNewline(base + i, count - i) {
-            let end = hit - base
-            let previous: UInt8? = end > 0 ? base[end - 1] : pending.last
-            if end - lineStart - (previous == 13 ? 1 : 0) > maxLength { throw tooLong() }
-            lastBreak = end
-            lineStart = end + 1
-            i = end + 1
-        }
-        // A partial line may already be too long; one byte over is allowed only for a `\r`
-        // that the coming break will make part of the line break.
-        let partialLength = count - lineStart
-        if partialLength > maxLength + 1 || (partialLength == maxLength + 1 && base[count - 1] != 13) {
-            throw tooLong()
-        }
-        guard lastBreak >= 0 else {
+        guard let lastBreak = try checkLines(base, count, carried: pending.count, carriedLast: pending.last) else {
             pending.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
             return
         }
-        var whole = pending
+        let wholeCount = pending.count + lastBreak + 1
+        let whole = [UInt8](unsafeUninitializedCapacity: wholeCount) { buffer, initialized in
+            let target = buffer.baseAddress!
+            pending.withUnsafeBufferPointer { old in
+                if let from = old.baseAddress { target.update(from: from, count: old.count) }
+            }
+            (target + pending.count).update(from: base, count: lastBreak + 1)
+            initialized = wholeCount
+        }
         pending.removeAll(keepingCapacity: true)
-        whole.append(contentsOf: UnsafeBufferPointer(start: base, count: lastBreak + 1))
-        emit(whole)
         if lastBreak + 1 < count {
             pending.append(contentsOf: UnsafeBufferPointer(start: base + lastBreak + 1, count: count - lastBreak - 1))
+        }
+        emit(whole)
+    }
+
+    /// Hands out the partial line (leaving none), for a read that puts the next bytes right
+    /// after it in one array; ``acceptWholeLines(_:partial:)`` then takes that array.
+    mutating func takePartialLine() -> [UInt8] {
+        let partial = pending
+        pending = []
+        return partial
+    }
+
+    /// Puts back a partial line handed out by ``takePartialLine()`` (a read found nothing new).
+    mutating func restorePartialLine(_ partial: [UInt8]) {
+        pending = partial
+    }
+
+    /// ``appendWholeLines(_:_:)`` for a chunk already split at its last line break (by
+    /// the read that made it): `whole` starts with the partial line taken with
+    /// ``takePartialLine()`` (so none is pending) and ends with a line break, or is empty;
+    /// `partial` holds no break. Checks every line, keeps `partial` as the new partial line
+    /// and returns `whole` as it is (no copy), or `nil` when it is empty.
+    ///
+    /// - Throws: ``LineError/lineTooLong(maxLength:)`` when a line exceeds the limit.
+    mutating func acceptWholeLines(_ whole: [UInt8], partial: [UInt8]) throws -> [UInt8]? {
+        assert(pending.isEmpty, "LineBuffer.acceptWholeLines: the partial line was not taken")
+        try whole.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                _ = try checkLines(base, buffer.count, carried: 0, carriedLast: nil)
+            }
+        }
+        try partial.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress { try checkPartialLine(base, buffer.count, lineStart: 0) }
+        }
+        pending = partial
+        return whole.isEmpty ? nil : whole
+    }
+
+    /// Checks the length of every line in `count` bytes at `base`, whose first line
+    /// continues a partial line of `carried` bytes (the last of them `carriedLast`), and of
+    /// the partial line after the last break; returns the last break's index, or `nil`
+    /// when there is none.
+    ///
+    /// Only the first line and the partial line need a look of their own: a line between
+    /// the first and the last break is at most as long as the span between them, so when
+    /// that span is within the limit (always, for chunks no bigger than the limit) the lines
+    /// in it need no search at all. Finding each break with memchr instead cost a call per
+    /// line, a third of `tailChunks`' CPU time.
+    private func checkLines(_ base: UnsafePointer<UInt8>, _ count: Int, carried: Int, carriedLast: UInt8?) throws -> Int? {
+        guard let first = memchrNewline(base, count) else {
+            try checkPartialLine(base, count, lineStart: -carried)
+            return nil
+        }
+        let firstBreak = first - base
+        try checkLine(base, end: firstBreak, lineStart: -carried, carriedLast: carriedLast)
+        let lastBreak = lastNewline(base, count)
+        if lastBreak - firstBreak - 1 > maxLength {
+            // Long lines may hide in between: check each one.
+            var lineStart = firstBreak + 1
+            while lineStart < lastBreak, let hit = memchrNewline(base + lineStart, lastBreak - lineStart) {
+                let end = hit - base
+                try checkLine(base, end: end, lineStart: lineStart, carriedLast: carriedLast)
+                lineStart = end + 1
+            }
+            try checkLine(base, end: lastBreak, lineStart: lineStart, carriedLast: carriedLast)
+        }
+        try checkPartialLine(base, count, lineStart: lastBreak + 1)
+        return lastBreak
+    }
+
+    /// Throws if the line from `lineStart` (negative: it began in the carried partial line,
+    /// whose last byte is `carriedLast`) to the break at `end` is over the limit, not
+    /// counting one `\r` before the break.
+    private func checkLine(_ base: UnsafePointer<UInt8>, end: Int, lineStart: Int, carriedLast: UInt8?) throws {
+        let previous: UInt8? = end > 0 ? base[end - 1] : carriedLast
+        if end - lineStart - (previous == 13 ? 1 : 0) > maxLength { throw tooLong() }
+    }
+
+    /// Throws if the unfinished line from `lineStart` to the chunk's end is already over the
+    /// limit; one byte over is allowed only for a `\r` that the coming break will make part
+    /// of the line break.
+    private func checkPartialLine(_ base: UnsafePointer<UInt8>, _ count: Int, lineStart: Int) throws {
+        let partialLength = count - lineStart
+        if partialLength > maxLength + 1 || (partialLength == maxLength + 1 && base[count - 1] != 13) {
+            throw tooLong()
         }
     }
 
@@ -137,6 +210,16 @@ public struct LineBuffer: Sendable {
 func memchrNewline(_ p: UnsafePointer<UInt8>, _ count: Int) -> UnsafePointer<UInt8>? {
     guard let r = memchr(p, 10, count) else { return nil }
     return UnsafePointer(r.assumingMemoryBound(to: UInt8.self))
+}
+
+/// The index of the last `\n` among `count` bytes, which must hold one. A plain backward
+/// loop: glibc's `memrchr` is not visible to Swift, and the search usually ends within the
+/// last line.
+@inline(__always)
+func lastNewline(_ p: UnsafePointer<UInt8>, _ count: Int) -> Int {
+    var index = count - 1
+    while p[index] != 10 { index -= 1 }
+    return index
 }
 
 /// Errors of line splitting.

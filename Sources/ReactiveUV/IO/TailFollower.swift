@@ -5,8 +5,10 @@ import Glibc
 /// One subscription of ``File/tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)``:
 /// the `tail -F` state machine, on the loop's thread.
 ///
-/// **Passes.** All work happens in *passes*, one at a time, each a chain of libuv fs
-/// requests through one reused ``FileRequest``:
+/// **Passes.** All work happens in *passes*, one at a time, each a chain of requests to
+/// libuv's thread pool through a ``FileRequest`` (two of them, taking turns, while a
+/// catch-up read runs ahead; never two requests in flight), reads of cached data on the
+/// loop thread, and waits for the loop's next turn:
 ///
 /// 1. `stat` the path. If it names a file we do not have open (the first file, or a new
 ///    one after a rotation), `open` it and `fstat` the descriptor (the identity that
@@ -14,7 +16,14 @@ import Glibc
 ///    and queue it behind the files we already follow.
 /// 2. Read the **head** of the queue from our offset to its end in large chunks, splitting
 ///    lines as they come; then `fstat` it: smaller than our offset means it was truncated
-///    (start again at 0), larger means it grew meanwhile (read on).
+///    (start again at 0), larger means it grew meanwhile (read on). A read first takes
+///    what the page cache holds, on the loop thread and without waiting for storage
+///    (``FileRequest/readIfCached(_:count:at:after:splittingAtLastLineBreak:)``), one
+///    chunk per loop turn; what is not cached is read on libuv's pool, where a read that
+///    fills its chunk (catching up) starts the next one at once, on a second request,
+///    before its own lines are delivered: a pool thread reads while the loop thread
+///    delivers. Each read makes a new array; for whole-line chunks it starts with the
+///    partial line carried over, and is itself the chunk sent.
 /// 3. At the head's end, if a newer file is queued and the head has been quiet (no new
 ///    data) for the rotation quiet period, the head is finished: its unfinished last line
 ///    is sent, its descriptor closed, and the next file becomes the head (read from 0).
@@ -32,16 +41,24 @@ import Glibc
 /// another, so lines keep the order in which a single writer wrote them.
 ///
 /// **Stopping.** ``stop()`` (disposal, an error, loop shutdown) stops the timer, closes the
-/// watch handle, cancels the request in flight if libuv still can, and once the current
-/// pass has unwound closes every descriptor (one async close after another), then
-/// unregisters from the loop.
+/// watch and next-turn handles, cancels the request in flight if libuv still can, and once
+/// the current pass has unwound closes every descriptor (one async close after another),
+/// then unregisters from the loop.
 ///
 /// Thread-safety: loop-thread confined; ``File`` reaches the loop with
 /// ``EventLoop/performOnLoop(_:)``.
 final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
-    /// Bytes per read: large, because throughput is dominated by how few requests (each a
-    /// trip through libuv's thread pool) a catch-up read needs.
+    /// Bytes per read on libuv's pool: large, because a catch-up from storage is dominated
+    /// by how many requests (each a trip through the pool and back) it needs.
     static let chunkSize = 256 * 1024
+    /// Bytes per read of cached data on the loop thread: small, since such a read costs no
+    /// trip anywhere, only a loop turn (a few microseconds). It holds the loop for a few
+    /// microseconds at most, and a chunk this size is half of a default 64 KiB pipe
+    /// buffer: a subscriber that writes chunks to a pipe or socket (`ruv-tail | grep`)
+    /// finds room for the next one while the reader on the other side is still busy with
+    /// the last, so reading here and reading there overlap instead of taking turns
+    /// (measured in Benchmarks/README.md, "Tail throughput").
+    static let cachedChunkSize = 32 * 1024
 
     /// A file being followed: its open descriptor, identity and read position.
     final class TailFile {
@@ -51,10 +68,15 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         var offset: Int64 = 0
         /// When a read last returned data (or the file was opened), monotonic ns.
         var lastData: UInt64
+        /// Whether reads try the page cache on the loop thread first
+        /// (``FileRequest/readIfCached(_:count:at:after:splittingAtLastLineBreak:)``);
+        /// cleared for good when the file system cannot promise not to wait.
+        var readsCachedDataOnLoop: Bool
 
-        init(fd: Int32, identity: FileIdentity) {
+        init(fd: Int32, identity: FileIdentity, readsCachedDataOnLoop: Bool) {
             self.fd = fd
             self.identity = identity
+            self.readsCachedDataOnLoop = readsCachedDataOnLoop
             lastData = csys_monotonic_ns()
         }
     }
@@ -77,8 +99,11 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Sends the error and ends the subscription (which calls ``stop()``).
     let fail: (any Error) -> Void
 
-    private let request: FileRequest
-    private let buffer: UnsafeMutableRawBufferPointer
+    /// The request the pass runs on (at most one of the two is in flight at a time).
+    private var request: FileRequest
+    /// The other request, for the read-ahead: the next read starts on it while the chunk
+    /// just read is delivered, and the two swap roles. Made at the first full read.
+    private var spareRequest: FileRequest?
     private var lines: LineBuffer
     /// The files being followed, oldest (the one being read) first.
     private var files: [TailFile] = []
@@ -100,11 +125,20 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private var timer: Disposable?
     private var watch: UnsafeMutablePointer<uv_fs_event_t>?
     private var watchActive = false
+    /// Brings the pass back on the loop's next turn (made at the first need; see
+    /// ``readOnNextTurn()``).
+    private var nextTurn: UnsafeMutablePointer<uv_idle_t>?
+    /// The pass waits for the next turn: its only outstanding step (no request in flight).
+    private var waitingForNextTurn = false
+    /// Whether new files start out reading cached data on the loop thread (tests turn it
+    /// off to run every read through the pool).
+    let readsCachedDataOnLoop: Bool
 
     init(
         loop: EventLoop, path: String, start: TailStart, pollInterval: Double, quietPeriod: Double,
-        maxLineLength: Int, output: Output, fail: @escaping (any Error) -> Void
+        maxLineLength: Int, output: Output, readsCachedDataOnLoop: Bool = true, fail: @escaping (any Error) -> Void
     ) {
+        self.readsCachedDataOnLoop = readsCachedDataOnLoop
         self.loop = loop
         self.path = path
         self.directory = TailFollower.parentDirectory(of: path)
@@ -115,12 +149,6 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         self.fail = fail
         self.lines = LineBuffer(maxLength: maxLineLength)
         request = FileRequest(loop: loop)
-        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: TailFollower.chunkSize, alignment: 16)
-    }
-
-    deinit {
-        // Every read completion captures `self`, so no read into this buffer is pending.
-        buffer.deallocate()
     }
 
     /// `dirname(path)`, without touching the file system.
@@ -164,21 +192,37 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if let handle = watch {
             watch = nil
             watchActive = false
-            uv_close(EventLoop.handle(handle)) { h in
-                guard let h else { return }
-                if let data = h.pointee.data { Unmanaged<TailFollower>.fromOpaque(data).release() }
-                UnsafeMutableRawPointer(h).deallocate()
-            }
+            TailFollower.close(handle)
+        }
+        if let handle = nextTurn {
+            nextTurn = nil
+            TailFollower.close(handle)
         }
         if passRunning {
-            // The pass unwinds at its next step and then cleans up.
-            if !closingDescriptor { request.cancel() }
+            if waitingForNextTurn {
+                // Nothing is in flight and the turn will not come: unwind the pass now.
+                waitingForNextTurn = false
+                endPass()
+            } else if !closingDescriptor {
+                // The pass unwinds at its next step and then cleans up.
+                request.cancel()
+            }
         } else {
             cleanUp()
         }
     }
 
     func closeForLoopShutdown() { stop() }
+
+    /// Closes one of our handles, whose `data` holds a retain on us: the close callback
+    /// lets go of it and frees the handle's memory.
+    private static func close<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+        uv_close(EventLoop.handle(handle)) { h in
+            guard let h else { return }
+            if let data = h.pointee.data { Unmanaged<TailFollower>.fromOpaque(data).release() }
+            UnsafeMutableRawPointer(h).deallocate()
+        }
+    }
 
     /// Closes the descriptors one after another, then lets go of the loop.
     private func cleanUp() {
@@ -320,7 +364,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             // The path changed back to a file we follow between our stat and open.
             return closeDescriptor(fd) { [self] in readHead() }
         }
-        let file = TailFile(fd: fd, identity: identity)
+        let file = TailFile(fd: fd, identity: identity, readsCachedDataOnLoop: readsCachedDataOnLoop)
         files.append(file)
         if applyStartToNextOpen {
             applyStartToNextOpen = false
@@ -353,10 +397,11 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             file.offset = 0
             return readHead()
         }
-        let length = Int(min(Int64(buffer.count), end))
+        let length = Int(min(Int64(TailFollower.chunkSize), end))
         let from = end - Int64(length)
-        let window = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
-        request.read(file.fd, into: window, at: from) { [self] n in
+        request.read(file.fd, count: length, at: from, after: []) { [self] read in
+            let n = read.count
+            let window = read.bytes
             if stopped { return endPass() }
             if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
             if n < length {
@@ -368,7 +413,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             var found = found
             var index = n - 1
             while index >= 0 {
-                if buffer[index] == 10 {
+                if window[index] == 10 {
                     found += 1
                     if found == breaksWanted {
                         file.offset = from + Int64(index) + 1
@@ -383,25 +428,153 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     // MARK: Reading
 
-    private func readHead() {
+    /// Reads the next chunk of the head: what the page cache holds at once, on the loop
+    /// thread, and otherwise (or with `onPool`) on libuv's pool. For whole-line chunks, the
+    /// partial line the last chunk ended with goes into the read, so the new bytes land
+    /// right after it, and the read cuts the array at its last line break: that array is
+    /// the chunk sent (see ``FileRequest/read(_:count:at:after:splittingAtLastLineBreak:_:)``).
+    private func readHead(onPool: Bool = false) {
         if stopped { return endPass() }
         guard let head = files.first else { return endPass() }
-        request.read(head.fd, into: buffer, at: head.offset) { [self] n in headRead(head, n) }
+        var carried: [UInt8]
+        let wholeLines: Bool
+        switch output {
+        case .chunks: (carried, wholeLines) = (lines.takePartialLine(), true)
+        case .lines: (carried, wholeLines) = ([], false)
+        }
+        if !onPool && head.readsCachedDataOnLoop {
+            // At least as much as is carried: a line longer than a chunk then doubles what
+            // each read holds, so carrying it on costs copies in proportion to its length,
+            // not to its length squared.
+            let count = max(TailFollower.cachedChunkSize, carried.count)
+            switch FileRequest.readIfCached(
+                head.fd, count: count, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines)
+            {
+            case .read(let read):
+                return headRead(head, read, requested: count, onLoop: true)
+            case .wouldWait(let prefix):
+                carried = prefix
+            case .unsupported(let prefix):
+                head.readsCachedDataOnLoop = false
+                carried = prefix
+            }
+        }
+        let count = max(TailFollower.chunkSize, carried.count)
+        request.read(
+            head.fd, count: count, at: head.offset, after: carried, splittingAtLastLineBreak: wholeLines
+        ) { [self] read in
+            headRead(head, read, requested: count, onLoop: false)
+        }
     }
 
-    private func headRead(_ head: TailFile, _ n: Int) {
+    /// A read of the head is back: for whole-line chunks, the carried partial line and the
+    /// bytes read, split at the last line break; otherwise the bytes read. `requested`: the
+    /// byte count asked for; `onLoop`: read from the page cache on the loop thread, rather
+    /// than on the pool.
+    private func headRead(_ head: TailFile, _ read: ArrayReadResult, requested: Int, onLoop: Bool) {
+        let n = read.count
         if stopped { return endPass() }
         if n < 0 { return failPass(UVError(code: Int32(n), operation: "read", target: path)) }
-        if n > 0 {
-            head.offset += Int64(n)
-            head.lastData = csys_monotonic_ns()
-            if let error = deliver(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { return failPass(error) }
-            // A line callback may have disposed the subscription.
-            if stopped { return endPass() }
-            // A full buffer: more is very likely there.
-            if n == buffer.count { return readHead() }
+        if n == 0 {
+            // Nothing new: the carried partial line waits on.
+            if case .chunks = output { lines.restorePartialLine(read.bytes) }
+            return request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
         }
+        head.offset += Int64(n)
+        head.lastData = csys_monotonic_ns()
+        // A full read on the pool: more is very likely there, so the next read starts
+        // before this chunk's lines are delivered, and a pool thread reads while the loop
+        // thread delivers. Nothing else is in flight (this is the completion of the pass's
+        // only request), so the pass still has exactly one request out: the read-ahead,
+        // whose completion carries the pass on. A truncation or rotation is noticed as
+        // before, at the first short read. (A read on the loop thread is followed by the
+        // next one on the next turn instead, below.)
+        let readAhead = !onLoop && n == requested
+        var failure: (any Error)?
+        switch output {
+        case .chunks(let emit):
+            // Check first: the read-ahead starts with this chunk's partial line.
+            let whole: [UInt8]?
+            do {
+                if let partial = read.partialLine {
+                    whole = try lines.acceptWholeLines(skipLeadingLines(read.bytes), partial: partial)
+                } else {
+                    // No line break in what was read: all of it is one unfinished line.
+                    whole = try lines.acceptWholeLines([], partial: read.bytes)
+                }
+            } catch {
+                return failPass(error)
+            }
+            if readAhead { startReadAhead() }
+            if let whole, !stopped { emit(whole) }
+        case .lines(let emit):
+            if readAhead { startReadAhead() }
+            if stopped { break }
+            read.bytes.withUnsafeBytes { raw in
+                let start = skipLeadingLines(in: raw)
+                do {
+                    try lines.append(UnsafeRawBufferPointer(rebasing: raw[start...]), emit)
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        if readAhead {
+            if let failure {
+                // Fail now; the read-ahead's completion sees `stopped` and ends the pass,
+                // and only then are descriptors closed (never under a read in flight).
+                if !stopped { fail(failure) }
+                stopped = true
+            }
+            // If a line callback disposed the subscription, `stop()` has tried to cancel
+            // the read-ahead, and its completion (cancelled or not) ends the pass.
+            return
+        }
+        if let failure { return failPass(failure) }
+        // A line callback may have disposed the subscription.
+        if stopped { return endPass() }
+        // From the page cache: more may be cached (a short read there can also mean the
+        // rest is not cached yet), so read on, on the next turn; the read at the end gets
+        // 0 and leads to the `fstat` below.
+        if onLoop { return readOnNextTurn() }
+        // Short: the end for now. `fstat` for truncation and growth.
         request.fstat(head.fd) { [self] rc in headChecked(head, rc) }
+    }
+
+    /// Reads the head again on the loop's next turn, after one round of IO polling: a
+    /// catch-up on cached data (read on the loop thread) takes one chunk per turn, so the
+    /// loop's sockets and timers keep their turns while a big file is read.
+    private func readOnNextTurn() {
+        let handle = nextTurn ?? {
+            let made = UnsafeMutablePointer<uv_idle_t>.allocate(capacity: 1)
+            uv_idle_init(loop.uvLoop, made)
+            // The handle holds us until its close callback (in `stop()`).
+            made.pointee.data = Unmanaged.passRetained(self).toOpaque()
+            nextTurn = made
+            return made
+        }()
+        waitingForNextTurn = true
+        uv_idle_start(handle) { h in
+            guard let h, let data = h.pointee.data else { return }
+            uv_idle_stop(h)
+            Unmanaged<TailFollower>.fromOpaque(data).takeUnretainedValue().nextTurnCame()
+        }
+    }
+
+    private func nextTurnCame() {
+        waitingForNextTurn = false
+        readHead()
+    }
+
+    /// Starts the read after a full one on the spare request, which becomes the pass's.
+    private func startReadAhead() {
+        let next = spareRequest ?? FileRequest(loop: loop)
+        spareRequest = request
+        request = next
+        // libuv refusing the read outright fails the pass at once (`stopped` is set then,
+        // and the chunk in hand has no one to go to). On the pool even if the next chunk is
+        // cached: read on the loop thread, it would be delivered before this one.
+        readHead(onPool: true)
     }
 
     private func headChecked(_ head: TailFile, _ rc: Int) {
@@ -435,29 +608,26 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         closeDescriptor(head.fd) { [self] in readHead() }
     }
 
-    /// Splits a chunk into lines and sends them; returns the error that ends the
-    /// subscription (a line over the limit), if any.
-    private func deliver(_ chunk: UnsafeRawBufferPointer) -> (any Error)? {
-        var chunk = chunk
-        if skipLines > 0 {
-            guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
-            var start = 0
-            while skipLines > 0, start < chunk.count, let hit = memchrNewline(base + start, chunk.count - start) {
-                skipLines -= 1
-                start = hit - base + 1
-            }
-            if skipLines > 0 { return nil }  // the whole chunk was skipped
-            chunk = UnsafeRawBufferPointer(rebasing: chunk[start...])
+    /// While lines are still to be skipped (a start at line k): skips them in `raw` and
+    /// returns where the lines to deliver begin (`raw.count` when all of it was skipped).
+    private func skipLeadingLines(in raw: UnsafeRawBufferPointer) -> Int {
+        guard skipLines > 0, let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            return skipLines > 0 ? raw.count : 0
         }
-        do {
-            switch output {
-            case .lines(let emit): try lines.append(chunk, emit)
-            case .chunks(let emit): try lines.appendWholeLines(chunk, emit)
-            }
-        } catch {
-            return error
+        var start = 0
+        while skipLines > 0, start < raw.count, let hit = memchrNewline(base + start, raw.count - start) {
+            skipLines -= 1
+            start = hit - base + 1
         }
-        return nil
+        return skipLines > 0 ? raw.count : start
+    }
+
+    /// ``skipLeadingLines(in:)`` for a whole-line chunk: the rest of `bytes` (a copy only
+    /// while lines are being skipped, at the start of a `.line(k)` tail).
+    private func skipLeadingLines(_ bytes: [UInt8]) -> [UInt8] {
+        if skipLines == 0 { return bytes }
+        let start = bytes.withUnsafeBytes { skipLeadingLines(in: $0) }
+        return Array(bytes[start...])
     }
 
     private func closeDescriptor(_ fd: Int32, then next: @escaping () -> Void) {

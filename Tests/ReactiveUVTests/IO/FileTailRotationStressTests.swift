@@ -9,8 +9,12 @@ import XCTest
 /// while the file is rotated three times by rename (with lines written to the old
 /// descriptor after each rename, before the writer reopens the path) and truncated once
 /// in place (copy-truncate style); the tail must deliver every line exactly once, in order.
-final class FileTailRotationStressTests: XCTestCase {
+/// ``FileTailRotationStressPoolReadTests`` runs it again with every read on libuv's pool.
+class FileTailRotationStressTests: XCTestCase {
     var directory: TemporaryDirectory!
+
+    /// Whether reads of cached data happen on the loop thread (the default).
+    class var readsCachedDataOnLoop: Bool { true }
 
     override func setUpWithError() throws { directory = try TemporaryDirectory() }
     override func tearDown() { directory.remove() }
@@ -25,7 +29,11 @@ final class FileTailRotationStressTests: XCTestCase {
         let path = directory.file("app.log")
         let recorder = EventRecorder<String>(loop: loop)
         let subscription = recorder.subscribe(
-            File.tail(path, from: .beginning, pollInterval: 0.1, rotationQuietPeriod: 0.3, on: loop))
+            Self.readsCachedDataOnLoop
+                ? File.tail(path, from: .beginning, pollInterval: 0.1, rotationQuietPeriod: 0.3, on: loop)
+                : File.follow(path, from: .beginning, pollInterval: 0.1, rotationQuietPeriod: 0.3,
+                              maxLineLength: LineBuffer.defaultMaxLength, on: loop,
+                              readsCachedDataOnLoop: false) { send in .lines(send) })
         let failure = Locked<String?>(nil)
         let finished = Latch()
 
@@ -114,4 +122,13 @@ final class FileTailRotationStressTests: XCTestCase {
             XCTAssertEqual(values[probe], "\(probe) " + String(repeating: "abcdefghij", count: probe % 9))
         }
     }
+}
+
+/// The acceptance test again, with every read on libuv's pool.
+final class FileTailRotationStressPoolReadTests: FileTailRotationStressTests {
+    override class var readsCachedDataOnLoop: Bool { false }
+
+    // Linux's XCTest runs only the test methods a class declares itself, so each one is
+    // named again here (a new test in FileTailRotationStressTests belongs here too).
+    override func testEveryLineExactlyOnceThroughThreeRenamesAndACopyTruncate() throws { try super.testEveryLineExactlyOnceThroughThreeRenamesAndACopyTruncate() }
 }

@@ -8,16 +8,35 @@ import XCTest
 /// File.tail: start positions, partial lines, waiting for a file or directory, errors,
 /// truncation, rotation by rename, disposal in the middle of a read, main and background
 /// loops. Each test with its own loop ends with every handle closed and the loop closed.
-final class FileTailTests: XCTestCase {
+/// ``FileTailPoolReadTests`` runs them all again with every read on libuv's pool.
+class FileTailTests: XCTestCase {
     var directory: TemporaryDirectory!
 
     override func setUpWithError() throws { directory = try TemporaryDirectory() }
     override func tearDown() { directory.remove() }
 
+    /// Whether reads of cached data happen on the loop thread (the default); the pool-read
+    /// subclass turns it off, so the same tests cover reads on libuv's pool.
+    class var readsCachedDataOnLoop: Bool { true }
+
+    /// `File.tail`, or with ``readsCachedDataOnLoop`` off, the same follower with every
+    /// read on the pool.
+    func tailSignal(
+        _ path: String, from start: TailStart = .lastLines(10), pollInterval: Double = 0.2,
+        rotationQuietPeriod: Double = 1.0, maxLineLength: Int = LineBuffer.defaultMaxLength, on loop: EventLoop? = nil
+    ) -> Signal<String> {
+        if Self.readsCachedDataOnLoop {
+            return File.tail(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
+                             maxLineLength: maxLineLength, on: loop)
+        }
+        return File.follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
+                           maxLineLength: maxLineLength, on: loop, readsCachedDataOnLoop: false) { send in .lines(send) }
+    }
+
     /// A tail with short timings, so the tests spend little time waiting for polls.
     func tail(_ path: String, from start: TailStart, on loop: EventLoop) -> (EventRecorder<String>, Disposable) {
         let recorder = EventRecorder<String>(loop: loop)
-        let signal = File.tail(path, from: start, pollInterval: 0.05, rotationQuietPeriod: 0.2, on: loop)
+        let signal = tailSignal(path, from: start, pollInterval: 0.05, rotationQuietPeriod: 0.2, on: loop)
         return (recorder, recorder.subscribe(signal))
     }
 
@@ -132,6 +151,37 @@ final class FileTailTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testFromTheBeginningOfAFileOfManyReads() throws {
+        let loop = try EventLoop()
+        let path = directory.file("many.log")
+        // About 3.4 MB: many full reads, each one's lines sent while the next is read.
+        writeFile(path, numbered(0..<500_000))
+        let (recorder, subscription) = tail(path, from: .beginning, on: loop)
+        XCTAssertTrue(run(loop, until: recorder, has: 500_000))
+        append(path, numbered(500_000..<500_010))
+        XCTAssertTrue(run(loop, until: recorder, has: 500_010))
+        XCTAssertTrue(recorder.values == strings(0..<500_010), "every line once, in order")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testALineOverTheLimitFoundWhileTheNextReadIsUnderWay() throws {
+        let loop = try EventLoop()
+        let path = directory.file("long-later.log")
+        // The long line sits past the first full reads, so when it is reached the read of
+        // the chunk after it is already in flight (lines are sent while the next chunk is
+        // read): the error must wait for that read before the file is closed (FileRequest
+        // asserts one request at a time).
+        writeFile(path, numbered(0..<100_000) + String(repeating: "y", count: 300) + "\n" + numbered(0..<50_000))
+        let recorder = EventRecorder<String>(loop: loop)
+        let subscription = recorder.subscribe(tailSignal(path, from: .beginning, maxLineLength: 200, on: loop))
+        XCTAssertTrue(loop.run(until: { recorder.terminated }, timeout: 60))
+        XCTAssertEqual(recorder.events.last.flatMap { $0.error as? LineError }, .lineTooLong(maxLength: 200))
+        XCTAssertTrue(recorder.values == strings(0..<100_000), "every line before the long one, then the error")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testAPartialLineIsHeldUntilItsBreakArrives() throws {
         let loop = try EventLoop()
         let path = directory.file("partial.log")
@@ -156,7 +206,7 @@ final class FileTailTests: XCTestCase {
         let path = directory.file("later.log")
         // The default start (last 10 lines) applies only to a file that exists at the start.
         let recorder = EventRecorder<String>(loop: loop)
-        let subscription = recorder.subscribe(File.tail(path, pollInterval: 0.05, on: loop))
+        let subscription = recorder.subscribe(tailSignal(path, pollInterval: 0.05, on: loop))
         _ = loop.run(until: { recorder.count > 0 }, timeout: 0.3)
         XCTAssertEqual(recorder.count, 0, "nothing while the file is missing: no error")
         writeFile(path, numbered(0..<25))
@@ -301,7 +351,7 @@ final class FileTailTests: XCTestCase {
         writeAll(old, "old-0\n")
         let recorder = EventRecorder<String>(loop: loop)
         let subscription = recorder.subscribe(
-            File.tail(path, from: .beginning, pollInterval: 0.05, rotationQuietPeriod: 4, on: loop))
+            tailSignal(path, from: .beginning, pollInterval: 0.05, rotationQuietPeriod: 4, on: loop))
         XCTAssertTrue(run(loop, until: recorder, has: 1))
         XCTAssertEqual(rename(path, path + ".1"), 0)
         append(path, "new-0\n")
@@ -337,7 +387,7 @@ final class FileTailTests: XCTestCase {
         writeFile(path, numbered(0..<1_500_000))
         let recorder = EventRecorder<String>()
         let subscription = SerialDisposable()
-        subscription.inner = File.tail(path, from: .beginning, on: loop).subscribe(next: { line in
+        subscription.inner = tailSignal(path, from: .beginning, on: loop).subscribe(next: { line in
             recorder.record(.next(line))
             subscription.dispose()  // inside the first chunk's line loop
         }, error: { recorder.record(.error($0)) })
@@ -369,12 +419,12 @@ final class FileTailTests: XCTestCase {
 
         let before = mainLoopIOResources()
         let main = EventRecorder<String>(loop: .main)
-        let mainSubscription = main.subscribe(File.tail(path, from: .beginning, pollInterval: 0.05))
+        let mainSubscription = main.subscribe(tailSignal(path, from: .beginning, pollInterval: 0.05))
         XCTAssertTrue(runMainLoop(timeout: 60) { main.valueCount >= 5 })
 
         let background = LoopPool.shared.next()
         let other = EventRecorder<String>(loop: background)
-        let otherSubscription = other.subscribe(File.tail(path, from: .beginning, pollInterval: 0.05, on: background))
+        let otherSubscription = other.subscribe(tailSignal(path, from: .beginning, pollInterval: 0.05, on: background))
         XCTAssertTrue(other.wait { $0.count >= 5 })
 
         append(path, numbered(5..<8))
@@ -390,4 +440,35 @@ final class FileTailTests: XCTestCase {
         XCTAssertTrue(runMainLoop(timeout: 60) { mainLoopIOResources() == before })
         XCTAssertTrue(waitUntilNoIOResources(on: background), "the background tail closed its handles")
     }
+}
+
+/// Every ``FileTailTests`` test again, with every read on libuv's pool (as on a file
+/// system that cannot promise reads that never wait, or for data not in the page cache):
+/// the pool's read-ahead, its cancellation and its errors.
+final class FileTailPoolReadTests: FileTailTests {
+    override class var readsCachedDataOnLoop: Bool { false }
+
+    // Linux's XCTest runs only the test methods a class declares itself, so each one is
+    // named again here (a new test in FileTailTests belongs here too).
+    override func testStartAtTheEndSendsOnlyLinesAppendedLater() throws { try super.testStartAtTheEndSendsOnlyLinesAppendedLater() }
+    override func testLastThreeLinesOfATenLineFileThenAppendedLines() throws { try super.testLastThreeLinesOfATenLineFileThenAppendedLines() }
+    override func testLastLinesOfABigFileAndMoreLinesThanTheFileHas() throws { try super.testLastLinesOfABigFileAndMoreLinesThanTheFileHas() }
+    override func testFromLineKLikePlusK() throws { try super.testFromLineKLikePlusK() }
+    override func testFromTheBeginning() throws { try super.testFromTheBeginning() }
+    override func testFromTheBeginningOfAFileOfManyReads() throws { try super.testFromTheBeginningOfAFileOfManyReads() }
+    override func testALineOverTheLimitFoundWhileTheNextReadIsUnderWay() throws { try super.testALineOverTheLimitFoundWhileTheNextReadIsUnderWay() }
+    override func testAPartialLineIsHeldUntilItsBreakArrives() throws { try super.testAPartialLineIsHeldUntilItsBreakArrives() }
+    override func testAMissingFileIsWaitedForAndReadFromItsStart() throws { try super.testAMissingFileIsWaitedForAndReadFromItsStart() }
+    override func testAMissingDirectoryIsWaitedForToo() throws { try super.testAMissingDirectoryIsWaitedForToo() }
+    override func testAPathThroughAFileFailsWithENOTDIRNamingThePath() throws { try super.testAPathThroughAFileFailsWithENOTDIRNamingThePath() }
+    override func testADirectoryFailsWithEISDIR() throws { try super.testADirectoryFailsWithEISDIR() }
+    override func testAFileWithoutReadPermissionFailsWithEACCES() throws { try super.testAFileWithoutReadPermissionFailsWithEACCES() }
+    override func testExtremeStartPositionsDoNotTrap() throws { try super.testExtremeStartPositionsDoNotTrap() }
+    override func testTruncationRereadsFromTheStart() throws { try super.testTruncationRereadsFromTheStart() }
+    override func testRotationByRenameKeepsReadingTheOldFileThenFollowsTheNewOne() throws { try super.testRotationByRenameKeepsReadingTheOldFileThenFollowsTheNewOne() }
+    override func testLinesWrittenToTheOldFileAfterTheNewOneAppearedAreNotLost() throws { try super.testLinesWrittenToTheOldFileAfterTheNewOneAppearedAreNotLost() }
+    override func testRotationByRemovalAndRecreation() throws { try super.testRotationByRemovalAndRecreation() }
+    override func testDisposingDuringTheFirstReadOfABigFile() throws { try super.testDisposingDuringTheFirstReadOfABigFile() }
+    override func testDisposingFromAnotherThreadWhileAReadIsInFlight() throws { try super.testDisposingFromAnotherThreadWhileAReadIsInFlight() }
+    override func testTailOnTheMainLoopAndOnABackgroundLoop() throws { try super.testTailOnTheMainLoopAndOnABackgroundLoop() }
 }

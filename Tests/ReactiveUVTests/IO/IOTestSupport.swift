@@ -86,10 +86,14 @@ func append(_ path: String, _ text: String) {
 
 /// Records a signal's events from any thread; tests wait on it with a bounded wait.
 final class EventRecorder<Value>: @unchecked Sendable {
-    // Thread-safety: `condition` guards `events` and `threads`.
+    // Thread-safety: `condition` guards `storage`, `onLoopThread` and `valuesRecorded`.
     private let condition = ConditionLock()
     private var storage: [Event<Value>] = []
     private var onLoopThread: [Bool] = []
+    /// How many of `storage` are values: kept as they come, because tests poll it after
+    /// every loop turn and counting a long recording each time would cost more than the
+    /// tailing under test.
+    private var valuesRecorded = 0
     private let loop: EventLoop?
 
     /// - Parameter loop: when given, each event also records whether it arrived on that
@@ -101,6 +105,7 @@ final class EventRecorder<Value>: @unchecked Sendable {
         condition.lock()
         storage.append(event)
         onLoopThread.append(onLoop)
+        if event.value != nil { valuesRecorded += 1 }
         condition.signal()  // a broadcast
         condition.unlock()
     }
@@ -113,7 +118,11 @@ final class EventRecorder<Value>: @unchecked Sendable {
 
     var values: [Value] { events.compactMap(\.value) }
     var count: Int { events.count }
-    var valueCount: Int { events.reduce(0) { $0 + ($1.value == nil ? 0 : 1) } }
+    var valueCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return valuesRecorded
+    }
     var terminated: Bool { events.last?.isTerminating ?? false }
     var error: (any Error)? { events.last?.error }
     var allOnLoopThread: Bool {

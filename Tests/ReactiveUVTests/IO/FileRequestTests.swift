@@ -1,0 +1,160 @@
+import CLibUV
+import Glibc
+import XCTest
+
+@testable import ReactiveUV
+
+/// `FileRequest`'s array read: the `pread` into a new array on libuv's pool that
+/// `File.tail`/`tailChunks` use, with a carried prefix and the split at the last line break.
+final class FileRequestTests: XCTestCase {
+    var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws { directory = try TemporaryDirectory() }
+    override func tearDown() { directory.remove() }
+
+    /// Runs one array read to its completion and returns what it gave.
+    func read(
+        _ loop: EventLoop, _ fd: Int32, count: Int, at offset: Int64, after prefix: String, split: Bool
+    ) -> (count: Int, bytes: String, partial: String?)? {
+        let request = FileRequest(loop: loop)
+        var result: ArrayReadResult?
+        request.read(fd, count: count, at: offset, after: Array(prefix.utf8), splittingAtLastLineBreak: split) {
+            result = $0
+        }
+        XCTAssertTrue(request.inFlight)
+        guard loop.run(until: { result != nil }, timeout: 60), let result else { return nil }
+        XCTAssertFalse(request.inFlight)
+        return (result.count, String(decoding: result.bytes, as: UTF8.self),
+                result.partialLine.map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    func testReadsAfterThePrefixAndSplitsAtTheLastLineBreak() throws {
+        let loop = try EventLoop()
+        let path = directory.file("r.log")
+        writeFile(path, "ab\ncd\nef")
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+
+        let split = read(loop, fd, count: 100, at: 0, after: "xy", split: true)
+        XCTAssertEqual(split?.count, 8, "bytes read, not counting the prefix")
+        XCTAssertEqual(split?.bytes, "xyab\ncd\n")
+        XCTAssertEqual(split?.partial, "ef")
+
+        let plain = read(loop, fd, count: 100, at: 0, after: "xy", split: false)
+        XCTAssertEqual(plain?.bytes, "xyab\ncd\nef")
+        XCTAssertNil(plain?.partial)
+
+        let endsAtBreak = read(loop, fd, count: 6, at: 0, after: "", split: true)
+        XCTAssertEqual(endsAtBreak?.bytes, "ab\ncd\n")
+        XCTAssertEqual(endsAtBreak?.partial, "", "a break at the very end leaves an empty partial line")
+
+        // No break among the new bytes: no split, everything is one unfinished line (the
+        // prefix is part of it).
+        let noBreak = read(loop, fd, count: 2, at: 6, after: "zz", split: true)
+        XCTAssertEqual(noBreak?.count, 2)
+        XCTAssertEqual(noBreak?.bytes, "zzef")
+        XCTAssertNil(noBreak?.partial)
+
+        let atEnd = read(loop, fd, count: 100, at: 8, after: "carried", split: true)
+        XCTAssertEqual(atEnd?.count, 0)
+        XCTAssertEqual(atEnd?.bytes, "carried", "the prefix comes back at end of file")
+        XCTAssertNil(atEnd?.partial)
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testASmallSplitReadDoesNotKeepTheStorageOfAFullOne() throws {
+        let loop = try EventLoop()
+        let path = directory.file("small.log")
+        writeFile(path, "one\ntwo\nthr")
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        let request = FileRequest(loop: loop)
+        var result: ArrayReadResult?
+        request.read(fd, count: 256 * 1024, at: 0, after: [], splittingAtLastLineBreak: true) { result = $0 }
+        XCTAssertTrue(loop.run(until: { result != nil }, timeout: 60))
+        XCTAssertEqual(result?.bytes, Array("one\ntwo\n".utf8))
+        // Sent on and perhaps kept: sized to its bytes, not to the 256 KiB it was read into.
+        XCTAssertLessThan(result?.bytes.capacity ?? .max, 1024)
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testAFailedReadGivesTheCodeAndThePrefixBack() throws {
+        let loop = try EventLoop()
+        let path = directory.file("w.log")
+        writeFile(path, "data\n")
+        let writeOnly = open(path, O_WRONLY)
+        defer { close(writeOnly) }
+        let failed = read(loop, writeOnly, count: 10, at: 0, after: "kept", split: true)
+        XCTAssertEqual(failed?.count, Int(UV_EBADF.rawValue), "libuv's code: a negated errno")
+        XCTAssertEqual(failed?.bytes, "kept")
+        XCTAssertNil(failed?.partial)
+        assertLoopCleanAndClose(loop)
+    }
+
+    // MARK: - Reading cached data on the loop thread
+
+    func testReadIfCachedReadsWhatThePageCacheHolds() throws {
+        let path = directory.file("cached.log")
+        writeFile(path, "ab\ncd\nef")  // just written: in the page cache
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        guard case .read(let split) = FileRequest.readIfCached(
+            fd, count: 100, at: 0, after: Array("xy".utf8), splittingAtLastLineBreak: true)
+        else {
+            return XCTFail("cached data must be read at once")
+        }
+        XCTAssertEqual(split.count, 8)
+        XCTAssertEqual(split.bytes, Array("xyab\ncd\n".utf8))
+        XCTAssertEqual(split.partialLine, Array("ef".utf8))
+        guard case .read(let atEnd) = FileRequest.readIfCached(fd, count: 100, at: 8, after: Array("ef".utf8)) else {
+            return XCTFail("the end of a file is known at once")
+        }
+        XCTAssertEqual(atEnd.count, 0)
+        XCTAssertEqual(atEnd.bytes, Array("ef".utf8))
+    }
+
+    func testReadIfCachedDoesNotWaitForDataThatIsNotInMemory() throws {
+        let path = directory.file("cold.log")
+        writeFile(path, Array(repeating: UInt8(ascii: "z"), count: 1 << 20))
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        // Written back, then dropped from the page cache (advice the kernel may ignore:
+        // mincore says whether it was taken).
+        XCTAssertEqual(fsync(fd), 0)
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+        guard try !anyPageResident(fd, length: 1 << 20) else {
+            throw XCTSkip("the file system kept the pages in memory")
+        }
+        switch FileRequest.readIfCached(fd, count: 4096, at: 0, after: Array("kept".utf8)) {
+        case .wouldWait(let prefix):
+            XCTAssertEqual(prefix, Array("kept".utf8), "the prefix comes back for the pool read")
+        case .unsupported:
+            throw XCTSkip("this file system cannot promise reads that never wait")
+        case .read(let result):
+            XCTFail("read \(result.count) bytes that were not in memory")
+        }
+    }
+
+    func testReadIfCachedReportsOtherErrorsAsAFailedRead() throws {
+        let path = directory.file("w.log")
+        writeFile(path, "data\n")
+        let writeOnly = open(path, O_WRONLY)
+        defer { close(writeOnly) }
+        guard case .read(let failed) = FileRequest.readIfCached(writeOnly, count: 10, at: 0, after: []) else {
+            return XCTFail("EBADF is a failed read, not a reason to try the pool")
+        }
+        XCTAssertEqual(failed.count, Int(UV_EBADF.rawValue))
+    }
+
+    /// Whether any page of the first `length` bytes of `fd`'s file is in the page cache.
+    func anyPageResident(_ fd: Int32, length: Int) throws -> Bool {
+        guard let mapping = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), mapping != MAP_FAILED else {
+            throw XCTSkip("mmap failed: errno \(errno)")
+        }
+        defer { munmap(mapping, length) }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var residency = [UInt8](repeating: 0, count: (length + pageSize - 1) / pageSize)
+        guard mincore(mapping, length, &residency) == 0 else { throw XCTSkip("mincore failed: errno \(errno)") }
+        return residency.contains { $0 & 1 != 0 }
+    }
+}
