@@ -51,7 +51,7 @@ final class AddressFamilyTests: XCTestCase {
         let early = Recorder<TCPConnection>()
         let subscription = early.subscribe(TCP.connect(host: "localhost", port: port, on: loop))
         subscription.dispose()
-        loop.run(until: { false }, timeout: 0.2)
+        _ = loop.run(until: { false }, timeout: 0.2)
         XCTAssertTrue(early.values.isEmpty)
         XCTAssertFalse(early.terminated)
 
