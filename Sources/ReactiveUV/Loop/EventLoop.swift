@@ -65,14 +65,14 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Atomics
     /// Entries ever accepted into the queue. Written only under `queueLock` (so a plain
     /// load and store, not a read-modify-write); read by ``hasQueuedWork`` from any thread.
-    let enqueuedCount = UnsafeAtomicInt(0)
+    let enqueuedCount = UnsafeAtomicInt(0, ownCacheLine: ())
     /// Entries ever started (or skipped as cancelled). Written only by the loop thread.
     /// `enqueuedCount - startedCount` is the work waiting: two counters, each with a
     /// single writer, instead of one counter both sides update with atomic RMWs.
-    let startedCount = UnsafeAtomicInt(0)
+    let startedCount = UnsafeAtomicInt(0, ownCacheLine: ())
     /// `cancelledPositions.count`, readable without the lock: the drain looks in
     /// `cancelledPositions` (under the lock) only when it is nonzero.
-    let cancellations = UnsafeAtomicInt(0)
+    let cancellations = UnsafeAtomicInt(0, ownCacheLine: ())
     /// Scheduling order of timers, so equal deadlines fire in the order they were made.
     let timerSequence = UnsafeAtomicInt(0)
 

@@ -23,6 +23,15 @@ struct UnsafeAtomicInt: @unchecked Sendable {
     @inlinable
     init(pointer: UnsafeMutablePointer<csys_atomic_int>) { self.pointer = pointer }
 
+    /// A cell alone on its cache line (64 bytes, 64-aligned), for counters one thread
+    /// writes at a high rate while another thread writes a neighbouring one: without the
+    /// padding, two 8-byte cells from consecutive allocations share a line and every write
+    /// on one side steals it from the other (false sharing).
+    init(_ value: Int, ownCacheLine: ()) {
+        pointer = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 64).bindMemory(to: csys_atomic_int.self, capacity: 1)
+        csys_atomic_int_init(pointer, Int64(value))
+    }
+
     /// Frees the cell (the placeholder is never freed).
     @inlinable
     func destroy() {
