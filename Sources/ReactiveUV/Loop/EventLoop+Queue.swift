@@ -171,8 +171,11 @@ extension EventLoop {
                 }
             }
         }
-        // Still more: come back after one pass of IO polling, so a producer that keeps the
-        // queue full cannot starve sockets and timers.
-        wakeUp()
+        // Still more? Come back after one pass of IO polling, so a producer that keeps the
+        // queue full cannot starve sockets and timers. (A producer that refilled the queue
+        // has already sent the wake-up; this covers work queued by the batch itself.)
+        queueLock.withLock {
+            if accepting && !pending.isEmpty { uv_async_send(asyncHandle) }
+        }
     }
 }

@@ -146,6 +146,18 @@ import XCTest
 
 /// Leak checks of the bridges on the process-wide `Diagnostics.liveSubscriptions`.
 final class ConcurrencyBridgeLeakTests: XCTestCase {
+    /// These tests compare the process-wide live-subscription count with its value at the
+    /// start. Work an earlier test left queued on the main loop (a subscription it ends)
+    /// would change the count during the wait, so it runs first: a marker block scheduled
+    /// on the main loop has run only when everything queued before it has.
+    override func setUp() {
+        for _ in 0..<3 {
+            let ran = Locked(false)
+            Scheduler.main.schedule { ran.withLock { $0 = true } }
+            XCTAssertTrue(runMainLoop(timeout: 10) { ran.value })
+        }
+    }
+
     func testCancelledValuesConsumerOfANeverCompletingSignalLeavesNoLiveSubscription() {
         let before = Diagnostics.liveSubscriptions
         let subscribed = Latch(), disposed = Latch(), finished = Latch()
