@@ -96,12 +96,6 @@ public final class EventLoop: @unchecked Sendable {
     /// Everything holding handles on this loop that ``close()`` must close.
     var resources: [ObjectIdentifier: any LoopResource] = [:]
 
-    /// How many times one wake-up swaps the queue out before letting the loop poll for IO.
-    /// One: work queued while a batch runs waits for the next wake-up (which its producer
-    /// has already sent), so a drain that keeps up with a producer on another thread does
-    /// not take the lock again and again for a handful of entries each time; contending
-    /// for it made cross-thread scheduling ~30% slower.
-    static let maxRoundsPerWakeUp = 1
 
     // MARK: - Creating
 

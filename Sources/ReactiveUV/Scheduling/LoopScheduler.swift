@@ -26,17 +26,27 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
     override func schedule(_ block: @escaping () -> Void) -> Disposable? {
         // The queue holds the block itself (no wrapper closure, no object the loop thread
         // must touch); the disposable only knows the entry's position in the queue.
-        let me = retainedForQueue()
-        guard let position = eventLoop.enqueue(.block(block, me)) else {
-            LoopScheduler.releaseFromQueue(me)
+        guard let position = enqueueBlock(block) else {
             return Disposable()  // the loop is closed: the block never runs
         }
         return ScheduledBlock(position: position, on: retainedForQueue())
     }
 
     override func scheduleUncancellable(_ block: @escaping () -> Void) {
+        enqueueBlock(block)
+    }
+
+    /// Queues `block` as an entry holding this scheduler; its position, or `nil` (and no
+    /// reference kept) when the loop is closed.
+    @discardableResult
+    @inline(__always)
+    private func enqueueBlock(_ block: @escaping () -> Void) -> Int? {
         let me = retainedForQueue()
-        if eventLoop.enqueue(.block(block, me)) == nil { LoopScheduler.releaseFromQueue(me) }
+        guard let position = eventLoop.enqueue(.block(block, me)) else {
+            LoopScheduler.releaseFromQueue(me)
+            return nil
+        }
+        return position
     }
 
     /// A reference for a queue entry or a disposable: retained unless immortal.
