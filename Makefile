@@ -1,5 +1,7 @@
 # ReactiveUV: every command installs libuv1-dev first when pkg-config cannot find it.
 SWIFT ?= swift
+## logcast is a package of its own (its dependencies never reach the library's users).
+LOGCAST := Sources/logcast
 
 .PHONY: deps build run test bench clean
 
@@ -11,16 +13,18 @@ build: deps
 
 ## The main program: logcast on a demo log (see README).
 run: deps
-	$(SWIFT) run logcast --listen 127.0.0.1:7070
+	$(SWIFT) run --package-path $(LOGCAST) logcast --listen 127.0.0.1:7070
 
-## Every test: the library's unit, conformance, loop and IO tests.
+## Every test: the library's unit, conformance, loop and IO tests, then logcast's end-to-end tests.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(SWIFT) build --package-path $(LOGCAST) --build-tests
+	$(SWIFT) test --package-path $(LOGCAST) --skip-build
 
 ## Speed against OpenCombine and a closure baseline (release build, separate package).
 bench: deps
 	$(SWIFT) run -c release --package-path Benchmarks ruv-bench
 
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build Benchmarks/.build $(LOGCAST)/.build

@@ -10,13 +10,9 @@ let package = Package(
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
-        .executable(name: "logcast", targets: ["logcast"]),
     ],
-    dependencies: [
-        // For the logcast daemon only (the library depends on libuv alone).
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-    ],
+    // No package dependencies: the library needs libuv alone. The logcast daemon, which
+    // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
     targets: [
         // libuv from the system (Debian's libuv1-dev, 1.44.2): the loop, timers and IO.
         .systemLibrary(
@@ -54,16 +50,6 @@ let package = Package(
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "--version-script=\(packageDirectory)Sources/ReactiveUVEmbed/reactiveuv.map"]),
             ]
         ),
-        // The reactive log daemon: the README's main command.
-        .executableTarget(
-            name: "logcast",
-            dependencies: [
-                "ReactiveUV",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/logcast"
-        ),
         .executableTarget(
             name: "ruv-demo",
             dependencies: ["ReactiveUV"],
@@ -86,12 +72,6 @@ let package = Package(
             name: "ruv-tail",
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-tail"
-        ),
-        // End-to-end tests of the logcast binary (spawned; loopback clients).
-        .testTarget(
-            name: "LogcastTests",
-            dependencies: ["logcast"],
-            path: "Tests/LogcastTests"
         ),
         .testTarget(
             name: "ReactiveUVTests",

@@ -14,7 +14,7 @@
 // logcast throughput (lines per second to 1, 10 and 100 clients, against `tail -F`) needs
 // the daemon built first, the same way:
 //
-//     swift build -c release --product logcast
+//     swift build -c release --package-path Sources/logcast
 //     swift run -c release --package-path Benchmarks logcast-bench
 //
 // ReactiveUV's operators are `@inlinable` and specialize in the client module, so this

@@ -5,11 +5,11 @@
 //
 // Build the daemon first, in release, from the repository root:
 //
-//     swift build -c release --product logcast
+//     swift build -c release --package-path Sources/logcast
 //     swift run -c release --package-path Benchmarks logcast-bench
 //
-// (the default PATH is `.build/release/logcast` from the repository root, or
-// `../.build/release/logcast` when run from `Benchmarks/`).
+// (the default PATH is `Sources/logcast/.build/release/logcast` from the repository root, or
+// `../Sources/logcast/.build/release/logcast` when run from `Benchmarks/`).
 //
 // One run, for C clients: a fresh empty file in a temporary directory; `logcast FILE
 // --listen 127.0.0.1:0 --heartbeat 0 --idle-timeout 0 --queue-limit 1GiB` (so no line is
@@ -55,8 +55,8 @@ func note(_ message: String) {
 
 let usage = """
     usage: logcast-bench [--logcast PATH] [--tail PATH] [--lines N] [--runs R] [--clients 1,10,100]
-    Build the daemon first, from the repository root: swift build -c release --product logcast
-    (default PATH: .build/release/logcast, or ../.build/release/logcast from Benchmarks/).
+    Build the daemon first, from the repository root: swift build -c release --package-path Sources/logcast
+    (default PATH: Sources/logcast/.build/release/logcast, or ../Sources/logcast/.build/release/logcast from Benchmarks/).
     Defaults: --lines 1000000 --runs 3 --clients 1,10,100.
     """
 
@@ -381,11 +381,11 @@ let logcastPath: String
 if let given = options.logcast {
     logcastPath = given
 } else {
-    logcastPath = [".build/release/logcast", "../.build/release/logcast"].first { access($0, X_OK) == 0 }
-        ?? ".build/release/logcast"
+    logcastPath = ["Sources/logcast/.build/release/logcast", "../Sources/logcast/.build/release/logcast"].first { access($0, X_OK) == 0 }
+        ?? "Sources/logcast/.build/release/logcast"
 }
 guard access(logcastPath, X_OK) == 0 else {
-    fail("no logcast at \(logcastPath): build it first with `swift build -c release --product logcast` in the repository root, or pass --logcast PATH\n\(usage)")
+    fail("no logcast at \(logcastPath): build it first with `swift build -c release --package-path Sources/logcast` in the repository root, or pass --logcast PATH\n\(usage)")
 }
 guard access(options.tail, X_OK) == 0 else { fail("no tail at \(options.tail); pass --tail PATH") }
 

@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// logcast, the reactive log daemon, is a package of its own so that a program depending
+// on the ReactiveUV library never resolves or builds the daemon's dependencies
+// (swift-argument-parser, swift-log): SwiftPM resolves every dependency a package
+// declares, even for a client that uses none of the products needing them.
+
+/// The repository root: the ReactiveUV package this daemon is written with.
+let rootPath = String(#filePath.dropLast("Sources/logcast/Package.swift".count))
+/// SwiftPM names a path dependency after its directory (a clone may be called anything).
+let rootIdentity = rootPath.split(separator: "/").last.map { $0.lowercased() } ?? "reactiveuv"
+
+let package = Package(
+    name: "logcast",
+    products: [
+        .executable(name: "logcast", targets: ["logcast"]),
+    ],
+    dependencies: [
+        .package(path: rootPath),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // The reactive log daemon: the README's main command.
+        .executableTarget(
+            name: "logcast",
+            dependencies: [
+                .product(name: "ReactiveUV", package: rootIdentity),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Daemon"
+        ),
+        // End-to-end tests of the logcast binary (spawned; loopback clients).
+        .testTarget(
+            name: "LogcastTests",
+            dependencies: ["logcast"],
+            path: "Tests/LogcastTests"
+        ),
+    ]
+)
