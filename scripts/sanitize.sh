@@ -33,21 +33,26 @@ filter=${2:-}
 failures=()
 say() { printf '\n[sanitize] %s\n' "$*"; }
 
-# Prints every report file of a step; returns how many there were.
+# Prints every report file of a step (demangled when swift can) and sets `reports_found`.
 print_reports() {
-    local dir=$1 count=0 f
+    local dir=$1 f
+    reports_found=0
     for f in "$dir"/*; do
         [ -e "$f" ] || continue
-        count=$((count + 1))
-        printf '\n[sanitize] ===== report %s =====\n' "${f#"$root"/}"
-        cat "$f"
+        reports_found=$((reports_found + 1))
+        printf '\n[sanitize] ===== %s report from %s =====\n' "$lane" "${f##*/}"
+        "$SWIFT" demangle --simplified <"$f" 2>/dev/null || cat "$f"
     done
-    return $count
 }
 
 # The test that was running when a test process died (XCTest prints "started" lines).
 last_started() {
     grep -E "Test Case '.*' started|Test .* started" "$1" | tail -1 | sed -E "s/^.*Test (Case )?'?([^' ]+)'? started.*/\2/"
+}
+
+# The tests that failed (XCTest "error:" lines, Swift Testing "✘" lines), at most 20.
+failed_tests() {
+    grep -E "^/.*: error: |✘ Test " "$1" | sed -E 's/^.*: error: ([^ :]+) : .*$/\1/; s/^.*✘ Test ([^ ]+).*$/\1/' | sort -u | head -20 | tr '\n' ' '
 }
 
 # run_step LANE LABEL LOG COMMAND...: runs a build or test step, teeing to LOG.
@@ -100,9 +105,8 @@ for lane in "${lanes[@]}"; do
             $NICE "$SWIFT" test --skip-build "${flags[@]}" --scratch-path "$scratch" "${filter_args[@]}"
         status=$?
         print_reports "$reports"
-        n=$?
-        if [ "$status" -ne 0 ] || [ "$n" -ne 0 ]; then
-            failures+=("$lane: ReactiveUV tests: exit $status, $n report(s); last test started: $(last_started "$logs/test-root.log")")
+        if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
+            failures+=("$lane: ReactiveUV tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-root.log"); last test started: $(last_started "$logs/test-root.log")")
         fi
         rm -f "$reports"/*
     else
@@ -116,9 +120,8 @@ for lane in "${lanes[@]}"; do
             $NICE "$SWIFT" test --package-path "$LOGCAST" --skip-build "${flags[@]}" --scratch-path "$logcast_scratch" "${filter_args[@]}"
         status=$?
         print_reports "$reports"
-        n=$?
-        if [ "$status" -ne 0 ] || [ "$n" -ne 0 ]; then
-            failures+=("$lane: logcast tests: exit $status, $n report(s); last test started: $(last_started "$logs/test-logcast.log")")
+        if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
+            failures+=("$lane: logcast tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-logcast.log"); last test started: $(last_started "$logs/test-logcast.log")")
         fi
     else
         failures+=("$lane: logcast build failed (see $logs/build-logcast.log)")
