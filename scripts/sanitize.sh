@@ -45,7 +45,8 @@ print_reports() {
     done
 }
 
-# The test that was running when a test process died (XCTest prints "started" lines).
+# The test that was running when a test process died (XCTest prints "started" lines). A leak
+# report comes at the process's exit, after the last test: its allocation stacks name the tests.
 last_started() {
     grep -E "Test Case '.*' started|Test .* started" "$1" | tail -1 | sed -E "s/^.*Test (Case )?'?([^' ]+)'? started.*/\2/"
 }
