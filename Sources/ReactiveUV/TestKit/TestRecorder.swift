@@ -63,7 +63,9 @@ extension TestScheduler {
     /// Subscribes to `signal` now and records its events with their virtual times.
     public func record<Value>(_ signal: Signal<Value>) -> TestRecorder<Value> {
         let recorder = TestRecorder<Value>(scheduler: self)
-        recorder.subscription = signal.subscribeEvents { recorder.receive($0) }
+        // Weak: the recorder holds its subscription (a strong capture would be a cycle
+        // keeping the recorder and this scheduler alive after the test).
+        recorder.subscription = signal.subscribeEvents { [weak recorder] in recorder?.receive($0) }
         return recorder
     }
 

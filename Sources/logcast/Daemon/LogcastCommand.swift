@@ -95,5 +95,11 @@ struct LogcastCommand: ParsableCommand {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)
         }
         demo?.dispose()
+        // Disposing closed the handles and cancelled the file requests, but their callbacks
+        // (close callbacks, a tail's read still in libuv's thread pool) run later and keep
+        // their subscriber graphs alive until they do: the tail's graph holds the published
+        // subject of `lines`. Run the loop until nothing is left, so everything is released
+        // before the process exits (LeakSanitizer, `make sanitize`, checks that it is).
+        EventLoop.main.run()
     }
 }

@@ -54,7 +54,7 @@ import Testing
         let source = Subject<Int>(), other = Subject<Int>()
         var got: [String] = []
         other.sendNext(0)
-        source.withLatestFrom(other).subscribeNext { v, u in
+        source.withLatestFrom(other).subscribeNext { [unowned other] v, u in
             got.append("\(v)\(u)")
             if v == 1 { other.sendNext(5) }
         }
@@ -212,7 +212,7 @@ import Testing
     @Test func collectCountUnderAReentrantSend() {
         let source = Subject<Int>()
         var got: [[Int]] = []
-        source.collect(count: 2).subscribeNext { chunk in
+        source.collect(count: 2).subscribeNext { [unowned source] chunk in
             got.append(chunk)
             if chunk == [1, 2] {
                 source.sendNext(3)

@@ -36,8 +36,26 @@ final class LogcastProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
-    var errors: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+    var output: String { readText(outPath) }
+    var errors: String { readText(errPath) }
+
+    /// A file's text read with `read(2)`: on Linux `String(contentsOfFile:)` leaks a 4 KiB
+    /// buffer for every empty file it reads (swift-foundation's `readBytesFromFile`), which
+    /// LeakSanitizer reports (`make sanitize`), and the output files start empty.
+    private func readText(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// Waits for "listening on HOST:PORT" and returns the port.
     func waitUntilListening(timeout: Double = 30) throws -> Int {
