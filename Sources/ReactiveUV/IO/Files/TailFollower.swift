@@ -81,12 +81,13 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private(set) var stopped = false
     private var started = false
     private var registered = false
-    private var openHandles = 0
     private var timer: Disposable?
-    private var watch: UnsafeMutablePointer<uv_fs_event_t>?
+    // The handles, each through the one handle lifecycle (``UVHandle``): each holds us as
+    // its owner until its close callback, and registers with the loop itself.
+    private var watch: UVHandle<uv_fs_event_t>?
     private var watchActive = false
-    private var poller: UnsafeMutablePointer<uv_fs_poll_t>?
-    private var idle: UnsafeMutablePointer<uv_idle_t>?
+    private var poller: UVHandle<uv_fs_poll_t>?
+    private var idle: UVHandle<uv_idle_t>?
 
     init(
         loop: EventLoop, path: String, plan: TailPlan, options: TailOptions, store: TailCheckpointStore?,
@@ -173,19 +174,13 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         }
         timer?.dispose()
         timer = nil
-        if let handle = watch {
-            watch = nil
-            watchActive = false
-            close(handle)
-        }
-        if let handle = poller {
-            poller = nil
-            close(handle)
-        }
-        if let handle = idle {
-            idle = nil
-            close(handle)
-        }
+        watch?.close()
+        watch = nil
+        watchActive = false
+        poller?.close()
+        poller = nil
+        idle?.close()
+        idle = nil
         turnQueue.removeAll()
         for reader in readers { reader.stop() }
         cleanUpIfDone()
@@ -193,9 +188,10 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     func closeForLoopShutdown() { stop() }
 
-    /// Unregisters once every reader is closed and every handle's close callback ran.
+    /// Unregisters once every reader is closed (each handle unregisters itself when its
+    /// close callback ran).
     private func cleanUpIfDone() {
-        guard stopped, registered, readers.isEmpty, openHandles == 0 else { return }
+        guard stopped, registered, readers.isEmpty else { return }
         registered = false
         loop.unregister(self)
     }
@@ -217,35 +213,19 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     // MARK: - Handles
 
-    /// Makes a handle of ours whose `data` holds a retain on us (released in the close
-    /// callback, which frees the memory).
-    private func makeHandle<Handle>(_ type: Handle.Type, _ initialize: (UnsafeMutablePointer<Handle>) -> Int32) -> UnsafeMutablePointer<Handle>? {
-        let handle = UnsafeMutablePointer<Handle>.allocate(capacity: 1)
-        if initialize(handle) != 0 {
-            handle.deallocate()
+    /// A handle of ours: initialised through ``UVHandle`` (which names the operation and
+    /// target in an error), owned by us until its close callback.
+    private func makeHandle<Handle>(
+        _ type: uv_handle_type, _ operation: String, _ initialize: (UnsafeMutablePointer<Handle>) -> Int32
+    ) -> UVHandle<Handle>? {
+        do {
+            let handle = try UVHandle<Handle>(loop: loop, type: type, operation: operation, target: path, initialize: initialize)
+            handle.owner = self
+            return handle
+        } catch {
+            readerFailed(error)
             return nil
         }
-        EventLoop.handle(handle).pointee.data = Unmanaged.passRetained(self).toOpaque()
-        openHandles += 1
-        return handle
-    }
-
-    private func close<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
-        uv_close(EventLoop.handle(handle)) { h in
-            guard let h else { return }
-            let follower = h.pointee.data.map { Unmanaged<TailFollower>.fromOpaque($0).takeRetainedValue() }
-            UnsafeMutableRawPointer(h).deallocate()
-            if let follower {
-                follower.openHandles -= 1
-                follower.cleanUpIfDone()
-            }
-        }
-    }
-
-    private static func follower(of handle: UnsafeMutableRawPointer?) -> TailFollower? {
-        guard let handle else { return nil }
-        let h = handle.assumingMemoryBound(to: uv_handle_t.self)
-        return h.pointee.data.map { Unmanaged<TailFollower>.fromOpaque($0).takeUnretainedValue() }
     }
 
     // MARK: - Watching
@@ -253,7 +233,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Starts the inotify watch on the directory, or polling where inotify cannot work.
     private func startWatching() {
         if let reason = pollingReason() { return startPolling(reason) }
-        watch = makeHandle(uv_fs_event_t.self) { uv_fs_event_init(loop.uvLoop, $0) }
+        watch = makeHandle(UV_FS_EVENT, "uv_fs_event_init") { uv_fs_event_init(loop.uvLoop, $0) }
         startWatch()
     }
 
@@ -285,9 +265,10 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private func startWatch() {
         guard let handle = watch, !watchActive, !stopped else { return }
         let rc = directory.withCString { dir in
-            uv_fs_event_start(handle, { h, filename, events, status in
-                guard let follower = TailFollower.follower(of: h.map(UnsafeMutableRawPointer.init)) else { return }
-                follower.watchFired(filename.map { String(cString: $0) }, events: events, status: status)
+            uv_fs_event_start(handle.pointer, { h, filename, events, status in
+                guard let h else { return }
+                UVHandleCore.owner(of: h, as: TailFollower.self)
+                    .watchFired(filename.map { String(cString: $0) }, events: events, status: status)
             }, dir, 0)
         }
         if rc == 0 {
@@ -295,7 +276,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         } else if rc != UV_ENOENT.rawValue && rc != UV_ENOTDIR.rawValue {
             // inotify is unavailable (ENOSPC: the watch limit; ENOSYS, EPERM): poll.
             watch = nil
-            close(handle)
+            handle.close()
             startPolling("inotify cannot watch \(directory) (\(UVError(code: rc).name))")
         }
         // ENOENT: the directory does not exist (yet); the timer tries again.
@@ -303,7 +284,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     private func restartWatch() {
         if let handle = watch, watchActive {
-            uv_fs_event_stop(handle)
+            uv_fs_event_stop(handle.pointer)
             watchActive = false
         }
         startWatch()
@@ -313,7 +294,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if stopped { return }
         if status < 0, let handle = watch {
             // The watch broke (the directory went away): the timer restarts it.
-            uv_fs_event_stop(handle)
+            uv_fs_event_stop(handle.pointer)
             watchActive = false
             return tick()
         }
@@ -331,12 +312,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private func startPolling(_ reason: String) {
         notify(.polling(path: path, reason: reason))
         if stopped { return }
-        guard let handle = makeHandle(uv_fs_poll_t.self, { uv_fs_poll_init(loop.uvLoop, $0) }) else { return }
+        guard let handle: UVHandle<uv_fs_poll_t> = makeHandle(UV_FS_POLL, "uv_fs_poll_init", { uv_fs_poll_init(loop.uvLoop, $0) })
+        else { return }
         poller = handle
         let interval = UInt32(clamping: max(1, EventLoop.milliseconds(pollNanoseconds)))
         let rc = path.withCString { p in
-            uv_fs_poll_start(handle, { h, _, _, _ in
-                guard let follower = TailFollower.follower(of: h.map(UnsafeMutableRawPointer.init)) else { return }
+            uv_fs_poll_start(handle.pointer, { h, _, _, _ in
+                guard let h else { return }
+                let follower = UVHandleCore.owner(of: h, as: TailFollower.self)
                 if follower.stopped { return }
                 follower.checkPath()
                 if !follower.stopped { follower.current?.poke() }
@@ -344,7 +327,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         }
         if rc != 0 {
             poller = nil
-            close(handle)
+            handle.close()
             readerFailed(UVError(code: rc, operation: "uv_fs_poll_start", target: path))
         }
     }
@@ -556,14 +539,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     func waitForNextTurn(_ reader: TailFileReader) {
         if stopped { return }
         if idle == nil {
-            idle = makeHandle(uv_idle_t.self) { uv_idle_init(loop.uvLoop, $0) }
+            idle = makeHandle(UV_IDLE, "uv_idle_init") { uv_idle_init(loop.uvLoop, $0) }
         }
         guard let idle else { return }
         turnQueue.append(reader)
         if turnQueue.count == 1 {
-            uv_idle_start(idle) { h in
-                guard let follower = TailFollower.follower(of: h.map(UnsafeMutableRawPointer.init)) else { return }
-                follower.turnCame()
+            uv_idle_start(idle.pointer) { h in
+                guard let h else { return }
+                UVHandleCore.owner(of: h, as: TailFollower.self).turnCame()
             }
         }
     }
@@ -571,7 +554,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private func turnCame() {
         let due = turnQueue
         turnQueue.removeAll(keepingCapacity: true)
-        if turnQueue.isEmpty, let idle { uv_idle_stop(idle) }
+        if turnQueue.isEmpty, let idle { uv_idle_stop(idle.pointer) }
         for reader in due {
             if stopped { break }
             reader.turnCame()
