@@ -239,3 +239,239 @@ final class FileTailFollowTests: XCTestCase {
         XCTAssertEqual(Array(numbers.dropLast(2)), Array(0..<numbers.count - 2), "the lines before the cut, in order")
     }
 }
+
+/// Resumption: in process through a `TailCheckpointStore`, and across a SIGKILL of the
+/// `ruv-tail` example run with `--state` (a rename rotation while it was down), plus the
+/// `uv_fs_poll` fallback.
+final class FileTailResumeTests: XCTestCase {
+    var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws { directory = try TemporaryDirectory() }
+    override func tearDown() { directory.remove() }
+
+    /// A tail acknowledges part of a file and stops; while it is stopped the file is renamed
+    /// to `app.log.1`, gets more lines, and a new `app.log` starts. The resumed tail reads
+    /// `app.log.1` from the acknowledged offset (found by identity among the siblings),
+    /// then the new file from its start: every unacknowledged line once, nothing else.
+    func testResumingFindsAFileRotatedAwayWhileStoppedAndReadsItBeforeTheNewOne() throws {
+        let path = directory.file("app.log")
+        let state = directory.file("state")
+        writeFile(path, (0..<10).map { "\($0)\n" }.joined())
+
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        var firstSubscription: Disposable? = File.follow(path, from: .beginning, checkpoints: store, on: loop)
+            .subscribe(next: { chunk in first.record(chunk) })
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 }, timeout: 60))
+        // Acknowledge through line 5 only ("0\n".."5\n" are 12 bytes).
+        store.acknowledge(first.chunks[0].identity, through: 12)
+        try store.save()
+        firstSubscription?.dispose()
+        firstSubscription = nil
+        assertLoopCleanAndClose(loop)
+
+        // While stopped: rotation by rename, the writer's last lines to the old file, a new file.
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        append(path + ".1", "10\n11\n")
+        writeFile(path, "12\n13\n")
+
+        let again = try EventLoop()
+        let resumedStore = try TailCheckpointStore(directory: state)
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, notices: {
+            second.notices.append($0)
+        }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 8 || second.error != nil }, timeout: 60))
+        append(path, "14\n")
+        XCTAssertTrue(again.run(until: { second.lineCount >= 9 }, timeout: 60))
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertEqual(second.numberedLines.map(\.number), Array(6...14), "the rotated file first, then the new one")
+        XCTAssertEqual(second.chunks.first?.offset, 12)
+        XCTAssertTrue(second.notices.contains(.resumed(path: path + ".1", identity: first.chunks[0].identity, offset: 12)),
+                      "\(second.notices)")
+    }
+
+    /// A file the store remembers is gone when the tail starts again: its unacknowledged
+    /// rest is reported lost from the acknowledged offset on.
+    func testAFileDeletedWhileStoppedIsReportedLost() throws {
+        let path = directory.file("gone.log")
+        let state = directory.file("state")
+        writeFile(path, "0\n1\n2\n")
+        let store = try TailCheckpointStore(directory: state)
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), fingerprint: Array("0\n1\n2\n".utf8))
+        store.register(identity, path: path, offset: 0)
+        store.acknowledge(identity, through: 2)
+        try store.save()
+        XCTAssertEqual(unlink(path), 0)
+        let loop = try EventLoop()
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = File.follow(path, checkpoints: try TailCheckpointStore(directory: state), notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) })
+        writeFile(path, "3\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 1 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertTrue(recorder.notices.contains(.lost(
+            path: path, identity: identity, range: TailByteRange(2, nil), reason: .deletedBeforeRead)), "\(recorder.notices)")
+        XCTAssertEqual(recorder.numberedLines.map(\.number), [3])
+    }
+
+    /// `usePolling` (as on a network file system): `uv_fs_poll` instead of inotify, said in
+    /// a notice; appends, a rename rotation and a truncation are all followed.
+    func testThePollingFallbackFollowsAppendsRotationAndTruncation() throws {
+        let loop = try EventLoop()
+        let path = directory.file("polled.log")
+        writeFile(path, "0\n1\n")
+        var options = FileTailFollowTests.quickOptions
+        options.usePolling = true
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = File.follow(path, from: .beginning, options: options, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 }, timeout: 60))
+        append(path, "2\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 3 }, timeout: 60))
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        append(path + ".1", "3\n")
+        writeFile(path, "4\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 5 }, timeout: 60))
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "5\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 6 || recorder.error != nil }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(recorder.error)
+        XCTAssertEqual(recorder.notices.first, .polling(path: path, reason: "polling was asked for"))
+        XCTAssertEqual(recorder.numberedLines.map(\.number).sorted(), Array(0...5))
+        XCTAssertTrue(recorder.notices.contains { if case .replaced = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+        XCTAssertTrue(recorder.notices.contains { if case .truncated = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+    }
+
+    // MARK: - SIGKILL and restart
+
+    /// The `ruv-tail` example, built next to the test bundle.
+    static var ruvTail: String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        var path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if let slash = path.lastIndex(of: "/") { path = String(path[..<slash]) }
+        let candidate = path + "/ruv-tail"
+        return access(candidate, X_OK) == 0 ? candidate : nil
+    }
+
+    /// Starts `command` with `/bin/sh -c` (which `exec`s it, so the pid is the program's).
+    func spawn(_ command: String) -> pid_t {
+        var pid: pid_t = 0
+        let words: [String] = ["/bin/sh", "-c", command]
+        var argv: [UnsafeMutablePointer<CChar>?] = words.map { word in word.withCString { strdup($0) } }
+        argv.append(nil)
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ), 0)
+        return pid
+    }
+
+    /// The numbers of the lines in `path` (a partial last line is not counted).
+    func printedNumbers(_ path: String) -> [Int] {
+        guard let file = fopen(path, "r") else { return [] }
+        defer { fclose(file) }
+        var numbers: [Int] = []
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        while getline(&line, &capacity, file) > 0 {
+            let text = String(cString: line!)
+            if text.hasSuffix("\n"), let n = lineNumber(text) { numbers.append(n) }
+        }
+        free(line)
+        return numbers
+    }
+
+    /// Waits (bounded) until `condition` holds, checking every 10 ms.
+    func waitFor(_ seconds: Double = 120, _ condition: () -> Bool) -> Bool {
+        let deadline = csys_monotonic_ns() + UInt64(seconds * 1e9)
+        while csys_monotonic_ns() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    /// `ruv-tail --state DIR` follows a file written at about 20,000 lines/s; it is killed
+    /// with SIGKILL, the file is rotated by rename while it is down (the writer goes on
+    /// into the new file), and it is started again 2 s later with the same state. Every
+    /// line written is printed; the only lines printed twice are the last ones the killed
+    /// process printed after its last save (at most 0.2 s of them), each at most twice.
+    func testKilledWithSIGKILLAndRestartedAfterARotationLosesNothing() throws {
+        guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
+        let path = directory.file("app.log")
+        let state = directory.file("state")
+        let out = directory.file("out.txt")
+        let command = "exec '\(ruvTail)' -n +1 --state '\(state)' '\(path)' >> '\(out)' 2>> '\(directory.file("err.txt"))'"
+        let total = 100_000
+        let written = Locked(0)
+        let rotateNow = Locked(false)
+        let rotated = Latch()
+        let finished = Latch()
+        writeFile(path, "")
+        let writer = TestThread {
+            defer { finished.countDown() }
+            var fd = open(path, O_WRONLY | O_APPEND)
+            var i = 0
+            while i < total {
+                var batch = ""
+                for _ in 0..<100 where i < total {
+                    batch += "\(i) line of the writer\n"
+                    i += 1
+                }
+                writeAll(fd, batch)
+                written.withLock { $0 = i }
+                usleep(5_000)  // ~20,000 lines/s
+                if rotateNow.withLock({ let r = $0; $0 = false; return r }) {
+                    XCTAssertEqual(rename(path, path + ".1"), 0)
+                    writeAll(fd, "\(i) after the rename\n")
+                    i += 1
+                    close(fd)
+                    fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+                    rotated.countDown()
+                }
+            }
+            close(fd)
+        }
+        var pid = spawn(command)
+        XCTAssertTrue(waitFor { self.printedNumbers(out).count >= 20_000 }, "the first run printed lines")
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let firstRun = printedNumbers(out)
+        rotateNow.withLock { $0 = true }
+        XCTAssertTrue(rotated.wait(timeout: 60))
+        // Down for 2 s (the writer goes on meanwhile), measured by what it wrote.
+        let writtenAtKill = written.value
+        XCTAssertTrue(waitFor { written.value >= min(total, writtenAtKill + 40_000) || written.value >= total })
+        pid = spawn(command)
+        XCTAssertTrue(finished.wait(timeout: 120))
+        writer.join()
+        XCTAssertTrue(waitFor { Set(self.printedNumbers(out)).count >= total }, "every line printed")
+        kill(pid, SIGTERM)
+        waitpid(pid, &status, 0)
+
+        let printed = printedNumbers(out)
+        let missing = Set(0..<total).subtracting(printed)
+        XCTAssertTrue(missing.isEmpty, "lost \(missing.count), from \(String(describing: missing.min()))")
+        var seen: [Int: Int] = [:]
+        for n in printed { seen[n, default: 0] += 1 }
+        let duplicates = seen.filter { $0.value > 1 }
+        XCTAssertTrue(duplicates.allSatisfy { $0.value == 2 }, "no line more than twice")
+        // The duplicates are the killed run's last lines: a suffix of what it printed.
+        let suffix = Set(firstRun.suffix(duplicates.count))
+        XCTAssertEqual(Set(duplicates.keys), suffix, "only lines printed after the last save come again")
+        XCTAssertLessThan(duplicates.count, firstRun.count)
+    }
+}
