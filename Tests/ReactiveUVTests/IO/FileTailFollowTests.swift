@@ -240,6 +240,44 @@ final class FileTailFollowTests: XCTestCase {
     }
 }
 
+extension FileTailFollowTests {
+    /// copytruncate while the tail is still catching up: the lines it had not read are read
+    /// from the copy (`app.log.1`, found by its first bytes), so nothing is lost; the copy
+    /// is not also taken for a missed rotated file (no line twice).
+    func testCopyTruncateWhileCatchingUpReadsTheRestFromTheCopy() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        let contents = (0..<100_000).map { "\($0) " + String(repeating: "z", count: 20) + "\n" }.joined()
+        writeFile(path, contents)
+        let recorder = FollowRecorder()
+        var cut = false
+        let subscription = File.follow(path, from: .beginning, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            if !cut {
+                cut = true
+                writeFile(path + ".1", contents)  // logrotate's copy ...
+                XCTAssertEqual(truncate(path, 0), 0)  // ... and the truncation
+                append(path, "100000 new\n100001 new\n")
+            }
+        }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 100_002 || recorder.error != nil }, timeout: 60))
+        // One more line after a few polls: nothing more may come from the copy.
+        _ = loop.run(until: { false }, timeout: 0.3)
+        append(path, "100002 new\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 100_003 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        let numbers = recorder.numberedLines.map(\.number)
+        XCTAssertEqual(numbers.count, 100_003, "no line twice")
+        XCTAssertTrue(numbers.sorted() == Array(0...100_002), "every line")
+        XCTAssertEqual(recorder.lostBytes, 0, "\(recorder.notices)")
+        XCTAssertTrue(recorder.notices.contains { if case .resumed(path + ".1", _, _) = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+    }
+}
+
 /// Resumption: in process through a `TailCheckpointStore`, and across a SIGKILL of the
 /// `ruv-tail` example run with `--state` (a rename rotation while it was down), plus the
 /// `uv_fs_poll` fallback.

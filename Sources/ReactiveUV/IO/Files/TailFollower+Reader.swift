@@ -41,7 +41,7 @@ final class TailFileReader {
     let path: String
     /// The file's first bytes as last seen (grows up to the fingerprint length while the
     /// file is young); compared at each end of file to notice a rewrite.
-    private var head: [UInt8]
+    private(set) var head: [UInt8]
     /// The next read's position.
     private(set) var offset: Int64
     /// The offset of the partial line carried (``offset`` minus its length): where the
@@ -322,10 +322,13 @@ final class TailFileReader {
     private func truncated(size: Int64) {
         let lostUpTo = max(offset, lastKnownSize)
         follower.notify(.truncated(path: path, identity: identity, at: offset))
-        if lostUpTo > lineStart {
+        // copytruncate made a copy first: what we had not read yet is read from there.
+        let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart) ?? lineStart
+        if lostUpTo > recoveredUpTo {
             follower.lost(TailNotice.lost(
-                path: path, identity: identity, range: TailByteRange(lineStart, lostUpTo), reason: .truncatedBeforeRead))
+                path: path, identity: identity, range: TailByteRange(recoveredUpTo, lostUpTo), reason: .truncatedBeforeRead))
         }
+        follower.rememberHead(head)
         follower.store?.truncated(identity)
         offset = 0
         lineStart = 0

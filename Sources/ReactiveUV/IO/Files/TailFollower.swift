@@ -458,7 +458,8 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             let fd = open(candidate, O_RDONLY | O_CLOEXEC)
             if fd < 0 { continue }
             guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir,
-                !finishedFiles.contains(where: { $0.isSameFile(as: identity) })
+                !finishedFiles.contains(where: { $0.isSameFile(as: identity) }),
+                !isKnownContent(identity.fingerprint)
             else {
                 _ = Glibc.close(fd)
                 continue
@@ -480,6 +481,66 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             enforceOpenFileLimit()
             reader.poke()
         }
+    }
+
+    /// Whether a file starting with `fingerprint` holds content we have seen: the start of
+    /// a file we read or have read, or what a file held before a truncation. Such a file
+    /// is a copy (copytruncate's `app.log.1`, a `cp`), not a file that was at the path, and
+    /// is not adopted as a missed one. An empty file tells nothing and is not adopted.
+    private func isKnownContent(_ fingerprint: [UInt8]) -> Bool {
+        if fingerprint.isEmpty { return true }
+        func overlaps(_ known: [UInt8]) -> Bool {
+            let n = min(known.count, fingerprint.count)
+            return n > 0 && known.prefix(n) == fingerprint.prefix(n)
+        }
+        return readers.contains { overlaps($0.identity.fingerprint) || overlaps($0.head) }
+            || finishedFiles.contains { overlaps($0.fingerprint) } || knownHeads.contains(where: overlaps)
+    }
+
+    /// First bytes files had before they were truncated (for ``isKnownContent(_:)``).
+    private var knownHeads: [[UInt8]] = []
+
+    func rememberHead(_ head: [UInt8]) {
+        if head.isEmpty { return }
+        knownHeads.append(head)
+        if knownHeads.count > 512 { knownHeads.removeFirst(256) }
+    }
+
+    /// After a truncation of a file whose content started with `head`, finds the copy
+    /// copytruncate made just before (a sibling named like the path whose first bytes are
+    /// `head` and that is longer than `offset`) and reads it from `offset` to its end with
+    /// a reader of its own, so the lines we had not read before the cut are not lost.
+    /// Returns the copy's size (what is recovered up to), or `nil` without a copy.
+    func recoverFromCopy(head: [UInt8], from offset: Int64) -> Int64? {
+        if stopped || head.isEmpty { return nil }
+        let prefix = (directory == "/" ? "/" : directory + "/") + basename
+        for entry in TailFollower.directoryEntries(directory) where entry.name != path && entry.name.hasPrefix(prefix) {
+            if TailFollower.compressedSuffixes.contains(where: { entry.name.hasSuffix($0) }) { continue }
+            if readers.contains(where: { $0.isOpen && $0.identity.device == entry.device && $0.identity.inode == entry.inode }) {
+                continue
+            }
+            let fd = open(entry.name, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { continue }
+            guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir, size > offset,
+                identity.fingerprint.count >= head.count, identity.fingerprint.starts(with: head),
+                !finishedFiles.contains(where: { $0.isSameFile(as: identity) })
+            else {
+                _ = Glibc.close(fd)
+                continue
+            }
+            notify(.resumed(path: entry.name, identity: identity, offset: offset))
+            store?.register(identity, path: path, offset: offset)
+            let reader = TailFileReader(
+                follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
+                sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
+                maxLineLength: options.maxLineLength)
+            reader.leftPath()
+            reader.superseded = true
+            readers.insert(reader, at: 0)
+            reader.poke()
+            return size
+        }
+        return nil
     }
 
     /// Names of compressed rotated files, never read as text.
