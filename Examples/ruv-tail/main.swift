@@ -12,7 +12,7 @@
 //
 // `--state DIR` keeps durable positions in DIR (a `TailCheckpointStore`): a line is
 // acknowledged once it has been written to standard output, and positions are saved
-// every 0.2 s and at exit; a ruv-tail started again with the same DIR — even after
+// every 0.05 s (`--save-interval`) and at exit; a ruv-tail started again with the same DIR — even after
 // SIGKILL, even if the file was rotated meanwhile — goes on after the last saved line.
 // `--poll` follows with `uv_fs_poll` instead of inotify (also `RUV_TAIL_POLL=1`).
 //
@@ -29,9 +29,10 @@ struct Options {
     var path = ""
     var stateDirectory: String?
     var poll = false
+    var saveInterval = 0.05
 }
 
-let synopsis = "usage: ruv-tail [-n N | -n +K] [--state DIR] [--poll] FILE\n"
+let synopsis = "usage: ruv-tail [-n N | -n +K] [--state DIR [--save-interval S]] [--poll] FILE\n"
 
 let help = synopsis + """
 
@@ -42,9 +43,10 @@ let help = synopsis + """
 
       -n, --lines=N     start with the last N lines (default 10); -n +K starts at line K
       -f, -F, --follow  accepted and ignored: following by name is the only mode
-      --state DIR       remember in DIR how far each file was printed (saved every 0.2 s
-                        and at exit); started again with DIR, go on after the last line
-                        printed, also through a rotation that happened meanwhile
+      --state DIR       remember in DIR how far each file was printed (saved every
+                        --save-interval seconds and at exit); started again with DIR, go
+                        on after the last line saved, also through a rotation meanwhile
+      --save-interval S seconds between saves of the state (default 0.05)
       --poll            poll the file's status instead of using inotify
       -h, --help        print this help and exit
 
@@ -101,6 +103,12 @@ func parse(_ arguments: [String]) -> Options {
             index += 1
         } else if argument.hasPrefix("--state=") {
             options.stateDirectory = String(argument.dropFirst("--state=".count))
+        } else if argument == "--save-interval" {
+            guard index < arguments.count, let seconds = Double(arguments[index]), seconds > 0 else {
+                usage("option '--save-interval' requires a positive number of seconds")
+            }
+            options.saveInterval = seconds
+            index += 1
         } else if argument == "--poll" {
             options.poll = true
         } else {
@@ -267,7 +275,7 @@ let lines = File.follow(
         exit(1)
     })
 
-let saving = store == nil ? nil : Signal<SchedulerTime>.interval(0.2, on: Scheduler.main).subscribeNext { _ in
+let saving = store == nil ? nil : Signal<SchedulerTime>.interval(options.saveInterval, on: Scheduler.main).subscribeNext { _ in
     output.flush()
     saveState(store)
 }

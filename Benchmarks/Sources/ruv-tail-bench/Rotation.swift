@@ -385,8 +385,13 @@ func runCopyTruncate(_ options: RotationOptions) {
             }
             var seen = [Bool](repeating: false, count: total)
             var received = 0
-            readLines(out!, writerDone: { written.value >= total }, done: { received >= total }) { line in
-                guard let (n, _) = twoNumbers(line), n < total, !seen[n] else { return }
+            var twice = 0
+            readLines(out!, writerDone: { written.value >= total }, done: { false }) { line in
+                guard let (n, _) = twoNumbers(line), n < total else { return }
+                if seen[n] {
+                    twice += 1
+                    return
+                }
                 seen[n] = true
                 received += 1
             }
@@ -427,7 +432,7 @@ func runCopyTruncate(_ options: RotationOptions) {
                 free(raw)
                 fclose(f)
             }
-            line += " \(name) lost \(total - received) (in no file: \(unavoidable))"
+            line += " \(name) lost \(total - received), twice \(twice) (in no file on disk: \(unavoidable))"
             if name == "ruv-tail" { line += ", reported lost \(reportedBytes) bytes (~\(reportedBytes / 47) lines)" }
             line += ";"
             removeDirectory(directory)

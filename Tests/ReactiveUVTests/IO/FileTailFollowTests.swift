@@ -445,7 +445,7 @@ final class FileTailResumeTests: XCTestCase {
     /// with SIGKILL, the file is rotated by rename while it is down (the writer goes on
     /// into the new file), and it is started again 2 s later with the same state. Every
     /// line written is printed; the only lines printed twice are the last ones the killed
-    /// process printed after its last save (at most 0.2 s of them), each at most twice.
+    /// process printed after its last save (`--save-interval`), each at most twice.
     func testKilledWithSIGKILLAndRestartedAfterARotationLosesNothing() throws {
         guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
         let path = directory.file("app.log")
