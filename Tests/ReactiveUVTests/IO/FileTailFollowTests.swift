@@ -512,4 +512,51 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(Set(duplicates.keys), suffix, "only lines printed after the last save come again")
         XCTAssertLessThan(duplicates.count, firstRun.count)
     }
+
+    /// Reads a whole small file (empty when missing).
+    func contents(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buffer, 1, buffer.count, file)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `ruv-tail` as a `tail -F` user expects: `--help`; `-n 1` on a file whose last line
+    /// has no break prints that line; truncation, removal and reappearance are said on
+    /// standard error while the lines go on on standard output; SIGTERM exits 0.
+    func testRuvTailPrintsAnUnfinishedLastLineAndItsNoticesOnStandardError() throws {
+        guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
+        let path = directory.file("f.log")
+        let out = directory.file("out")
+        let err = directory.file("err")
+        var status: Int32 = 0
+        let help = spawn("exec '\(ruvTail)' --help > '\(out)'")
+        waitpid(help, &status, 0)
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(contents(out).hasPrefix("usage: ruv-tail"), contents(out))
+
+        writeFile(path, "a\nb")
+        let pid = spawn("exec '\(ruvTail)' -n 1 '\(path)' > '\(out)' 2> '\(err)'")
+        XCTAssertTrue(waitFor { self.contents(out) == "b" }, "the unfinished last line: \(contents(out))")
+        append(path, "c\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\n" }, contents(out))
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "x\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\nx\n" && self.contents(err).contains("file truncated") },
+                      contents(out) + contents(err))
+        XCTAssertEqual(unlink(path), 0)
+        XCTAssertTrue(waitFor { self.contents(err).contains("is missing") }, contents(err))
+        writeFile(path, "y\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\nx\ny\n" && self.contents(err).contains("has appeared") },
+                      contents(out) + contents(err))
+        kill(pid, SIGTERM)
+        waitpid(pid, &status, 0)
+        XCTAssertEqual(status, 0, "SIGTERM: exit 0")
+    }
 }
