@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building ReactiveUV needs from Debian when it is missing: libuv1-dev (the
-# loop, timers and IO) and pkg-config (how SwiftPM finds libuv). Safe to run every time.
+# loop, timers and IO) and pkg-config (how SwiftPM finds libuv), libnats-dev (cnats, for
+# ReactiveUVNATS) and nats-server (the NATS tests start real servers). Safe to run every time.
 set -euo pipefail
 
 need=()
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if ! pkg-config --exists libuv 2>/dev/null; then need+=(libuv1-dev); fi
+if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
@@ -20,3 +23,5 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-config" >&2; exit 1; }
+pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
+command -v nats-server >/dev/null 2>&1 || { echo "ensure-deps: nats-server still not on PATH" >&2; exit 1; }
