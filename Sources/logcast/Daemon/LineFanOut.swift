@@ -172,7 +172,10 @@ final class LineFanOut {
     /// Moves the lines sealed so far that `feed` takes into its outbox (paused: skips them).
     private func take(_ feed: ClientFeed) {
         seal()
-        guard feed.nextSequence < nextSequence else { return }
+        // A client whose socket is full is held to the queue limit here too, so replies
+        // asked for while it does not read cannot pile its lines up in the outbox.
+        if feed.writing { enforceLimit(feed) }
+        guard feed.nextSequence < nextSequence, !feed.ended else { return }
         if !feed.paused && !feed.closing {
             for sequence in feed.nextSequence..<nextSequence {
                 feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &feed.outbox)
