@@ -151,6 +151,28 @@ public final class JetStream: @unchecked Sendable {
         }
     }
 
+    /// Fetches the message stored at `sequence` in `stream` (with its headers).
+    ///
+    /// - Parameters:
+    ///   - stream: the stream's name.
+    ///   - sequence: the message's sequence number.
+    /// - Returns: a signal of the message, then completion; fails with JetStream 10037
+    ///   when there is no message at that sequence.
+    public func message(stream: String, sequence: UInt64) -> Signal<NATSMessage> {
+        management("get message", "\(stream) #\(sequence)") { js in
+            var msg: OpaquePointer?
+            var code = jsErrCode(rawValue: 0)
+            let status = js_GetMsg(&msg, js, stream, sequence, nil, &code)
+            guard status == NATS_OK, let msg else {
+                return .failure(NATSError(status, "get message", "\(stream) #\(sequence)", serverCode: code))
+            }
+            let copy = NATSMessage(copying: msg, jetStream: false)
+            natsMsg_Destroy(msg)
+            return .success(NATSMessage(subject: copy.subject, payload: copy.payload, messageID: copy.messageID,
+                                        headers: copy.headers, streamSequence: sequence, timestamp: nil))
+        }
+    }
+
     private static func info(_ si: UnsafeMutablePointer<jsStreamInfo>?, _ status: natsStatus, _ code: jsErrCode,
                              _ operation: String, _ name: String) -> Result<JetStreamInfo, NATSError> {
         guard status == NATS_OK, let si else { return .failure(NATSError(status, operation, name, serverCode: code)) }
@@ -206,9 +228,10 @@ public final class JetStream: @unchecked Sendable {
     ///   - payload: the bytes.
     ///   - id: the `Nats-Msg-Id`; `nil` for none (no de-duplication).
     /// - Returns: a cold signal of one ``JetStreamAck``.
-    public func publish(_ subject: String, payload: [UInt8], id: String?) -> Signal<JetStreamAck> {
+    ///   - headers: more headers to send (e.g. what the payload holds).
+    public func publish(_ subject: String, payload: [UInt8], id: String?, headers: [String: String] = [:]) -> Signal<JetStreamAck> {
         Signal.create { [self] subscriber in
-            let entry = PendingPublish(subject: subject, payload: payload, id: id, subscriber: subscriber)
+            let entry = PendingPublish(subject: subject, payload: payload, id: id, headers: headers, subscriber: subscriber)
             loop.natsPerform { [self] in
                 guard !subscriber.isDisposed else { return }
                 if connectionGone || js == nil {
@@ -246,6 +269,7 @@ public final class JetStream: @unchecked Sendable {
             entry.fail(NATSError(status, "publish (message)", entry.subject))
             return
         }
+        for (name, value) in entry.headers { natsMsgHeader_Set(created, name, value) }
         let key = UInt(bitPattern: created)
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
@@ -458,13 +482,15 @@ final class PendingPublish {
     let subject: String
     let payload: [UInt8]
     let id: String?
+    let headers: [String: String]
     let subscriber: Subscriber<JetStreamAck>
     var attempts = 0
 
-    init(subject: String, payload: [UInt8], id: String?, subscriber: Subscriber<JetStreamAck>) {
+    init(subject: String, payload: [UInt8], id: String?, headers: [String: String], subscriber: Subscriber<JetStreamAck>) {
         self.subject = subject
         self.payload = payload
         self.id = id
+        self.headers = headers
         self.subscriber = subscriber
     }
 

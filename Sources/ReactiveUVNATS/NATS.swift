@@ -62,9 +62,13 @@ public enum NATS {
         }
     }
 
-    /// Checks the URLs before cnats sees them (cnats's own parser accepts much that it
-    /// then fails to connect to with a vaguer error).
-    static func validate(_ servers: [String]) throws {
+    /// Checks server URLs before cnats sees them (cnats's own parser accepts much that it
+    /// then fails to connect to with a vaguer error): the scheme is `nats://` or `tls://`
+    /// (or none), a host is given, and a port is a number in 1...65535.
+    ///
+    /// - Parameter servers: the URLs.
+    /// - Throws: a ``NATSError`` with status `invalidArgument`, the URL as target and why.
+    public static func validate(_ servers: [String]) throws {
         if servers.isEmpty {
             throw NATSError(status: .invalidArgument, operation: "connect", target: "", detail: "no server URL given")
         }

@@ -242,13 +242,30 @@ public final class NATSConnection: @unchecked Sendable {
         eventSubject.sendNext(event)
     }
 
+    /// Destroys cnats's connection once the adapter's wake-up handle has left the loop.
+    ///
+    /// Why wait: the adapter may still hold poll updates queued before the close; one that
+    /// fails (the socket is gone) makes it call `natsConnection_Close(nc)` from its async
+    /// callback. Destroyed before that, `nc` would be used after free (it happened here,
+    /// under load). Once its handle is off the loop the adapter never touches `nc` again.
+    private func destroyWhenDetached(_ nc: OpaquePointer) {
+        let handle = ruvnats_adapter_handle(nc)
+        if let handle, ruvnats_loop_has_handle(loop.uvLoop, handle) {
+            let pointer = NATSUnchecked(nc)
+            loop.execute { [self] in destroyWhenDetached(pointer.value) }
+            return
+        }
+        ruvnats_adapter_forget(nc)
+        natsConnection_Destroy(nc)
+    }
+
     /// cnats closed the connection (loop thread): destroy it and release cnats's reference.
     private func didClose() {
         guard !isClosed else { return }
         isClosed = true
         for context in contexts.values { context.connectionClosed() }
         contexts.removeAll()
-        if let nc { natsConnection_Destroy(nc) }
+        if let nc { destroyWhenDetached(nc) }
         nc = nil
         eventSubject.sendNext(.closed)
         eventSubject.sendCompleted()

@@ -1,4 +1,5 @@
 import CNATS
+import Glibc
 
 /// A message received from NATS or from a JetStream consumer (a copy: cnats's message is
 /// released before the value reaches the loop).
@@ -11,6 +12,8 @@ public struct NATSMessage: Sendable {
     public let payload: [UInt8]
     /// The `Nats-Msg-Id` header (JetStream's de-duplication id), when present.
     public let messageID: String?
+    /// The message's headers (the first value of each).
+    public let headers: [String: String]
     /// For a JetStream message: its sequence number in the stream.
     public let streamSequence: UInt64?
     /// For a JetStream message: when the stream stored it, in nanoseconds since the epoch.
@@ -18,8 +21,9 @@ public struct NATSMessage: Sendable {
 
     /// A message with the given fields (tests and callers that build their own).
     public init(subject: String, reply: String? = nil, payload: [UInt8], messageID: String? = nil,
-                streamSequence: UInt64? = nil, timestamp: Int64? = nil) {
+                headers: [String: String] = [:], streamSequence: UInt64? = nil, timestamp: Int64? = nil) {
         self.subject = subject
+        self.headers = headers
         self.reply = reply
         self.payload = payload
         self.messageID = messageID
@@ -39,8 +43,21 @@ public struct NATSMessage: Sendable {
         } else {
             payload = []
         }
-        var id: UnsafePointer<CChar>?
-        messageID = natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK ? id.map { String(cString: $0) } : nil
+        var headers: [String: String] = [:]
+        var keys: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+        var count: Int32 = 0
+        if natsMsgHeader_Keys(msg, &keys, &count) == NATS_OK, let keys {
+            for i in 0..<Int(count) {
+                guard let key = keys[i] else { continue }
+                var value: UnsafePointer<CChar>?
+                if natsMsgHeader_Get(msg, key, &value) == NATS_OK, let value {
+                    headers[String(cString: key)] = String(cString: value)
+                }
+            }
+            free(keys)
+        }
+        self.headers = headers
+        messageID = headers["Nats-Msg-Id"]
         var sequence: UInt64?
         var time: Int64?
         if jetStream {

@@ -43,6 +43,7 @@ let package = Package(
                 "CHyperscan",
                 "LogcastScan",
                 .product(name: "ReactiveUV", package: rootIdentity),
+                .product(name: "ReactiveUVNATS", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -51,7 +52,8 @@ let package = Package(
         // End-to-end tests of the logcast binary (spawned; loopback clients).
         .testTarget(
             name: "LogcastTests",
-            dependencies: ["logcast"],
+            dependencies: ["logcast", .product(name: "ReactiveUVNATS", package: rootIdentity),
+                           .product(name: "ReactiveUV", package: rootIdentity)],
             path: "Tests/LogcastTests"
         ),
     ]

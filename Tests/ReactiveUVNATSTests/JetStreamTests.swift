@@ -43,6 +43,23 @@ final class JetStreamTests: NATSTestCase {
         XCTAssertEqual(after.lastSequence, 500)
     }
 
+    func testHeadersTravelAndAStoredMessageCanBeFetchedBySequence() throws {
+        let servers = try startServers(1)
+        let connection = try connect(servers.urls)
+        let js = try connection.jetStream()
+        _ = try addStream(js, JetStreamConfig(name: "H", subjects: ["h"]))
+        let ack = try awaitValue(js.publish("h", payload: Array("body".utf8), id: "h-1", headers: ["Logcast-Range": "0-4"]))
+        let again = try awaitValue(js.publish("h", payload: Array("longer body".utf8), id: "h-1", headers: ["Logcast-Range": "0-11"]))
+        XCTAssertTrue(again.duplicate)
+        XCTAssertEqual(again.sequence, ack.sequence, "a duplicate names the stored copy")
+        let stored = try awaitValue(js.message(stream: "H", sequence: again.sequence))
+        XCTAssertEqual(stored.headers["Logcast-Range"], "0-4", "the first copy is the one stored")
+        XCTAssertEqual(stored.messageID, "h-1")
+        XCTAssertEqual(String(decoding: stored.payload, as: UTF8.self), "body")
+        let missing = try XCTUnwrap(awaitError(js.message(stream: "H", sequence: 99)) as? NATSError)
+        XCTAssertEqual(missing.operation, "get message")
+    }
+
     func testTheWindowBoundsMessagesInFlight() throws {
         let servers = try startServers(1)
         let connection = try connect(servers.urls)

@@ -17,4 +17,15 @@ void ruvnats_libuv_set_thread_loop(uv_loop_t *loop);
 /// Returns the cnats status of `natsOptions_SetEventLoop`.
 natsStatus ruvnats_options_set_libuv_loop(natsOptions *opts, uv_loop_t *loop);
 
+/// Whether `handle` is still among `loop`'s handles (its close callback has not run).
+bool ruvnats_loop_has_handle(uv_loop_t *loop, uv_handle_t *handle);
+
+/// The adapter's own wake-up handle (`uv_async_t`) for connection `nc`, recorded when the
+/// adapter first attached it; NULL when unknown. While this handle is still on the loop
+/// the adapter may call `natsConnection_Close(nc)` (when one of its queued poll updates
+/// fails), so `nc` must not be destroyed before it has gone (see NATSConnection.swift).
+uv_handle_t *ruvnats_adapter_handle(natsConnection *nc);
+
+/// Forgets what `ruvnats_adapter_handle` recorded for `nc`.
+void ruvnats_adapter_forget(natsConnection *nc);
 #endif

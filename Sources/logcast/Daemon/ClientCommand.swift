@@ -8,6 +8,7 @@
 /// HELP              this list, as `HELP …` lines ending with `OK HELP`
 /// QUIT              close the connection
 /// LINE <file>\t<text>  (from a forwarding logcast) inject a line into this logcast's stream
+/// SINCE <seq|time>  (a hub, --from) stored lines from a stream sequence or a time, then live
 /// SYNC <token>      (from a forwarding logcast) answered `OK SYNC <token>` once every
 ///                   command before it has been handled: the acknowledgement of its LINEs
 /// ```
@@ -21,6 +22,7 @@ enum ClientCommand: Equatable {
     case quit
     case line(file: String, text: String)
     case sync(String)
+    case since(String)
 
     /// The `HELP` reply, one line per command.
     static let helpText = [
@@ -31,6 +33,7 @@ enum ClientCommand: Equatable {
         "HELP           this list",
         "QUIT           say BYE and close",
         "LINE <file>\\t<text>  (forwarding logcasts) put a line into this logcast's stream",
+        "SINCE <seq|time>  (hub: --from) the stream's lines from a sequence (1: all) or a time (2026-11-23T22:00:00Z, @<epoch s>), then live ones",
         "SYNC <token>   (forwarding logcasts) answered OK SYNC <token> after every command before it",
         "Sent to you: <file>: <line>, OK ..., ERR <reason>, STATS ..., HEARTBEAT <uptime>, DROPPED <lines lost so far>, BYE",
     ]
@@ -54,6 +57,7 @@ enum ClientCommand: Equatable {
         case "LINE":
             guard let tab = argument.firstIndex(of: "\t") else { return .failure(.malformedLine) }
             return .success(.line(file: String(argument[..<tab]), text: String(argument[argument.index(after: tab)...])))
+        case "SINCE": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.since(String(argument)))
         case "SYNC": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.sync(String(argument)))
         case "": return .failure(.empty)
         default: return .failure(.unknown(String(verb.prefix(32))))

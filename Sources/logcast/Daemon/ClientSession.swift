@@ -71,6 +71,8 @@ final class ClientSession: @unchecked Sendable {
         // Commands are handled in arrival order and injection is synchronous, so this reply
         // tells a forwarder that every LINE it sent before the SYNC is in our stream.
         case .success(.sync(let token)): reply("OK SYNC \(token)")
+        case .success(.since(let argument)):
+            if let since = server.since { since(self, argument) } else { reply("ERR SINCE needs a hub (logcast --from nats://…)") }
         }
     }
 

@@ -61,6 +61,9 @@ struct LogcastCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "What logcast logs on standard error: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
+    @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
+    var nats: NatsOptions
+
     func validate() throws {
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
@@ -141,9 +144,10 @@ struct LogcastCommand: ParsableCommand {
                 throw ExitCode.failure
             }
         }
-        var paths = files
+        // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
+        var paths = nats.publish != nil ? [] : files
         var demo: Disposable?
-        if paths.isEmpty {
+        if paths.isEmpty && !nats.isActive {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -162,6 +166,7 @@ struct LogcastCommand: ParsableCommand {
         config.maxCommandLength = max(config.maxCommandLength, maxPattern + 5)  // "GREP " + pattern
         let server = LogcastServer(config: config, logger: logger)
         server.beforeFatalExit = { demo?.dispose() }
+        let natsRunning = try nats.start(server: server, files: files, logger: logger)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
             Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
@@ -169,6 +174,7 @@ struct LogcastCommand: ParsableCommand {
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)
         }
+        natsRunning.stop()
         demo?.dispose()
     }
 }

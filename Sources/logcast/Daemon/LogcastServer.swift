@@ -31,6 +31,9 @@ final class LogcastServer: @unchecked Sendable {
     var beforeFatalExit: () -> Void = {}
     /// Sources still able to produce lines; with none left logcast exits.
     var liveSources = 0
+    /// `SINCE` handling and session ends, set by a NATS hub (NatsHub); nil without `--from`.
+    var since: ((ClientSession, String) -> Void)?
+    var sessionEnded: ((ClientSession) -> Void)?
     /// Out of descriptors at the last tick (said once per episode).
     var outOfDescriptors = false
 
@@ -116,6 +119,7 @@ final class LogcastServer: @unchecked Sendable {
         logger.debug("client \(transport) connected")
         let session = ClientSession(transport: transport, server: self) { [weak self] ended in
             guard let self else { return }
+            self.sessionEnded?(ended)
             if self.sessions.removeValue(forKey: ObjectIdentifier(ended)) != nil { self.stats.clients -= 1 }
         }
         sessions[ObjectIdentifier(session)] = session
