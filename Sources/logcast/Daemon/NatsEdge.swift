@@ -24,7 +24,7 @@ import ReactiveUVNATS
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
 ///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
 ///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
-/// - While the servers are away, at most `4 × --batch-bytes` per file waits in memory:
+/// - While the servers are away, at most `max(4 × --batch-bytes, 2 MiB)` per file waits in memory:
 ///   then the follower is stopped and later resumed from the acknowledged positions. The
 ///   file itself is the buffer.
 final class NatsEdge {
@@ -101,7 +101,7 @@ final class NatsEdge {
         }()
         guard let taken = file.take(chunk, batchBytes: batchBytes) else { return }
         local?(chunk.path, taken)
-        if file.queuedBytes > 4 * batchBytes, let d = follows.removeValue(forKey: file.path) {
+        if file.queuedBytes > pauseBytes, let d = follows.removeValue(forKey: file.path) {
             // The file is the buffer: stop reading; `resumeIfDrained` follows it again
             // from the acknowledged positions once the queue has gone out.
             logger.debug("\(file.path): \(file.queuedBytes) bytes waiting; reading paused")
@@ -111,8 +111,13 @@ final class NatsEdge {
         sendNext(file)
     }
 
+    /// Bytes of one file waiting in memory before its reading pauses. Why not smaller: each
+    /// pause ends with the follower started again from the acknowledged position, which
+    /// costs a directory scan and a poll interval; 2 MiB keeps those rare.
+    var pauseBytes: Int { max(4 * batchBytes, 2 << 20) }
+
     private func resumeIfDrained(_ file: EdgeFile) {
-        guard file.paused, file.queuedBytes < batchBytes else { return }
+        guard file.paused, file.queuedBytes < pauseBytes / 2 else { return }
         file.paused = false
         // Everything the follower re-reads below `file.next` is dropped by `take`.
         follow(file.path)

@@ -26,6 +26,7 @@ final class NumberedLineWriter: @unchecked Sendable {
     }
 
     static func line(_ n: Int) -> String { "L\(n) " + String(repeating: "x", count: 80) + "\n" }
+    static let padding: [UInt8] = Array((" " + String(repeating: "x", count: 80) + "\n").utf8)
 
     /// Writes lines up to (not including) `end`, paced, then returns from the thread.
     func start(until end: Int) {
@@ -52,9 +53,20 @@ final class NumberedLineWriter: @unchecked Sendable {
             lock.unlock()
             if from >= end { break }
             let upTo = min(end, from + batch)
-            let text = (from..<upTo).map(NumberedLineWriter.line).joined()
+            // Bytes built by hand: the writer must keep its pace on a loaded machine in a
+            // debug build (string interpolation per line could not).
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity((upTo - from) * 90)
+            for n in from..<upTo {
+                bytes.append(UInt8(ascii: "L"))
+                var digits: [UInt8] = []
+                var v = n
+                repeat { digits.append(UInt8(48 + v % 10)); v /= 10 } while v > 0
+                bytes.append(contentsOf: digits.reversed())
+                bytes.append(contentsOf: NumberedLineWriter.padding)
+            }
             let fd = open(target, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-            _ = text.withCString { write(fd, $0, strlen($0)) }
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             close(fd)
             lock.lock(); written = upTo; lock.unlock()
             next = next.addingTimeInterval(0.005)
