@@ -44,7 +44,7 @@ final class NATSServerProcess {
     /// How many times this server was started (log lines are counted from the last start).
     private var logOffset = 0
 
-    init(name: String, directory: String, port: Int, clusterPort: Int?, routes: [Int]) throws {
+    init(name: String, directory: String, port: Int, clusterPort: Int?, routes: [Int], extraConfig: String = "") throws {
         self.name = name
         self.port = port
         self.clusterPort = clusterPort
@@ -54,6 +54,7 @@ final class NATSServerProcess {
         server_name: \(name)
         listen: 127.0.0.1:\(port)
         jetstream { store_dir: "\(directory)/\(name)-store" }
+        \(extraConfig)
 
         """
         if let clusterPort {
@@ -119,7 +120,7 @@ final class NATSTestServers {
     private(set) var servers: [NATSServerProcess] = []
 
     /// `count` servers; more than one form a cluster (each routes to the others).
-    init(count: Int) throws {
+    init(count: Int, extraConfig: String = "") throws {
         var template = Array("/tmp/ruv-nats-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw NSError(domain: "mkdtemp", code: Int(errno))
@@ -130,7 +131,8 @@ final class NATSTestServers {
         for i in 0..<count {
             let routes = count > 1 ? clusterPorts.enumerated().filter { $0.offset != i }.map(\.element) : []
             servers.append(try NATSServerProcess(name: "n\(i + 1)", directory: directory, port: ports[i],
-                                                 clusterPort: count > 1 ? clusterPorts[i] : nil, routes: routes))
+                                                 clusterPort: count > 1 ? clusterPorts[i] : nil, routes: routes,
+                                                 extraConfig: extraConfig))
         }
     }
 
