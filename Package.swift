@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
+        // NATS and JetStream as signals over cnats (Debian libnats-dev); the core library
+        // above stays libuv-only.
+        .library(name: "ReactiveUVNATS", targets: ["ReactiveUVNATS"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -50,6 +53,25 @@ let package = Package(
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "--version-script=\(packageDirectory)Sources/ReactiveUVEmbed/reactiveuv.map"]),
             ]
         ),
+        // cnats from the system (Debian's libnats-dev, 3.4.1): the NATS and JetStream client.
+        .systemLibrary(
+            name: "CNATS",
+            path: "Sources/CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        // cnats's libuv adapter, a header of non-static functions, compiled exactly once.
+        .target(
+            name: "CNATSLibuv",
+            dependencies: ["CNATS", "CLibUV"],
+            path: "Sources/CNATSLibuv",
+            publicHeadersPath: "include"
+        ),
+        .target(
+            name: "ReactiveUVNATS",
+            dependencies: ["ReactiveUV", "CNATS", "CNATSLibuv", "CLibUV", "CSystemShims"],
+            path: "Sources/ReactiveUVNATS"
+        ),
         .executableTarget(
             name: "ruv-demo",
             dependencies: ["ReactiveUV"],
@@ -77,6 +99,12 @@ let package = Package(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
+        ),
+        // NATS against real nats-server processes on loopback (one server, a 3-node cluster).
+        .testTarget(
+            name: "ReactiveUVNATSTests",
+            dependencies: ["ReactiveUVNATS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVNATSTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.

@@ -63,5 +63,16 @@ let package = Package(
             path: "Sources/logcast-bench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // logcast's NATS path (`--publish`, `--from`): file → JetStream (1 and 3 nodes) and
+        // stream → hub client, with real nats-servers (build logcast in release first).
+        .executableTarget(
+            name: "logcast-nats-bench",
+            dependencies: [
+                .product(name: "ReactiveUV", package: "ReactiveUV"),
+                .product(name: "ReactiveUVNATS", package: "ReactiveUV"),
+            ],
+            path: "Sources/logcast-nats-bench",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
     ]
 )
