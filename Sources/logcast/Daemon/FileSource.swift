@@ -9,17 +9,15 @@ import ReactiveUV
 /// they need no more than the fan-out's two `ingest` calls on the main loop.
 struct FileSource {
     let path: String
-    /// Logged when the file rotates, is truncated, appears or disappears.
-    ///
-    /// The seam for the follower's notices: `File.tailChunks` here reports only lines and
-    /// a final error; the follower that reports rotation, truncation, appearance and
-    /// disappearance (issue 11) calls this for each.
-    let notice: (String) -> Void
+    /// Told when the file is missing, appears, is replaced (rotated), truncated, or loses
+    /// bytes it could not read: the follower's notices (`TailNotice`), in order with the
+    /// chunks. The server logs them.
+    let notice: (TailNotice) -> Void
 
     /// Follows the file from its end (a missing file is waited for and read from its
     /// start). `deliver` gets each chunk; `failed` the error that ends the file.
     func start(deliver: @escaping ([UInt8]) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
-        File.tailChunks(path, from: .end)
+        File.tailChunks(path, from: .end, options: TailOptions(), notices: notice)
             .subscribe(next: deliver, error: failed)
     }
 }

@@ -83,7 +83,11 @@ final class LogcastServer: @unchecked Sendable {
         let prefix = Array((path + ": ").utf8)
         let fanOut = self.fanOut
         let forwarder = self.forwarder
-        let source = FileSource(path: path) { [logger] notice in logger.notice("\(path): \(notice)") }
+        let source = FileSource(path: path) { [logger] notice in
+            // Rotation, truncation, appearing and disappearing are the file's normal life:
+            // notice level; bytes that could not be read are a loss: a warning.
+            if case .lost = notice { logger.warning("\(notice)") } else { logger.notice("\(notice)") }
+        }
         liveSources += 1
         running += source.start(
             deliver: { chunk in

@@ -149,4 +149,31 @@ final class LogcastDaemonTests: XCTestCase {
         let stats = counter.command("STATS", reply: "STATS").last ?? ""
         XCTAssertTrue(stats.contains("lines_dropped=\(dropped) "), stats)
     }
+
+    /// The follower's notices reach the log: a file appearing, being replaced by a rotation,
+    /// truncated, and going missing.
+    func testRotationTruncationAppearanceAndDisappearanceAreLogged() throws {
+        let a = dir + "/a.log"
+        let p = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        let c = try LineClient(port: p.port)
+        _ = c.command("GREP ^n", reply: "OK GREP")
+        func waitFor(_ text: String) {
+            let deadline = Date().addingTimeInterval(60)
+            while !p.errors.contains(text) && Date() < deadline { usleep(20_000) }
+            XCTAssertTrue(p.errors.contains(text), "\(text) in: \(p.errors)")
+        }
+        appendLines(a, ["n1"])
+        XCTAssertEqual(c.readLines { $0.count >= 1 }, ["\(a): n1"])
+        waitFor("'\(a)' has appeared")
+        XCTAssertEqual(rename(a, a + ".1"), 0)
+        appendLines(a, ["n2"])
+        XCTAssertEqual(c.readLines { $0.count >= 1 }, ["\(a): n2"])
+        waitFor("'\(a)' has been replaced")
+        XCTAssertEqual(truncate(a, 0), 0)
+        appendLines(a, ["n3"])
+        XCTAssertEqual(c.readLines { $0.count >= 1 }, ["\(a): n3"])
+        waitFor("\(a): file truncated")
+        XCTAssertEqual(unlink(a), 0)
+        waitFor("'\(a)' is missing")
+    }
 }
