@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
+        // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
+        // so the core library stays libuv-only.
+        .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -31,6 +34,19 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        // OpenSSL from the system (Debian's libssl-dev, 3.x): libssl and libcrypto.
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // TLS.listen / TLS.connect: OpenSSL through memory BIOs over TCP connections.
+        .target(
+            name: "ReactiveUVTLS",
+            dependencies: ["ReactiveUV", "COpenSSL"],
+            path: "Sources/ReactiveUVTLS"
         ),
         // The C API's one public header (reactiveuv.h); its .c file only checks the header.
         .target(
@@ -77,6 +93,12 @@ let package = Package(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
+        ),
+        // TLS against certificates the tests make with the openssl command.
+        .testTarget(
+            name: "ReactiveUVTLSTests",
+            dependencies: ["ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVTLSTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.
