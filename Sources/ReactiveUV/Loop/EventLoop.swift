@@ -95,6 +95,12 @@ public final class EventLoop: @unchecked Sendable {
     var dueTimers: [LoopTimer] = []
     /// Everything holding handles on this loop that ``close()`` must close.
     var resources: [ObjectIdentifier: any LoopResource] = [:]
+    /// Whether a handle or request may have started a watcher (a descriptor libuv adds to
+    /// its epoll set only in the next poll phase) since our last `uv_run` began: set by
+    /// ``UVHandle`` and ``UVRequest``, cleared by `runUV`. A host polling the backend
+    /// descriptor itself must run the loop first while it is set (see
+    /// ``startedWatcherSinceRun``).
+    @exclusivity(unchecked) var watcherStarted = true
 
 
     // MARK: - Creating
@@ -251,6 +257,9 @@ public final class EventLoop: @unchecked Sendable {
     /// call's trailing timer pass fired (`UV_RUN_ONCE` fires timers after the prepare phase).
     @discardableResult
     func runUV(_ mode: uv_run_mode) -> Bool {
+        // Watchers started from here on are registered by this run's poll phase, unless
+        // they start after it (in a callback): those set the flag again.
+        watcherStarted = false
         runDepth += 1
         let alive = uv_run(uvLoop, mode) != 0
         runDepth -= 1
@@ -456,6 +465,18 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     // MARK: - Resources
+
+    /// Notes that a handle or request may have started a watcher libuv registers only in
+    /// its next poll phase (loop thread).
+    @inline(__always)
+    func noteWatcherStarted() { watcherStarted = true }
+
+    /// Whether a watcher may have started since this loop's last run began, so a host
+    /// polling ``uvLoop``'s backend descriptor must run the loop once before it can rely
+    /// on the descriptor (libuv adds descriptors to its epoll set lazily, in the poll
+    /// phase). Conservative: it may say yes when every watcher is registered already.
+    /// Loop thread only.
+    package var startedWatcherSinceRun: Bool { watcherStarted }
 
     /// Registers something that holds handles on this loop, so ``close()`` closes them.
     /// Loop thread only.
