@@ -77,6 +77,12 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-echo"
         ),
+        // A UDP echo server (prints its bound address once); the UDP echo benchmark's subject.
+        .executableTarget(
+            name: "ruv-udp-echo",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-udp-echo"
+        ),
         // Prints StandardInput.lines; the IO tests pipe into it.
         .executableTarget(
             name: "ruv-stdin-lines",
