@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building ReactiveUV needs from Debian when it is missing: libuv1-dev (the
-# loop, timers and IO) and pkg-config (how SwiftPM finds libuv). Safe to run every time.
+# loop, timers and IO), libhyperscan-dev (logcast's filters) and pkg-config (how SwiftPM finds
+# them). Safe to run every time.
 set -euo pipefail
 
 need=()
@@ -11,6 +12,8 @@ if ! pkg-config --exists openssl 2>/dev/null; then need+=(libssl-dev); fi
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # logcast's syslog tests send with logger(1).
 command -v logger >/dev/null 2>&1 || need+=(bsdutils)
+# logcast's GREP filters: Hyperscan (x86-64 only; the Debian package exists for amd64).
+if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
@@ -25,3 +28,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-config" >&2; exit 1; }
+pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not found by pkg-config" >&2; exit 1; }
