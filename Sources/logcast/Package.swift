@@ -43,6 +43,7 @@ let package = Package(
                 "CHyperscan",
                 "LogcastScan",
                 .product(name: "ReactiveUV", package: rootIdentity),
+                .product(name: "ReactiveUVTLS", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
