@@ -159,6 +159,11 @@ final class UDPTests: XCTestCase {
         XCTAssertEqual(inUse.operation, "bind")
         XCTAssertEqual(inUse.target, "127.0.0.1:\(udp.localAddress.port)")
 
+        // An option that cannot be applied fails the open (and leaves no handle behind).
+        let (_, _, badGroup) = open(options: UDPOptions(multicastGroups: ["127.0.0.1"]), on: loop)
+        let groupError = try XCTUnwrap(badGroup.error as? UVError, "\(badGroup.events)")
+        XCTAssertEqual(groupError.operation, "join multicast group 127.0.0.1")
+
         // A second receiver while one is active.
         let first = EventRecorder<Datagram>()
         let firstSubscription = first.subscribe(udp.datagrams)

@@ -75,47 +75,54 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     static let slotSize = 64 * 1024
 
     /// Creates, binds and configures the socket (loop thread).
+    ///
+    /// Everything that can fail happens before the object is complete, so a failure never
+    /// runs `deinit` on half a socket (the handle is closed and freed by its close callback;
+    /// the counters' few bytes of a failed open are not reclaimed).
     init(loop: EventLoop, address: SocketAddress, options: UDPOptions) throws {
         let target = address.description
         let batch = min(max(options.receiveBatch, 1), 20)
         let family = address.family == .ipv6 ? AF_INET6 : AF_INET
         // recvmmsg is used by libuv when asked for at init and the buffer holds >1 slot.
         let flags = UInt32(family) | (batch > 1 ? UInt32(UV_UDP_RECVMMSG.rawValue) : 0)
-        handle = try UVHandle(loop: loop, type: UV_UDP, operation: "uv_udp_init", target: target) {
+        let handle = try UVHandle<uv_udp_t>(loop: loop, type: UV_UDP, operation: "uv_udp_init", target: target) {
             uv_udp_init_ex(loop.uvLoop, $0, flags)
         }
+        let local: SocketAddress
+        do {
+            local = try UDPSocket.configure(handle, address: address, options: options)
+        } catch {
+            handle.close()
+            throw error
+        }
+        self.handle = handle
         self.loop = loop
+        localAddress = local
         bufferSize = batch * UDPSocket.slotSize
         mark = UnsafeAtomicInt(max(1, options.highWaterMark))
         policyRaw = UnsafeAtomicInt(options.backpressure.rawValue)
+        handle.owner = self
+        handle.onLoopShutdown = { [unowned self] in receiver = nil }
+    }
+
+    /// Binds and applies the options; the bound address.
+    private static func configure(_ handle: UVHandle<uv_udp_t>, address: SocketAddress, options: UDPOptions) throws -> SocketAddress {
         var bindFlags: UInt32 = 0
         if options.reuseAddress { bindFlags |= UInt32(UV_UDP_REUSEADDR.rawValue) }
         if options.ipv6Only { bindFlags |= UInt32(UV_UDP_IPV6ONLY.rawValue) }
         let udp = handle.pointer
-        do {
-            try handle.check(address.withSockaddr { uv_udp_bind(udp, $0, bindFlags) }, "bind")
-            if options.broadcast { try handle.check(uv_udp_set_broadcast(udp, 1), "set broadcast") }
-            if let loopback = options.multicastLoopback {
-                try handle.check(uv_udp_set_multicast_loop(udp, loopback ? 1 : 0), "set multicast loop")
-            }
-            if let ttl = options.multicastTTL { try handle.check(uv_udp_set_multicast_ttl(udp, Int32(ttl)), "set multicast ttl") }
-            localAddress = SocketAddress.local(ofUDP: udp) ?? address
-            handle.target = localAddress.description
-            for group in options.multicastGroups {
-                try UDPSocket.setMembership(udp, group: group, interface: nil, UV_JOIN_GROUP, target: localAddress.description)
-            }
-        } catch {
-            handle.close()
-            mark.destroy()
-            policyRaw.destroy()
-            dropped.destroy()
-            droppedByteCount.destroy()
-            received.destroy()
-            truncated.destroy()
-            throw error
+        try handle.check(address.withSockaddr { uv_udp_bind(udp, $0, bindFlags) }, "bind")
+        if options.broadcast { try handle.check(uv_udp_set_broadcast(udp, 1), "set broadcast") }
+        if let loopback = options.multicastLoopback {
+            try handle.check(uv_udp_set_multicast_loop(udp, loopback ? 1 : 0), "set multicast loop")
         }
-        handle.owner = self
-        handle.onLoopShutdown = { [unowned self] in receiver = nil }
+        if let ttl = options.multicastTTL { try handle.check(uv_udp_set_multicast_ttl(udp, Int32(ttl)), "set multicast ttl") }
+        let local = SocketAddress.local(ofUDP: udp) ?? address
+        handle.target = local.description
+        for group in options.multicastGroups {
+            try UDPSocket.setMembership(udp, group: group, interface: nil, UV_JOIN_GROUP, target: local.description)
+        }
+        return local
     }
 
     deinit {
@@ -126,14 +133,15 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         droppedByteCount.destroy()
         received.destroy()
         truncated.destroy()
+        closedFlag.destroy()
     }
 
     /// The bound address: `127.0.0.1:7070`.
     public var description: String { "udp \(localAddress)" }
 
     /// Whether the socket has started closing. Safe from any thread (a snapshot).
-    public var isClosed: Bool { closedFlag }
-    @exclusivity(unchecked) private var closedFlag = false
+    public var isClosed: Bool { closedFlag.load() != 0 }
+    private let closedFlag = UnsafeAtomicInt(0)
 
     // MARK: - Receiving
 
@@ -460,7 +468,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     public func close() {
         loop.perform { [self] in
             guard !handle.isClosing else { return }
-            closedFlag = true
+            closedFlag.store(1)
             receiving = false
             if let receiver {
                 self.receiver = nil
