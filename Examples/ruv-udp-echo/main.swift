@@ -47,18 +47,18 @@ guard let port else { usage() }
 let loop = EventLoop.main
 var socket: UDPSocket?
 
-// The server: each datagram is replied to its sender. A reply that fails (a sender that
-// vanished: ECONNREFUSED from its ICMP) is dropped, never the end of the server. Under a
-// flood the send queue's policy drops and counts instead of growing.
-let server = UDP.bind(
-    host: host, port: port, options: UDPOptions(highWaterMark: 4 << 20, backpressure: .dropAndCount), on: loop,
-    onBound: { bound in
-        socket = bound
-        print("listening on \(bound.localAddress)")
-        fflush(nil)
-    }
+// The server: the socket sends back what it receives, as one streaming send (no
+// subscription per datagram). A reply the kernel refuses is counted, never the end of the
+// server; under a flood the send queue's policy drops and counts instead of growing.
+let server = UDP.open(
+    host: host, port: port, options: UDPOptions(highWaterMark: 4 << 20, backpressure: .dropAndCount), on: loop
 )
-.flattenMap { datagram in datagram.reply(datagram.payload).catchTo(.empty()) }
+.flattenMap { bound -> Signal<Void> in
+    socket = bound
+    print("listening on \(bound.localAddress)")
+    fflush(nil)
+    return bound.send(bound.datagrams.map { (bytes: $0.payload, to: $0.sender) })
+}
 
 let subscription = server.subscribe(error: { error in
     printError("ruv-udp-echo: \(error)\n")
@@ -69,7 +69,7 @@ Signal.merge([UnixSignal.signal(SIGINT, on: loop), UnixSignal.signal(SIGTERM, on
     .take(1)
     .subscribeNext { _ in
         if stats, let socket {
-            print("received \(socket.receivedDatagrams) dropped \(socket.droppedSends) truncated \(socket.truncatedDatagrams)")
+            print("received \(socket.receivedDatagrams) dropped \(socket.droppedSends) failed \(socket.failedSends) truncated \(socket.truncatedDatagrams)")
             fflush(nil)
         }
         subscription.dispose()

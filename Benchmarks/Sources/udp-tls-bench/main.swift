@@ -39,12 +39,26 @@ while let flag = args.popFirst() {
     case "--tls-mib": tlsMiB = Int(value) ?? tlsMiB
     case "--ruv-udp-echo": ruvUDPEcho = value
     default:
-        fputs("udp-tls-bench: unknown flag \(flag)\n", stderr)
+        progress("udp-tls-bench: unknown flag \(flag)")
         exit(2)
     }
 }
 
-func progress(_ text: String) { fputs(text + "\n", stderr) }
+func progress(_ text: String) {
+    let bytes = Array((text + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+/// `x` with `digits` decimals (no Foundation here).
+func fixed(_ x: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let n = Int((x * scale).rounded())
+    let whole = n / Int(scale), part = abs(n % Int(scale))
+    var fraction = String(part)
+    while fraction.count < digits { fraction = "0" + fraction }
+    return digits == 0 ? String(whole) : "\(whole).\(fraction)"
+}
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
@@ -76,8 +90,8 @@ struct ServerProcess {
         var byte: UInt8 = 0
         while read(fds[0], &byte, 1) == 1 {
             if byte == 10 {
-                if let range = text.range(of: "listening on ") {
-                    let address = text[range.upperBound...]
+                if text.hasPrefix("listening on ") {
+                    let address = text.dropFirst("listening on ".count)
                     if let port = address.split(separator: ":").last.flatMap({ Int($0) }) {
                         close(fds[0])
                         return ServerProcess(pid: pid, port: port)
@@ -140,7 +154,7 @@ if rows.contains("udp") {
     let ruv = results["ruv-udp-echo"]!, c = results["C libuv"]!
     let total = count * UInt64(runs)
     table.append(
-        "| UDP echo, \(size) B datagrams, window \(window), \(count) per run | datagrams/s (round trips) | \(Int(median(ruv.rate))) | \(Int(median(c.rate))) | \(String(format: "%.2f", median(ruv.rate) / median(c.rate)))x | lost \(ruv.lost)/\(total), corrupt \(ruv.corrupt) | lost \(c.lost)/\(total), corrupt \(c.corrupt) |")
+        "| UDP echo, \(size) B datagrams, window \(window), \(count) per run | datagrams/s (round trips) | \(Int(median(ruv.rate))) | \(Int(median(c.rate))) | \(fixed(median(ruv.rate) / median(c.rate), 2))x | lost \(ruv.lost)/\(total), corrupt \(ruv.corrupt) | lost \(c.lost)/\(total), corrupt \(c.corrupt) |")
 }
 
 // MARK: - TLS
@@ -181,15 +195,18 @@ func echoThroughput(tls: (cert: String, key: String, ca: String)?, total: Int) -
         if !expected[received..<(received + bytes.count)].elementsEqual(bytes) { mismatches += 1 }
         received += bytes.count
     }
+    // The client hands over everything at once (a source that cannot pause): its queue may
+    // hold it all. The server's echo is paced by `.pauseSource` on its own reads.
+    let clientOptions = TCPOptions(highWaterMark: total + (1 << 20))
     let client: Disposable
     if let tls {
-        client = TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: tls.ca), on: loop)
+        client = TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: tls.ca), options: clientOptions, on: loop)
             .flattenMap { c in
                 Signal<Void>.merge([c.send(Signal.fromArray(chunks)).then { c.shutdown() }, c.reads.map(check).ignoreValues()])
             }
             .subscribe(error: { progress("TLS client: \($0)"); done = true }, completed: { done = true })
     } else {
-        client = TCP.connect(host: "127.0.0.1", port: port, on: loop)
+        client = TCP.connect(host: "127.0.0.1", port: port, options: clientOptions, on: loop)
             .flattenMap { c in
                 Signal<Void>.merge([c.send(Signal.fromArray(chunks)).then { c.shutdown() }, c.reads.map(check).ignoreValues()])
             }
@@ -239,7 +256,7 @@ if rows.contains("tls") {
     }
     _ = shell("rm -rf '\(dir)'")
     table.append(
-        "| TLS echo, one connection, \(tlsMiB) MiB in 64 KiB writes (client and server on one loop) | MiB/s | \(String(format: "%.1f", median(secure) / 1_048_576)) (TLS) | \(String(format: "%.1f", median(plain) / 1_048_576)) (plain TCP) | \(String(format: "%.2f", median(secure) / median(plain)))x | every byte checked | every byte checked |")
+        "| TLS echo, one connection, \(tlsMiB) MiB in 64 KiB writes (client and server on one loop) | MiB/s | \(fixed(median(secure) / 1_048_576, 1)) (TLS) | \(fixed(median(plain) / 1_048_576, 1)) (plain TCP) | \(fixed(median(secure) / median(plain), 2))x | every byte checked | every byte checked |")
 }
 
 print("| row | unit | ReactiveUV | baseline | ratio | ReactiveUV check | baseline check |")

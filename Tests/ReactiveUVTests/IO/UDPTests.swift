@@ -198,6 +198,46 @@ final class UDPTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testAStreamingSendEchoesAndCountsARefusedDatagramWithoutStopping() throws {
+        let loop = try EventLoop()
+        // The server: one streaming send of its own datagrams back to their senders.
+        var bound: UDPSocket?
+        let server = UDP.open(on: loop).flattenMap { s -> Signal<Void> in
+            bound = s
+            return s.send(s.datagrams.map { (bytes: $0.payload, to: $0.sender) })
+        }.subscribe(error: { XCTFail("echo failed: \($0)") })
+        XCTAssertTrue(loop.run(until: { bound != nil }, timeout: 60))
+        let address = try XCTUnwrap(bound).localAddress
+        let (socket, clientSubscription, _) = open(on: loop)
+        let client = try XCTUnwrap(socket)
+        var back: [String] = []
+        let receiving = client.datagrams.subscribeNext { back.append(String(decoding: $0.payload, as: UTF8.self)) }
+
+        // From the client, a streaming send too, with one datagram too large for IPv4 in
+        // the middle: refused, counted, and the rest still go.
+        let outgoing: [(bytes: [UInt8], to: SocketAddress)] =
+            (0..<50).map { (Array("a\($0)".utf8), address) } + [([UInt8](repeating: 0, count: 70_000), address)]
+            + (50..<100).map { (Array("a\($0)".utf8), address) }
+        let sent = EventRecorder<Void>()
+        _ = sent.subscribe(client.send(Signal.fromArray(outgoing)))
+        XCTAssertTrue(loop.run(until: { sent.terminated && back.count == 100 }, timeout: 60), "\(sent.events) \(back.count)")
+        XCTAssertTrue(completedOnly(sent))
+        XCTAssertEqual(back, (0..<100).map { "a\($0)" })
+        XCTAssertEqual(client.failedSends, 1)
+        XCTAssertEqual(bound?.failedSends, 0)
+
+        // After close, a streaming send fails (the socket is gone, not one datagram).
+        client.close()
+        let late = EventRecorder<Void>()
+        _ = late.subscribe(client.send(Signal.return((bytes: [1], to: address))))
+        XCTAssertTrue(loop.run(until: { late.terminated }, timeout: 60))
+        XCTAssertEqual((late.error as? UVError)?.name, "EBADF")
+        receiving.dispose()
+        clientSubscription.dispose()
+        server.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testTheSendQueuePolicyIsTheStreamsRule() {
         XCTAssertEqual(UDPSocket.decide(queued: 0, mark: 100, policy: .dropAndCount), .send)
         XCTAssertEqual(UDPSocket.decide(queued: 99, mark: 100, policy: .dropAndCount), .send)

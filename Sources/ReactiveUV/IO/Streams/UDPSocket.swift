@@ -63,6 +63,10 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Datagrams the kernel truncated because they were larger than a receive slot (64 KiB):
     /// counted and not delivered.
     public var truncatedDatagrams: Int { truncated.load() }
+    /// Datagrams of ``send(_:)-(Signal<(bytes:[UInt8],to:SocketAddress)>)`` that the kernel
+    /// refused (`ECONNREFUSED` from an earlier ICMP, `EMSGSIZE`, `ENETUNREACH`): counted,
+    /// and the send goes on.
+    public var failedSends: Int { failed.load() }
 
     private let mark: UnsafeAtomicInt
     private let policyRaw: UnsafeAtomicInt
@@ -70,6 +74,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     private let droppedByteCount = UnsafeAtomicInt(0)
     private let received = UnsafeAtomicInt(0)
     private let truncated = UnsafeAtomicInt(0)
+    private let failed = UnsafeAtomicInt(0)
 
     /// The size of one receive slot: the largest UDP payload.
     static let slotSize = 64 * 1024
@@ -133,6 +138,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         droppedByteCount.destroy()
         received.destroy()
         truncated.destroy()
+        failed.destroy()
         closedFlag.destroy()
     }
 
@@ -300,9 +306,58 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: a cold signal that completes once the datagram is handed to the kernel.
     public func send(_ text: String, to address: SocketAddress) -> Signal<Void> { send(Array(text.utf8), to: address) }
 
+    /// Sends every datagram `source` sends, in order; completes when `source` has
+    /// completed and every datagram is handed to the kernel.
+    ///
+    /// The streaming form of ``send(_:to:)-(_:[UInt8],_)``, without a subscription per
+    /// datagram: an echo server is `socket.send(socket.datagrams.map { ($0.payload, $0.sender) })`.
+    /// The source is subscribed on ``loop``'s thread; values it sends from another thread
+    /// hop there in order. Backpressure as for single sends (``backpressure``; with
+    /// ``BackpressurePolicy/pauseSource`` this socket's receiving pauses while the queue is
+    /// above the mark). A datagram the kernel refuses (`ECONNREFUSED` left by an earlier
+    /// ICMP, `EMSGSIZE`) is counted in ``failedSends`` and the send goes on: one peer's
+    /// failure is not the stream's. It fails when the source fails, or when the socket
+    /// closes (`EBADF`, ``WriteQueueFullError``). Disposing unsubscribes from the source.
+    ///
+    /// - Parameter source: the datagrams: payload and destination.
+    /// - Returns: a cold signal that sends no value and terminates on ``loop``'s thread.
+    public func send(_ source: Signal<(bytes: [UInt8], to: SocketAddress)>) -> Signal<Void> {
+        AnonymousSignal { [self] observer, lifetime in
+            loop.start(observer, lifetime, operation: "send", target: localAddress.description) { [self] in
+                let sender = UDPStreamSender(socket: self, observer, lifetime)
+                let loop = self.loop
+                let part = lifetime.child()
+                source.attach({ event in
+                    let deliver = {
+                        switch event {
+                        case .next(let datagram): sender.offer(datagram.bytes, to: datagram.to)
+                        case .error(let error): sender.sourceEnded(error)
+                        case .completed: sender.sourceEnded(nil)
+                        }
+                    }
+                    if loop.isCurrentThread {
+                        deliver()
+                    } else {
+                        let hop = UncheckedSendable(deliver)
+                        loop.execute { hop.value() }
+                    }
+                }, part)
+            }
+        }
+    }
+
+    /// A datagram of a streaming send failed: fatal only when the socket is gone.
+    func sendFailed(_ error: any Error, closing: Bool, fatal: () -> Void) {
+        if closing || error is WriteQueueFullError || (error as? UVError)?.code == UV_EBADF.rawValue {
+            fatal()
+        } else {
+            failed.fetchAdd(1)
+        }
+    }
+
     /// Offers one datagram (loop thread); `nil` when sent or queued (the waiter hears of a
     /// queued one later), else why not (the waiter is not told).
-    private func enqueue(_ bytes: [UInt8], to address: SocketAddress, _ waiter: UDPSendWaiter) -> (any Error)?? {
+    func enqueue(_ bytes: [UInt8], to address: SocketAddress, _ waiter: UDPSendWaiter) -> (any Error)?? {
         let target = address.description
         if handle.isClosing {
             return .some(UVError(code: UV_EBADF.rawValue, operation: "send (socket closed)", target: target))
@@ -490,7 +545,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// One `send` subscription waiting for its datagram (loop thread).
-final class UDPSendWaiter {
+class UDPSendWaiter {
     let observer: Sink<Void>
     let lifetime: CompoundDisposable
 
@@ -502,6 +557,51 @@ final class UDPSendWaiter {
     func finish(_ error: (any Error)?) {
         guard !lifetime.isDisposed else { return }
         if let error { observer(.error(error)) } else { observer(.completed) }
+        lifetime.dispose()
+    }
+}
+
+/// One `send(_ source:)` subscription: sends each datagram its source sends and completes
+/// when the source has completed and every queued datagram went out (loop thread).
+final class UDPStreamSender: UDPSendWaiter {
+    let socket: UDPSocket
+    /// Queued datagrams whose callback has not run.
+    var outstanding = 0
+    var sourceCompleted = false
+    var finished = false
+
+    init(socket: UDPSocket, _ observer: @escaping Sink<Void>, _ lifetime: CompoundDisposable) {
+        self.socket = socket
+        super.init(observer, lifetime)
+    }
+
+    /// One datagram from the source (loop thread).
+    func offer(_ bytes: [UInt8], to address: SocketAddress) {
+        if finished { return }
+        switch socket.enqueue(bytes, to: address, self) {
+        case nil: outstanding += 1
+        case .some(nil): break
+        case .some(let error?): socket.sendFailed(error, closing: socket.isClosed) { end(.error(error)) }
+        }
+    }
+
+    func sourceEnded(_ error: (any Error)?) {
+        if let error { return end(.error(error)) }
+        sourceCompleted = true
+        if outstanding == 0 { end(.completed) }
+    }
+
+    /// A queued datagram went out, or failed.
+    override func finish(_ error: (any Error)?) {
+        outstanding -= 1
+        if let error { socket.sendFailed(error, closing: socket.isClosed) { end(.error(error)) } }
+        if sourceCompleted && outstanding == 0 { end(.completed) }
+    }
+
+    private func end(_ event: Event<Void>) {
+        guard !finished else { return }
+        finished = true
+        if !lifetime.isDisposed { observer(event) }
         lifetime.dispose()
     }
 }
