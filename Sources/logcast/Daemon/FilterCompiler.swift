@@ -47,6 +47,8 @@ final class FilterCompiler: @unchecked Sendable {
     /// The live set no longer matches `users` (a pattern was dropped).
     private var stale = false
     private var abandoned = 0
+    /// Completions are running: the next batch starts after the last of them.
+    private var delivering = false
     static let maxAbandoned = 2
     /// How many batches were compiled (for tests through STATS).
     private(set) var compiles = 0
@@ -119,7 +121,7 @@ final class FilterCompiler: @unchecked Sendable {
     }
 
     private func startIfIdle() {
-        guard inFlight == nil, abandoned < Self.maxAbandoned, !waiting.isEmpty || stale else { return }
+        guard !delivering, inFlight == nil, abandoned < Self.maxAbandoned, !waiting.isEmpty || stale else { return }
         stale = false
         // New texts in request order, each once, with every completion waiting for it.
         var order: [String] = []
@@ -203,16 +205,23 @@ final class FilterCompiler: @unchecked Sendable {
                 install(nil)
             }
         }
+        // Every accepted pattern is held before any completion runs: a completion releases
+        // the client's previous pattern, and the batch that release starts must still see
+        // every pattern of this one as live.
         for pattern in batch.newPatterns {
             if let refusal = refusals[pattern.id] {
                 remember(pattern.text, refusal)
                 forget(pattern.id)
-                for completion in pattern.completions { completion(.failure(refusal)) }
             } else {
                 users[pattern.id, default: 0] += pattern.completions.count
-                for completion in pattern.completions { completion(.success(pattern.id)) }
             }
         }
+        delivering = true
+        for pattern in batch.newPatterns {
+            let result: Result<PatternID, FilterSet.Refusal> = refusals[pattern.id].map { .failure($0) } ?? .success(pattern.id)
+            for completion in pattern.completions { completion(result) }
+        }
+        delivering = false
         startIfIdle()
     }
 

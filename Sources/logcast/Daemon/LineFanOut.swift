@@ -58,7 +58,11 @@ final class LineFanOut {
     private var roundRemaining = 0
     private var pumpScheduled = false
 
+    private var roundTimerScheduled = false
+    private var lastRound = SchedulerTime.monotonicNow
+
     static let maxVisitsPerTurn = 512
+    static let minRoundInterval = 0.001
     static let maxPumpSeconds = 0.004
 
     init(stats: Stats, queueLimit: Int, disconnectSlowClients: Bool) {
@@ -85,13 +89,33 @@ final class LineFanOut {
 
     private func didIngest() {
         if builder.bytes.count >= LineBlockBuilder.sealSize { seal() }
-        schedulePump()
+        scheduleRound()
+    }
+
+    /// Schedules the pump for new lines, at most once per ``minRoundInterval``: while lines
+    /// stream in, a round waits up to that long so its block holds more lines and each
+    /// client gets fewer, larger writes (a 1% client's write is otherwise a few lines, and
+    /// the write, not the filter, is the cost). A quiet stream is pumped at once.
+    private func scheduleRound() {
+        guard !pumpScheduled && !roundTimerScheduled else { return }
+        let since = lastRound.distance(to: SchedulerTime.monotonicNow)
+        if since >= Self.minRoundInterval {
+            schedulePump()
+            return
+        }
+        roundTimerScheduled = true
+        _ = Scheduler.main.afterDelay(Self.minRoundInterval - since) { [weak self] in
+            guard let self else { return }
+            self.roundTimerScheduled = false
+            self.schedulePump()
+        }
     }
 
     /// Turns what was ingested into the next block: counted, scanned once for every
     /// filtered client, and kept while some feed needs it.
     private func seal() {
         guard !builder.isEmpty else { return }
+        lastRound = SchedulerTime.monotonicNow
         let block = builder.seal(sequence: nextSequence)
         block.streamStart = totalBytes
         totalBytes += block.bytes.count
@@ -172,7 +196,10 @@ final class LineFanOut {
     /// Moves the lines sealed so far that `feed` takes into its outbox (paused: skips them).
     private func take(_ feed: ClientFeed) {
         seal()
-        guard feed.nextSequence < nextSequence else { return }
+        // A client whose socket is full is held to the queue limit here too, so replies
+        // asked for while it does not read cannot pile its lines up in the outbox.
+        if feed.writing { enforceLimit(feed) }
+        guard feed.nextSequence < nextSequence, !feed.ended else { return }
         if !feed.paused && !feed.closing {
             for sequence in feed.nextSequence..<nextSequence {
                 feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &feed.outbox)

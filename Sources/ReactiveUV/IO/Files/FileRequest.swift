@@ -349,20 +349,3 @@ final class ArrayRead: @unchecked Sendable {
         return ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
     }
 }
-
-/// Which file a descriptor or path refers to: device and inode, as `tail -F` compares them
-/// to notice that a path now names another file.
-struct FileIdentity: Equatable {
-    let device: UInt64
-    let inode: UInt64
-
-    init(_ stat: uv_stat_t) {
-        device = stat.st_dev
-        inode = stat.st_ino
-    }
-}
-
-/// Whether a `uv_stat_t` describes a directory (`S_ISDIR`).
-func isDirectory(_ stat: uv_stat_t) -> Bool {
-    stat.st_mode & 0o170000 == 0o040000
-}
