@@ -13,6 +13,9 @@ let package = Package(
         // NATS and JetStream as signals over cnats (Debian libnats-dev); the core library
         // above stays libuv-only.
         .library(name: "ReactiveUVNATS", targets: ["ReactiveUVNATS"]),
+        // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
+        // so the core library stays libuv-only.
+        .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -34,6 +37,19 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        // OpenSSL from the system (Debian's libssl-dev, 3.x): libssl and libcrypto.
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // TLS.listen / TLS.connect: OpenSSL through memory BIOs over TCP connections.
+        .target(
+            name: "ReactiveUVTLS",
+            dependencies: ["ReactiveUV", "COpenSSL"],
+            path: "Sources/ReactiveUVTLS"
         ),
         // The C API's one public header (reactiveuv.h); its .c file only checks the header.
         .target(
@@ -83,6 +99,12 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-echo"
         ),
+        // A UDP echo server (prints its bound address once); the UDP echo benchmark's subject.
+        .executableTarget(
+            name: "ruv-udp-echo",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-udp-echo"
+        ),
         // Prints StandardInput.lines; the IO tests pipe into it.
         .executableTarget(
             name: "ruv-stdin-lines",
@@ -105,6 +127,11 @@ let package = Package(
             name: "ReactiveUVNATSTests",
             dependencies: ["ReactiveUVNATS", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVNATSTests"
+        // TLS against certificates the tests make with the openssl command.
+        .testTarget(
+            name: "ReactiveUVTLSTests",
+            dependencies: ["ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVTLSTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.

@@ -74,5 +74,23 @@ let package = Package(
             path: "Sources/logcast-nats-bench",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // UDP echo (ruv-udp-echo against a C libuv UDP echo server, one C load generator
+        // checking every datagram and counting loss) and TLS echo against plain TCP.
+        .target(
+            name: "CUDPBench",
+            path: "Sources/CUDPBench",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("uv")]
+        ),
+        .executableTarget(
+            name: "udp-tls-bench",
+            dependencies: [
+                "CUDPBench",
+                .product(name: "ReactiveUV", package: "ReactiveUV"),
+                .product(name: "ReactiveUVTLS", package: "ReactiveUV"),
+            ],
+            path: "Sources/udp-tls-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

@@ -8,6 +8,11 @@ set -euo pipefail
 need=()
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if ! pkg-config --exists libuv 2>/dev/null; then need+=(libuv1-dev); fi
+# ReactiveUVTLS links OpenSSL; its tests make certificates with the openssl command.
+if ! pkg-config --exists openssl 2>/dev/null; then need+=(libssl-dev); fi
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# logcast's syslog tests send with logger(1).
+command -v logger >/dev/null 2>&1 || need+=(bsdutils)
 # logcast's GREP filters: Hyperscan (x86-64 only; the Debian package exists for amd64).
 if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 # ReactiveUVNATS: cnats; its tests and logcast's NATS tests: nats-server (Debian puts it in

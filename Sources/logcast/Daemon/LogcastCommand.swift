@@ -58,6 +58,18 @@ struct LogcastCommand: ParsableCommand {
     @Option(name: .customLong("max-pattern"), help: "The longest GREP pattern, in bytes (1...1048576).")
     var maxPattern: Int = 60 * 1024
 
+    @Option(name: .customLong("syslog-udp"), help: "Also accept syslog messages (RFC 5424 and RFC 3164) as datagrams on HOST:PORT; their lines are tagged 'syslog <sender>'.")
+    var syslogUDP: String?
+
+    @Option(name: .customLong("syslog-tcp"), help: "Also accept syslog messages over TCP on HOST:PORT (RFC 6587 octet counting or one message per line).")
+    var syslogTCP: String?
+
+    @Option(name: .customLong("tls-cert"), help: "Serve clients over TLS with this PEM certificate chain (with --tls-key).")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
     @Option(name: .customLong("log-level"), help: "What logcast logs on standard error: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
@@ -67,6 +79,9 @@ struct LogcastCommand: ParsableCommand {
     func validate() throws {
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
+        if let syslogUDP { _ = try Self.parseAddress(syslogUDP, option: "--syslog-udp") }
+        if let syslogTCP { _ = try Self.parseAddress(syslogTCP, option: "--syslog-tcp") }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         guard LogcastConfig.SlowClientPolicy(rawValue: slowClient) != nil else {
             throw ValidationError("--slow-client must be 'drop' or 'disconnect', got '\(slowClient)'")
         }
@@ -147,7 +162,7 @@ struct LogcastCommand: ParsableCommand {
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
         var paths = nats.publish != nil ? [] : files
         var demo: Disposable?
-        if paths.isEmpty && !nats.isActive {
+        if paths.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -162,6 +177,8 @@ struct LogcastCommand: ParsableCommand {
             queueLimit: queueLimit, slowClient: LogcastConfig.SlowClientPolicy(rawValue: slowClient)!,
             tickInterval: tick)
         config.compileTimeLimit = grepTimeout
+        config.tlsCertificate = tlsCert
+        config.tlsKey = tlsKey
         config.maxPatternLength = maxPattern
         config.maxCommandLength = max(config.maxCommandLength, maxPattern + 5)  // "GREP " + pattern
         let server = LogcastServer(config: config, logger: logger)
@@ -169,7 +186,17 @@ struct LogcastCommand: ParsableCommand {
         let natsRunning = try nats.start(server: server, files: files, logger: logger)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
-            Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
+            if tlsCert != nil {
+                Output.out("logcast: listening on \(bound); TLS, connect with: openssl s_client -quiet -connect \(bound)\n")
+            } else {
+                Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
+            }
+        }
+        server.startSyslog(
+            udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
+            tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
+        ) { kind, bound in
+            Output.out("logcast: syslog \(kind) on \(bound)\n")
         }
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)

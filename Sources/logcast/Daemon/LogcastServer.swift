@@ -36,6 +36,10 @@ final class LogcastServer: @unchecked Sendable {
     var sessionEnded: ((ClientSession) -> Void)?
     /// Out of descriptors at the last tick (said once per episode).
     var outOfDescriptors = false
+    /// The syslog listeners (--syslog-udp/--syslog-tcp), if any: SyslogSource.swift.
+    var syslog: SyslogSource?
+    /// TLS handshake counters when serving over TLS (--tls-cert): TLSClients.swift.
+    var tlsStats: TLSStats?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -49,7 +53,10 @@ final class LogcastServer: @unchecked Sendable {
 
     /// The `STATS` reply.
     func statsLine() -> String {
-        stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
+        var line = stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
+        let extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "")
+        if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
+        return line
     }
 
     /// Starts the sources and the listener; `onListening` gets the bound address.
@@ -61,13 +68,19 @@ final class LogcastServer: @unchecked Sendable {
         }
         for path in config.files { startFile(path) }
 
-        listening = TCP.listen(host: config.host, port: config.port, backlog: 4096, onListening: onListening)
-            .subscribe(
-                next: { [weak self] connection in self?.accept(connection) },
-                error: { [weak self] error in
-                    guard let self else { return }
-                    self.fail("cannot listen on \(self.config.host):\(self.config.port): \(error)")
-                })
+        if let certificate = config.tlsCertificate, let key = config.tlsKey {
+            let tlsStats = TLSStats()
+            self.tlsStats = tlsStats
+            listening = listenTLS(certificate: certificate, key: key, tlsStats: tlsStats, onListening: onListening)
+        } else {
+            listening = TCP.listen(host: config.host, port: config.port, backlog: 4096, onListening: onListening)
+                .subscribe(
+                    next: { [weak self] connection in self?.accept(connection) },
+                    error: { [weak self] error in
+                        guard let self else { return }
+                        self.fail("cannot listen on \(self.config.host):\(self.config.port): \(error)")
+                    })
+        }
 
         running += Signal.interval(config.tickInterval, on: Scheduler.main).subscribeNext { [weak self] now in self?.tick(now) }
         for signum in [SIGINT, SIGTERM] {
