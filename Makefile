@@ -3,7 +3,7 @@ SWIFT ?= swift
 ## logcast is a package of its own (its dependencies never reach the library's users).
 LOGCAST := Sources/logcast
 
-.PHONY: deps build run test sanitize bench install clean
+.PHONY: deps build run test sanitize bench bench-cmo bench-allocs install clean
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -46,5 +46,21 @@ install: deps
 	install -m 755 $(LOGCAST)/.build/release/logcast $(DESTDIR)$(PREFIX)/bin/logcast
 	install -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/logcast.1
 
+## The same with every module (ReactiveUV, OpenCombine, the rows) built with
+## -cross-module-optimization, in a build directory of its own. BENCH_ARGS picks rows, e.g.
+## `make bench-cmo BENCH_ARGS="--rows cold,pipeline"`.
+bench-cmo: deps
+	$(SWIFT) run -c release --package-path Benchmarks --scratch-path Benchmarks/.build-cmo \
+		-Xswiftc -cross-module-optimization ruv-bench $(BENCH_ARGS)
+
+## Heap allocations per event of the operator rows, under a preloaded malloc counter
+## (Tests/AllocationProbe/malloc_counter.c); the times of this run are not the benchmark's.
+BENCH_ALLOC_ROWS ?= pipeline,cold,fanout,switch,flatten,combinelatest,zip,cl-static2,cl-static6,cl-array6,zip-static6,zip-array6,merge-array6,concat-array6,subject-churn
+bench-allocs: deps
+	$(SWIFT) build -c release --package-path Benchmarks --product ruv-bench
+	cc -O2 -shared -fPIC -o Benchmarks/.build/libmalloccounter.so Tests/AllocationProbe/malloc_counter.c
+	LD_PRELOAD=$(CURDIR)/Benchmarks/.build/libmalloccounter.so \
+		$$($(SWIFT) build -c release --package-path Benchmarks --show-bin-path)/ruv-bench --runs 1 --rows $(BENCH_ALLOC_ROWS)
+
 clean:
-	rm -rf .build .build-tsan .build-asan Benchmarks/.build $(LOGCAST)/.build $(LOGCAST)/.build-tsan $(LOGCAST)/.build-asan
+	rm -rf .build .build-tsan .build-asan Benchmarks/.build Benchmarks/.build-cmo $(LOGCAST)/.build $(LOGCAST)/.build-tsan $(LOGCAST)/.build-asan

@@ -75,10 +75,7 @@ extension Signal {
     /// A signal that sends `value` and completes on subscription: RAC's `+return:`.
     @inlinable
     public static func `return`(_ value: Value) -> Signal<Value> {
-        AnonymousSignal { observer, lifetime in
-            observer(.next(value))
-            if !lifetime.isDisposed { observer(.completed) }
-        }
+        ReturnSignal(value)
     }
 
     /// A signal that completes on subscription: RAC's `+empty`.

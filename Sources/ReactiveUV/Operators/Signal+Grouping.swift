@@ -92,4 +92,29 @@ extension Signal {
     public func reduceEach<A, B, C, R>(_ reduce: @escaping (A, B, C) -> R) -> Signal<R> where Value == (A, B, C) {
         map { reduce($0.0, $0.1, $0.2) }
     }
+
+    /// Calls `reduce` with the elements of each 4-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, R>(_ reduce: @escaping (A, B, C, D) -> R) -> Signal<R> where Value == (A, B, C, D) {
+        map { reduce($0.0, $0.1, $0.2, $0.3) }
+    }
+
+    /// Calls `reduce` with the elements of each 5-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, E, R>(_ reduce: @escaping (A, B, C, D, E) -> R) -> Signal<R> where Value == (A, B, C, D, E) {
+        map { reduce($0.0, $0.1, $0.2, $0.3, $0.4) }
+    }
+
+    /// Calls `reduce` with the elements of each 6-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, E, F, R>(_ reduce: @escaping (A, B, C, D, E, F) -> R) -> Signal<R> where Value == (A, B, C, D, E, F) {
+        map { reduce($0.0, $0.1, $0.2, $0.3, $0.4, $0.5) }
+    }
+
+    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
+    public func reduceApply<A, B, C, D, R>() -> Signal<R> where Value == ((A, B, C, D) -> R, A, B, C, D) {
+        map { $0.0($0.1, $0.2, $0.3, $0.4) }
+    }
+
+    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
+    public func reduceApply<A, B, C, D, E, R>() -> Signal<R> where Value == ((A, B, C, D, E) -> R, A, B, C, D, E) {
+        map { $0.0($0.1, $0.2, $0.3, $0.4, $0.5) }
+    }
 }
