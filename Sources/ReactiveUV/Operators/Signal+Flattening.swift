@@ -41,6 +41,28 @@ extension Signal {
         }
     }
 
+    /// ``switchToLatest()`` over a signal of optional signals: a `nil` inner counts as an
+    /// empty signal (it ends the previous inner, sends nothing and is complete at once), as
+    /// RAC's `-switchToLatest` accepts nil. Events arrive on the latest inner's thread;
+    /// disposal disposes the outer and the current inner; completes when the outer and the
+    /// latest inner have completed.
+    ///
+    /// - Returns: the latest inner's events.
+    @inlinable
+    public func switchToLatest<U>() -> Signal<U> where Value == Signal<U>? {
+        map { $0 ?? Signal<U>.empty() }.switchToLatest()
+    }
+
+    /// ``flatten(_:)`` over a signal of optional signals: `nil` inners are skipped, as
+    /// RAC's `-flatten:` skips nil.
+    ///
+    /// - Parameter maxConcurrent: the most inners subscribed at once; 0 for no limit.
+    /// - Returns: the inners' events, merged.
+    @inlinable
+    public func flatten<U>(_ maxConcurrent: Int = 0) -> Signal<U> where Value == Signal<U>? {
+        map { $0 ?? Signal<U>.empty() }.flatten(maxConcurrent)
+    }
+
     /// RAC's primitive `-bind:`. `makeBlock` runs once per subscription and returns the
     /// binding block; for each value the binding block returns a signal, which is subscribed
     /// at once and merged. Returning `nil` ends the source side; setting `stop` subscribes to
