@@ -8,6 +8,9 @@ let package = Package(
     name: "ReactiveUV",
     products: [
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
+        // Marble diagrams, recorders and hot/cold test signals on TestScheduler, for tests
+        // only (as RxTest is to RxSwift): kept out of the library users ship.
+        .library(name: "ReactiveUVTestKit", targets: ["ReactiveUVTestKit"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
     ],
@@ -31,6 +34,11 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        .target(
+            name: "ReactiveUVTestKit",
+            dependencies: ["ReactiveUV"],
+            path: "Sources/ReactiveUVTestKit"
         ),
         // The C API's one public header (reactiveuv.h); its .c file only checks the header.
         .target(
@@ -75,7 +83,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReactiveUVTests",
-            dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
+            dependencies: ["ReactiveUV", "ReactiveUVTestKit", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
