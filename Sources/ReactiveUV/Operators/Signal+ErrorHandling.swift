@@ -76,6 +76,31 @@ extension Signal {
         }
     }
 
+    /// Passes each value through while `body` returns `true`; the first `false` fails the
+    /// signal with the error `body` wrote and disposes the source: RAC's `-try:` in its own
+    /// shape (`BOOL (^)(id value, NSError **errorPtr)`), for code ported line by line.
+    ///
+    /// ```swift
+    /// lines.try { line, error in
+    ///     if line.isEmpty { error = ParseError.emptyLine; return false }
+    ///     return true
+    /// }
+    /// ```
+    ///
+    /// Events arrive on the source's thread. A `false` without an error fails with
+    /// ``SignalError/invalidArgument(_:)`` (RAC sent a nil error). Disposal disposes the
+    /// source. Terminates with the source, or at the first `false`.
+    ///
+    /// - Parameter body: checks a value; returns `false` (setting `error`) to fail.
+    /// - Returns: the values that passed, then the source's terminal event or the error.
+    public func `try`(_ body: @escaping (Value, inout (any Error)?) -> Bool) -> Signal<Value> {
+        tryMap { v in
+            var error: (any Error)?
+            if body(v, &error) { return v }
+            throw error ?? SignalError.invalidArgument("try: the block returned false without setting an error")
+        }
+    }
+
     /// Maps each value with a throwing transform; a thrown error fails the signal and
     /// disposes the source: RAC's `-tryMap:`.
     public func tryMap<U>(_ transform: @escaping (Value) throws -> U) -> Signal<U> {
