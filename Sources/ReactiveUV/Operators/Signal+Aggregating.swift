@@ -1,4 +1,5 @@
-// Folding a whole signal into one value (RACSignal+Operations' aggregate, collect, any, all).
+// Folding a whole signal into one value (RACSignal+Operations' aggregate, collect,
+// defaultIfEmpty, any, all) and collect(count:), which folds it into arrays of a size.
 
 extension Signal {
     /// Folds every value; on completion sends the result (`start` when there were no
@@ -120,6 +121,34 @@ extension Signal {
                     done = true
                     observer(.next(true))
                     observer(.completed)
+                }
+            }, lifetime)
+        }
+    }
+}
+
+extension Signal {
+    /// Groups values into arrays of `count` (the last one may be shorter, sent on
+    /// completion). A count below 1 fails with ``SignalError/invalidArgument(_:)``.
+    public func collect(count: Int) -> Signal<[Value]> {
+        if count < 1 { return .error(SignalError.invalidArgument("collect(count: \(count)): the count must be positive")) }
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            var buffer: [Value] = []
+            buffer.reserveCapacity(count)
+            source.attach({ event in
+                switch event {
+                case .next(let v):
+                    buffer.append(v)
+                    if buffer.count == count {
+                        let full = buffer
+                        buffer.removeAll(keepingCapacity: true)
+                        observer(.next(full))
+                    }
+                case .error(let e): observer(.error(e))
+                case .completed:
+                    if !buffer.isEmpty { observer(.next(buffer)) }
+                    if !lifetime.isDisposed { observer(.completed) }
                 }
             }, lifetime)
         }

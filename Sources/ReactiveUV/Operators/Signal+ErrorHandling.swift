@@ -1,4 +1,7 @@
-// Error handling (RACSignal+Operations' catch, catchTo, retry, repeat, try, tryMap).
+import Glibc
+
+// Error handling (RACSignal+Operations' catch, catchTo, retry, repeat, try, tryMap; beyond
+// RAC: retry(when:) and retry with exponential backoff, so every retry is in this file).
 // Resubscription is a loop, not recursion: a source that fails synchronously forever under
 // `retry()` spins in one stack frame until the subscription is disposed.
 
@@ -126,42 +129,109 @@ extension Signal {
     }
 }
 
-/// State of `retry`/`repeat`/`retry(when:)`: whether an attempt is being subscribed on this
-/// stack, and whether another was requested meanwhile (turning recursion into a loop).
-class ResubscribeState: LockedState, @unchecked Sendable {
-    var attaching = false
-    var again = false
-    var retries = 0
-
-    /// Runs `attempt`, and again each time it was requested from inside the attempt on this
-    /// stack, until no new request came or `lifetime` ended. A request made while an attempt
-    /// is being subscribed only marks it; the running loop picks it up.
+extension Signal {
+    /// Resubscribes on error when the signal `handler` builds from the errors sends a
+    /// value; it ends with the error when that signal completes or fails (Rx's `retryWhen`).
     ///
-    /// - Returns: whether this call ran the loop (`false`: the request was deferred).
-    @discardableResult
-    func trampoline(_ lifetime: CompoundDisposable, _ attempt: () -> Void) -> Bool {
-        lock.lock()
-        if attaching {
-            again = true
-            lock.unlock()
-            return false
+    /// - Parameter handler: receives the signal of errors; returns the signal of retries.
+    public func retry<T>(when handler: @escaping (Signal<any Error>) -> Signal<T>) -> Signal<Value> {
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            let errors = Subject<any Error>()
+            let state = RetryWhenState<Value>()
+            // Resubscription is trampolined as in `retry(_:)`: a retry requested while an
+            // attempt is being subscribed on this stack loops instead of recursing.
+            var attempt: () -> Void = {}
+            attempt = {
+                let ranLoop = state.trampoline(lifetime) {
+                    let part = lifetime.child()
+                    source.attach({ event in
+                        if case .error(let e) = event {
+                            state.lock.lock()
+                            state.lastError = e
+                            state.lock.unlock()
+                            lifetime.end(part)
+                            errors.sendNext(e)
+                            return
+                        }
+                        observer(event)
+                    }, part)
+                }
+                guard ranLoop else { return }
+                state.lock.lock()
+                let handlerEnded = state.handlerEnded
+                state.handlerEnded = nil
+                state.lock.unlock()
+                // The handler ended while an attempt it asked for was pending: that attempt
+                // ran first (as it would have, recursively); now end.
+                if let handlerEnded {
+                    observer(handlerEnded)
+                    lifetime.dispose()
+                }
+            }
+            let finish: (Event<Value>) -> Void = { event in
+                state.lock.lock()
+                if state.attaching {
+                    state.handlerEnded = event
+                    state.lock.unlock()
+                    return
+                }
+                state.lock.unlock()
+                observer(event)
+                lifetime.dispose()
+            }
+            let retries = handler(errors)
+            let retryPart = lifetime.child()
+            retries.attach({ event in
+                switch event {
+                case .next:
+                    if !lifetime.isDisposed { attempt() }
+                case .completed:
+                    state.lock.lock()
+                    let e = state.lastError
+                    state.lock.unlock()
+                    finish(e.map { .error($0) } ?? .completed)
+                case .error(let e):
+                    finish(.error(e))
+                }
+            }, retryPart)
+            lifetime.add(Disposable { attempt = {} })
+            if !lifetime.isDisposed { attempt() }
         }
-        attaching = true
-        lock.unlock()
-        repeat {
-            lock.lock()
-            again = false
-            lock.unlock()
-            if lifetime.isDisposed { break }
+    }
+
+    /// Retries with exponential backoff: after the n-th error waits
+    /// `min(initialDelay * multiplier^(n-1), maxDelay)` seconds on `scheduler` and
+    /// resubscribes, at most `maxRetries` times; then the error is forwarded.
+    public func retry(
+        maxRetries: Int, initialDelay: Double, multiplier: Double = 2, maxDelay: Double = .infinity,
+        on scheduler: Scheduler
+    ) -> Signal<Value> {
+        if scheduler.isImmediate {
+            return .error(SignalError.invalidScheduler("retry with backoff needs a scheduler that keeps time"))
+        }
+        let source = self
+        return AnonymousSignal { observer, lifetime in
+            var attempts = 0
+            func attempt() {
+                let part = lifetime.child()
+                source.attach({ event in
+                    if case .error = event, attempts < maxRetries {
+                        attempts += 1
+                        lifetime.end(part)
+                        let delay = Swift.min(initialDelay * pow(multiplier, Double(attempts - 1)), maxDelay)
+                        let timer = SerialDisposable()
+                        lifetime.add(timer)
+                        timer.inner = scheduler.afterDelay(delay) {
+                            lifetime.remove(timer)
+                            if !lifetime.isDisposed { attempt() }
+                        }
+                        return
+                    }
+                    observer(event)
+                }, part)
+            }
             attempt()
-            lock.lock()
-            let more = again
-            lock.unlock()
-            if !more { break }
-        } while true
-        lock.lock()
-        attaching = false
-        lock.unlock()
-        return true
+        }
     }
 }

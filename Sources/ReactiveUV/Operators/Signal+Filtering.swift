@@ -1,4 +1,6 @@
-// RACStream's take/skip family and distinctUntilChanged. Counters are decremented before a
+// Dropping values: RACStream's filter:, ignore:, take/skip family (take:, skip:,
+// takeUntilBlock:, takeWhileBlock:, skipUntilBlock:, skipWhileBlock:, takeLast:) and
+// distinctUntilChanged, and RACSignal's ignoreValues. Counters are decremented before a
 // value is forwarded, so a subscriber that sends back into the source from its callback
 // (a re-entrant send) sees the right count.
 
@@ -149,4 +151,36 @@ extension Signal where Value: Equatable {
     /// RAC's `-distinctUntilChanged`.
     @inlinable
     public func distinctUntilChanged() -> Signal<Value> { distinctUntilChanged(by: ==) }
+}
+
+extension Signal {
+    /// Keeps the values that pass `isIncluded`: RAC's `-filter:`.
+    @inlinable
+    public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                if case .next(let v) = event, !isIncluded(v) { return }
+                observer(event)
+            }, lifetime)
+        }
+    }
+
+    /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.
+    @inlinable
+    public func ignoreValues() -> Signal<Value> {
+        let upstream = self
+        return AnonymousSignal { observer, lifetime in
+            upstream.attach({ event in
+                if case .next = event { return }
+                observer(event)
+            }, lifetime)
+        }
+    }
+}
+
+extension Signal where Value: Equatable {
+    /// Drops values equal to `value`: RAC's `-ignore:`.
+    @inlinable
+    public func ignore(_ value: Value) -> Signal<Value> { filter { $0 != value } }
 }

@@ -1,5 +1,5 @@
-// groupBy and the Boolean and tuple operators (RACSignal+Operations' groupBy:transform:,
-// not, and, or, reduceApply).
+// Grouping values by key (RACSignal+Operations' groupBy:transform:, groupBy:). Booleans
+// (not, and, or) and tuple reduction (reduceEach, reduceApply) are in Signal+Reducing.swift.
 
 extension Signal {
     /// Splits the signal into groups by key: RAC's `-groupBy:transform:`.
@@ -43,53 +43,5 @@ extension Signal {
     /// ``groupBy(_:transform:)`` with the values unchanged: RAC's `-groupBy:`.
     public func groupBy<Key: Hashable>(_ keyOf: @escaping (Value) -> Key) -> Signal<GroupedSignal<Key, Value>> {
         groupBy(keyOf, transform: { $0 })
-    }
-}
-
-extension Signal where Value == Bool {
-    /// Inverts each Boolean: RAC's `-not`.
-    public func not() -> Signal<Bool> { map { !$0 } }
-}
-
-extension Signal where Value == [Bool] {
-    /// AND of every element of each array (at least one element): RAC's `-and`.
-    public func and() -> Signal<Bool> { map { $0.allSatisfy { $0 } } }
-
-    /// OR of every element of each array: RAC's `-or`.
-    public func or() -> Signal<Bool> { map { $0.contains(true) } }
-}
-
-extension Signal {
-    /// AND of each pair of Booleans: RAC's `-and` on 2-tuples.
-    public func and() -> Signal<Bool> where Value == (Bool, Bool) { map { $0.0 && $0.1 } }
-
-    /// OR of each pair of Booleans: RAC's `-or` on 2-tuples.
-    public func or() -> Signal<Bool> where Value == (Bool, Bool) { map { $0.0 || $0.1 } }
-
-    /// AND of each triple of Booleans.
-    public func and() -> Signal<Bool> where Value == (Bool, Bool, Bool) { map { $0.0 && $0.1 && $0.2 } }
-
-    /// OR of each triple of Booleans.
-    public func or() -> Signal<Bool> where Value == (Bool, Bool, Bool) { map { $0.0 || $0.1 || $0.2 } }
-
-    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
-    public func reduceApply<A, R>() -> Signal<R> where Value == ((A) -> R, A) { map { $0.0($0.1) } }
-
-    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
-    public func reduceApply<A, B, R>() -> Signal<R> where Value == ((A, B) -> R, A, B) { map { $0.0($0.1, $0.2) } }
-
-    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
-    public func reduceApply<A, B, C, R>() -> Signal<R> where Value == ((A, B, C) -> R, A, B, C) {
-        map { $0.0($0.1, $0.2, $0.3) }
-    }
-
-    /// Calls `reduce` with the elements of each 2-tuple: RAC's `-reduceEach:`.
-    public func reduceEach<A, B, R>(_ reduce: @escaping (A, B) -> R) -> Signal<R> where Value == (A, B) {
-        map { reduce($0.0, $0.1) }
-    }
-
-    /// Calls `reduce` with the elements of each 3-tuple: RAC's `-reduceEach:`.
-    public func reduceEach<A, B, C, R>(_ reduce: @escaping (A, B, C) -> R) -> Signal<R> where Value == (A, B, C) {
-        map { reduce($0.0, $0.1, $0.2) }
     }
 }

@@ -1,5 +1,5 @@
 // Sharing one subscription among many subscribers (RACSignal+Operations' publish,
-// multicast:, replay, replayLast, replayLazily).
+// multicast:, replay, replayLast, replayLazily; share(replay:scope:) beyond RAC).
 
 extension Signal {
     /// A connection to a new plain ``Subject``; nothing is subscribed until `connect()`:
@@ -35,4 +35,51 @@ extension Signal {
             return connection.signal
         }
     }
+}
+
+extension Signal {
+    /// Shares one subscription to the receiver among subscribers, replaying the last
+    /// `replay` values to late ones (Rx's `share(replay:scope:)`).
+    ///
+    /// With `.whileConnected` the source is disposed when the last subscriber leaves and a
+    /// later subscriber starts it again (with a fresh buffer); with `.forever` it connects at
+    /// the first subscriber and stays connected (like ``replayLazily()`` with a bound).
+    public func share(replay: Int = 0, scope: ShareScope = .whileConnected) -> Signal<Value> {
+        let source = self
+        let state = ShareState<Value>()
+        return AnonymousSignal { observer, lifetime in
+            state.lock.lock()
+            if state.subject == nil || (scope == .whileConnected && state.subject!.hasTerminated) {
+                state.subject = ReplaySubject(capacity: replay)
+                state.connection = nil
+            }
+            let subject = state.subject!
+            state.subscribers += 1
+            let connect = state.connection == nil
+            if connect { state.connection = SerialDisposable() }
+            let connection = state.connection!
+            state.lock.unlock()
+            subject.attach(observer, lifetime)
+            if connect { connection.inner = source.subscribe(subject) }
+            lifetime.add(Disposable {
+                state.lock.lock()
+                state.subscribers -= 1
+                let last = state.subscribers == 0 && scope == .whileConnected
+                if last {
+                    state.subject = nil
+                    state.connection = nil
+                }
+                state.lock.unlock()
+                if last { connection.dispose() }
+            })
+        }
+    }
+}
+
+/// How long ``Signal/share(replay:scope:)`` keeps its source connected.
+public enum ShareScope: Sendable {
+    /// Until the last subscriber leaves; a later subscriber reconnects.
+    case whileConnected
+    /// From the first subscriber on, for good.
+    case forever
 }

@@ -1,4 +1,5 @@
-// Time operators (RACSignal+Operations' interval, delay, throttle, timeout, bufferWithTime).
+// Time operators (RACSignal+Operations' interval, delay, throttle, timeout, bufferWithTime;
+// debounce beyond RAC). `timer` is in Signal+Timer.swift.
 // All of them run on a scheduler's timers, never a sleeping thread; given the immediate
 // scheduler (which cannot keep time) they fail with `SignalError.invalidScheduler`.
 
@@ -238,5 +239,17 @@ extension Signal {
                 }
             }, lifetime)
         }
+    }
+}
+
+extension Signal {
+    /// Sends a value only after `interval` seconds pass without a newer one (Rx's
+    /// `debounce`). RAC's ``throttle(_:on:)`` is the same idea under RAC's name and always
+    /// sends a held value on completion; `debounce` drops it unless `flushOnCompletion`.
+    ///
+    /// `-a-b-----c-|` → `debounce(2 ticks)` → `-----b-----|`
+    @inlinable
+    public func debounce(_ interval: Double, on scheduler: Scheduler, flushOnCompletion: Bool = false) -> Signal<Value> {
+        debounceCore(interval, valuesPassingTest: { _ in true }, on: scheduler, flushOnCompletion: flushOnCompletion)
     }
 }

@@ -1,5 +1,8 @@
-// RACStream's transforming operations and RACSignal's side-effect operators. Each is a
-// closure per stage with no lock: a synchronous chain inherits its source's serialization.
+// Transforming values (RACStream's map, mapReplace, scan, combinePreviousWithStart:reduce:,
+// startWith:, materialize/dematerialize; compactMap beyond RAC) and RACSignal's side-effect
+// operators (doNext:, doError:, doCompleted:, finally:, initially:, on(…)). Each is a closure
+// per stage with no lock: a synchronous chain inherits its source's serialization. Dropping
+// values (filter, ignore, ignoreValues) is in Signal+Filtering.swift.
 
 extension Signal {
     /// Transforms each value: RAC's `-map:`. Terminal events pass through.
@@ -22,18 +25,6 @@ extension Signal {
     /// Replaces every value with `value`: RAC's `-mapReplace:`.
     @inlinable
     public func mapReplace<U>(_ value: U) -> Signal<U> { map { _ in value } }
-
-    /// Keeps the values that pass `isIncluded`: RAC's `-filter:`.
-    @inlinable
-    public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next(let v) = event, !isIncluded(v) { return }
-                observer(event)
-            }, lifetime)
-        }
-    }
 
     /// Maps each value and drops the `nil` results.
     @inlinable
@@ -115,18 +106,6 @@ extension Signal {
     @inlinable
     public func startWith(_ value: Value) -> Signal<Value> {
         Signal.return(value).concat(self)
-    }
-
-    /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.
-    @inlinable
-    public func ignoreValues() -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next = event { return }
-                observer(event)
-            }, lifetime)
-        }
     }
 
     /// Turns every event into a value, then completes after the terminal one (an error
@@ -211,12 +190,6 @@ extension Signal {
             return upstream
         }
     }
-}
-
-extension Signal where Value: Equatable {
-    /// Drops values equal to `value`: RAC's `-ignore:`.
-    @inlinable
-    public func ignore(_ value: Value) -> Signal<Value> { filter { $0 != value } }
 }
 
 extension Signal {

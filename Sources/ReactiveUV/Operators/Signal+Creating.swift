@@ -1,6 +1,8 @@
-// Signals whose work runs once and is shared (RAC's +startLazilyWithScheduler:block: and
-// +startEagerlyWithScheduler:block:), and sequences sent one value per scheduling step
-// (RACSequence's -signalWithScheduler:).
+// Creating signals beyond `create`/`return`/`empty`/`never`/`error`/`defer`/`try` (which
+// are in Core/Signal.swift): signals whose work runs once and is shared (RAC's
+// +startLazilyWithScheduler:block: and +startEagerlyWithScheduler:block:), sequences sent
+// one value per scheduling step (RACSequence's -signalWithScheduler:), and a resource held
+// for each subscription (`using`, beyond RAC).
 
 extension Signal {
     /// Runs `block` **once**, at the first subscription, on `scheduler`; its events go into
@@ -44,5 +46,27 @@ extension Signal {
                 }
             })
         })
+    }
+}
+
+extension Signal {
+    /// Creates a resource at each subscription and disposes it when the subscription ends
+    /// (Rx's `using`).
+    ///
+    /// - Parameters:
+    ///   - resource: makes the resource.
+    ///   - signal: builds the signal that uses it.
+    public static func using<R: Disposable>(
+        _ resource: @escaping () throws -> R, _ signal: @escaping (R) -> Signal<Value>
+    ) -> Signal<Value> {
+        AnonymousSignal { observer, lifetime in
+            let r: R
+            do { r = try resource() } catch {
+                observer(.error(error))
+                return
+            }
+            lifetime.add(r)
+            signal(r).attach(observer, lifetime)
+        }
     }
 }
