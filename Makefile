@@ -3,7 +3,7 @@ SWIFT ?= swift
 ## logcast is a package of its own (its dependencies never reach the library's users).
 LOGCAST := Sources/logcast
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench docs clean
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -25,6 +25,12 @@ test: deps
 ## Speed against OpenCombine and a closure baseline (release build, separate package).
 bench: deps
 	$(SWIFT) run -c release --package-path Benchmarks ruv-bench
+
+## The DocC documentation (.build/docs/*.doccarchive); fails on any DocC warning. Uses the
+## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
+## swift-docc-plugin, so the library's users never resolve a documentation dependency.
+docs: deps
+	SWIFT=$(SWIFT) ./scripts/build-docs.sh
 
 clean:
 	rm -rf .build Benchmarks/.build $(LOGCAST)/.build

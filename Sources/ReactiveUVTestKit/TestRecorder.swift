@@ -17,7 +17,7 @@ public struct Recorded<Value> {
 
 extension Recorded: Equatable where Value: Equatable {}
 
-/// Records a signal's events with their times on a ``TestScheduler`` (RxTest's observer).
+/// Records a signal's events with their times on a `TestScheduler` (RxTest's observer).
 ///
 /// ```swift
 /// let scheduler = TestScheduler()

@@ -10,7 +10,7 @@ extension Signal {
     /// `-firstOrDefault:success:error:`. The source is disposed after the first value.
     ///
     /// **Error:** returns `defaultValue`, sets `success` to `false` and `error` to the
-    /// signal's error (the throwing forms are ``first()`` and ``firstOrDefault(_:)``).
+    /// signal's error (the throwing forms are ``first()-7053l`` and ``firstOrDefault(_:)-6a1a7``).
     /// Subscribes on the calling thread; on a loop's own thread it runs that loop until the
     /// answer arrives, elsewhere it waits on a condition (see the threading article).
     ///
@@ -76,7 +76,7 @@ extension Signal {
     /// Blocks until the signal terminates, ignoring values: RAC's `-waitUntilCompleted:`.
     ///
     /// **Error:** returns `false` and sets `error` (the throwing form is
-    /// ``waitUntilCompleted()``).
+    /// ``waitUntilCompleted()-2gv39``).
     ///
     /// - Parameter error: set to the error when the signal failed.
     /// - Returns: `true` when it completed, `false` when it failed.

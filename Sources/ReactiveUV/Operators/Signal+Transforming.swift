@@ -140,7 +140,7 @@ extension Signal {
     }
 
     /// Runs `action` on completion **or** error, before forwarding it; not on disposal
-    /// (RAC's `-finally:`; see ``on(disposed:)`` for that).
+    /// (RAC's `-finally:`; see ``on(subscribed:next:error:completed:terminated:disposed:)`` for that).
     @inlinable
     public func finally(_ action: @escaping () -> Void) -> Signal<Value> {
         on(terminated: action)
