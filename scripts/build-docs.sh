@@ -15,11 +15,12 @@ set -eu
 cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
+SWIFTC=${SWIFTC:-swiftc}
 if [ -z "${DOCC:-}" ]; then
     DOCC=$(command -v docc 2>/dev/null || true)
     if [ -z "$DOCC" ]; then
         # The toolchain ships docc beside swift (swift itself may be a symlink to swift-driver).
-        DOCC="$(dirname "$(readlink -f "$(command -v "$SWIFT")")")/docc"
+        DOCC="$(dirname "$(readlink -f "$(command -v swift)")")/docc"
     fi
 fi
 if [ ! -x "$DOCC" ]; then
@@ -32,7 +33,7 @@ LOG=$OUT/symbol-graph.log
 mkdir -p "$OUT"
 # Builds the modules if needed, then writes <Module>.symbols.json (and <Module>@<Other>.symbols.json
 # for extensions of another module's types) into one directory, named on its last line.
-if ! "$SWIFT" package dump-symbol-graph --minimum-access-level public >"$LOG" 2>&1; then
+if ! $SWIFT package dump-symbol-graph --minimum-access-level public >"$LOG" 2>&1; then
     cat "$LOG" >&2
     exit 1
 fi
@@ -40,6 +41,13 @@ GRAPHS=$(sed -n 's/^Files written to //p' "$LOG" | tail -n 1)
 if [ -z "$GRAPHS" ] || [ ! -d "$GRAPHS" ]; then
     echo "build-docs: could not find the symbol graph directory in $LOG" >&2
     exit 1
+fi
+
+# The operator index (the topics of Signal, by family file) is generated from the symbol
+# graph at each build, into a copy of the catalog, so it lists every operator there is.
+TOPICS_TOOL=$OUT/doc-topics
+if [ ! -x "$TOPICS_TOOL" ] || [ scripts/DocTopics.swift -nt "$TOPICS_TOOL" ]; then
+    $SWIFTC -O scripts/DocTopics.swift -o "$TOPICS_TOOL"
 fi
 
 for module in ReactiveUV ReactiveUVTestKit; do
@@ -52,8 +60,15 @@ for module in ReactiveUV ReactiveUVTestKit; do
     for extension in "$GRAPHS/$module@"*.symbols.json; do
         [ -e "$extension" ] && cp "$extension" "$graphs/"
     done
+    catalog=$OUT/catalogs/$module.docc
+    rm -rf "$catalog"
+    mkdir -p "$OUT/catalogs"
+    cp -R "Sources/$module/$module.docc" "$catalog"
+    if [ "$module" = ReactiveUV ]; then
+        "$TOPICS_TOOL" "$graphs/$module.symbols.json" "$catalog/Signal.md"
+    fi
     echo "docc: $module"
-    "$DOCC" convert "Sources/$module/$module.docc" \
+    "$DOCC" convert "$catalog" \
         --additional-symbol-graph-dir "$graphs" \
         --fallback-display-name "$module" \
         --fallback-bundle-identifier "org.reactiveuv.$module" \
