@@ -164,7 +164,7 @@ public struct MarbleExpectation: CustomStringConvertible, Sendable {
 /// ```swift
 /// let s = TestScheduler()
 /// let source = s.createColdSignal("-a-b-----c|")
-/// #expect(expect(source.throttle(2, on: s), on: s) == "----b----c|")
+/// #expect(expect(source.throttle(2, on: s), on: s) == "-----b----(c|)")
 /// ```
 ///
 /// - Parameters:
