@@ -224,6 +224,10 @@ extension Signal {
     /// **Error:** ends the sequence (a `Sequence` cannot throw); the iterator's
     /// ``BlockingSequence/Iterator/error`` holds it afterwards. ``Signal/values`` is the
     /// throwing (asynchronous) form.
+    ///
+    /// **RAC:** `-sequence`. **Thread:** values are handed from the source's thread to the
+    /// iterating thread, which blocks. **Disposal:** the subscription is disposed when the
+    /// iterator is deallocated. **Terminates:** the sequence ends at completion or error.
     public var blockingSequence: BlockingSequence<Value> { BlockingSequence(signal: self) }
 }
 

@@ -9,6 +9,11 @@ extension Signal {
     /// an unlimited ``ReplaySubject`` so every subscriber gets all of them. The work is
     /// never cancelled; disposing a subscriber only detaches it: RAC's
     /// `+startLazilyWithScheduler:block:`.
+    ///
+    /// **RAC:** `+startLazilyWithScheduler:block:`. **Thread:** the block's events on the
+    /// thread it sends from; replayed ones on `scheduler`. **Disposal:** detaches the
+    /// subscriber only; the work is never cancelled. **Terminates:** when the block sends a
+    /// terminal event.
     public static func startLazily(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
         let connection = Signal.create { subscriber -> Disposable? in
             block(subscriber)
@@ -25,6 +30,11 @@ extension Signal {
 
     /// ``startLazily(on:_:)`` that schedules `block` right away: RAC's
     /// `+startEagerlyWithScheduler:block:`.
+    ///
+    /// **RAC:** `+startEagerlyWithScheduler:block:`. **Thread:** the block's events on the
+    /// thread it sends from; replayed ones on `scheduler`. **Disposal:** detaches the
+    /// subscriber only; the work is never cancelled. **Terminates:** when the block sends a
+    /// terminal event.
     public static func startEagerly(on scheduler: Scheduler, _ block: @escaping (Subscriber<Value>) -> Void) -> Signal<Value> {
         let signal = startLazily(on: scheduler, block)
         signal.publish().connect()
@@ -33,6 +43,9 @@ extension Signal {
 
     /// Sends the elements of `sequence`, one per scheduling step on `scheduler`, then
     /// completes: RACSequence's `-signalWithScheduler:`. Disposal stops it between elements.
+    ///
+    /// **RAC:** RACSequence's `-signalWithScheduler:`. **Thread:** the scheduler's.
+    /// **Disposal:** stops between elements. **Terminates:** after the last element.
     public convenience init<S: Sequence>(sequence: S, on scheduler: Scheduler) where S.Element == Value {
         self.init(body: { observer, lifetime in
             var iterator = sequence.makeIterator()
@@ -52,6 +65,11 @@ extension Signal {
 extension Signal {
     /// Creates a resource at each subscription and disposes it when the subscription ends
     /// (Rx's `using`).
+    ///
+    /// **RAC:** none (Rx's `using`). **Thread:** the built signal's. **Disposal:** disposes
+    /// the built signal's subscription and the resource. **Terminates:** when the built
+    /// signal terminates (the resource is disposed then), or at once with the error
+    /// `resource` throws.
     ///
     /// - Parameters:
     ///   - resource: makes the resource.

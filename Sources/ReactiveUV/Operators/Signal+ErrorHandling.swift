@@ -8,6 +8,10 @@ import Glibc
 extension Signal {
     /// On error, subscribes to the signal `handler` returns instead of forwarding the error:
     /// RAC's `-catch:`. Disposal disposes the source and the replacement.
+    ///
+    /// **RAC:** `-catch:`. **Thread:** the source's, then the replacement's. **Disposal:**
+    /// disposes the source or the replacement signal. **Terminates:** when the source
+    /// completes, or when the replacement terminates.
     public func `catch`(_ handler: @escaping (any Error) -> Signal<Value>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -24,21 +28,35 @@ extension Signal {
     }
 
     /// ``catch(_:)`` with a fixed replacement: RAC's `-catchTo:`.
+    ///
+    /// **RAC:** `-catchTo:`. **Thread:** the source's, then the replacement's.
+    /// **Disposal:** disposes the source or the replacement signal. **Terminates:** when
+    /// the source completes, or when the replacement terminates.
     public func catchTo(_ signal: Signal<Value>) -> Signal<Value> { self.catch { _ in signal } }
 
     /// On error, resubscribes up to `count` times (at most `count + 1` subscriptions), then
     /// forwards the error; `count == 0` retries forever: RAC's `-retry:`. Values of every
     /// attempt are forwarded; completion ends it.
+    ///
+    /// **RAC:** `-retry:`. **Thread:** each attempt's. **Disposal:** disposes the current
+    /// attempt and stops retrying. **Terminates:** at completion, or with the error once
+    /// `count` retries are spent.
     public func retry(_ count: Int) -> Signal<Value> {
         if count < 0 { return .error(SignalError.invalidArgument("retry(\(count)): the count must not be negative")) }
         return resubscribing(onError: true, limit: count)
     }
 
     /// Retries forever: RAC's `-retry`.
+    ///
+    /// **RAC:** `-retry`. **Thread:** each attempt's. **Disposal:** disposes the current
+    /// attempt and stops retrying. **Terminates:** at completion; never with an error.
     public func retry() -> Signal<Value> { retry(0) }
 
     /// Resubscribes each time the receiver completes (so it never completes); an error ends
     /// it: RAC's `-repeat`.
+    ///
+    /// **RAC:** `-repeat`. **Thread:** each round's. **Disposal:** disposes the current
+    /// round and stops repeating. **Terminates:** at the first error; never completes.
     public func `repeat`() -> Signal<Value> { resubscribing(onError: false, limit: 0) }
 
     /// The loop behind `retry` and `repeat`.
@@ -72,6 +90,10 @@ extension Signal {
 
     /// Passes each value through while `body` does not throw; the first thrown error fails
     /// the signal and disposes the source: RAC's `-try:`.
+    ///
+    /// **RAC:** `-try:`. **Thread:** events arrive on the source's thread. **Disposal:**
+    /// disposes the source. **Terminates:** with the source, or at the first thrown error
+    /// (the source is disposed).
     public func `try`(_ body: @escaping (Value) throws -> Void) -> Signal<Value> {
         tryMap { v in
             try body(v)
@@ -106,6 +128,10 @@ extension Signal {
 
     /// Maps each value with a throwing transform; a thrown error fails the signal and
     /// disposes the source: RAC's `-tryMap:`.
+    ///
+    /// **RAC:** `-tryMap:`. **Thread:** events arrive on the source's thread. **Disposal:**
+    /// disposes the source. **Terminates:** with the source, or at the first thrown error
+    /// (the source is disposed).
     public func tryMap<U>(_ transform: @escaping (Value) throws -> U) -> Signal<U> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -132,6 +158,10 @@ extension Signal {
 extension Signal {
     /// Resubscribes on error when the signal `handler` builds from the errors sends a
     /// value; it ends with the error when that signal completes or fails (Rx's `retryWhen`).
+    ///
+    /// **RAC:** none (Rx's `retryWhen`). **Thread:** each attempt's. **Disposal:** disposes
+    /// the current attempt and the handler's signal. **Terminates:** at completion, or when
+    /// the handler's signal completes (with the last error) or fails.
     ///
     /// - Parameter handler: receives the signal of errors; returns the signal of retries.
     public func retry<T>(when handler: @escaping (Signal<any Error>) -> Signal<T>) -> Signal<Value> {
@@ -203,6 +233,11 @@ extension Signal {
     /// Retries with exponential backoff: after the n-th error waits
     /// `min(initialDelay * multiplier^(n-1), maxDelay)` seconds on `scheduler` and
     /// resubscribes, at most `maxRetries` times; then the error is forwarded.
+    ///
+    /// **RAC:** none (exponential backoff, beyond RAC). **Thread:** each attempt's.
+    /// **Disposal:** disposes the current attempt and cancels a pending wait.
+    /// **Terminates:** at completion, or with the error after `maxRetries` retries; an
+    /// immediate scheduler fails it at once with `SignalError.invalidScheduler`.
     public func retry(
         maxRetries: Int, initialDelay: Double, multiplier: Double = 2, maxDelay: Double = .infinity,
         on scheduler: Scheduler

@@ -8,6 +8,11 @@ extension Signal {
     /// the key); each value, transformed, is sent to its group. Values sent to a group before
     /// anyone subscribes to it are lost. On completion or error the outer signal terminates
     /// first, then every group in creation order.
+    ///
+    /// **RAC:** `-groupBy:transform:`. **Thread:** groups and their values on the source's
+    /// thread. **Disposal:** disposes the source; groups already sent get no more values
+    /// (and no terminal event). **Terminates:** with the source; each group receives the
+    /// source's terminal event.
     public func groupBy<Key: Hashable, U>(
         _ keyOf: @escaping (Value) -> Key, transform: @escaping (Value) -> U
     ) -> Signal<GroupedSignal<Key, U>> {
@@ -41,6 +46,10 @@ extension Signal {
     }
 
     /// ``groupBy(_:transform:)`` with the values unchanged: RAC's `-groupBy:`.
+    ///
+    /// **RAC:** `-groupBy:`. **Thread:** groups and their values on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** with the source; each group
+    /// receives the source's terminal event.
     public func groupBy<Key: Hashable>(_ keyOf: @escaping (Value) -> Key) -> Signal<GroupedSignal<Key, Value>> {
         groupBy(keyOf, transform: { $0 })
     }

@@ -4,15 +4,29 @@
 extension Signal {
     /// A connection to a new plain ``Subject``; nothing is subscribed until `connect()`:
     /// RAC's `-publish`.
+    ///
+    /// **RAC:** `-publish`. **Thread:** the subject's subscribers get events on the
+    /// source's thread. **Disposal:** disposing the connection disposes the source's one
+    /// subscription. **Terminates:** when the source terminates (the subject replays its
+    /// terminal event to later subscribers).
     public func publish() -> MulticastConnection<Value> { multicast(Subject()) }
 
     /// A connection from the receiver to `subject`: RAC's `-multicast:`.
+    ///
+    /// **RAC:** `-multicast:`. **Thread:** the subject's subscribers get events on the
+    /// source's thread. **Disposal:** disposing the connection disposes the source's one
+    /// subscription. **Terminates:** when the source terminates.
     public func multicast(_ subject: Subject<Value>) -> MulticastConnection<Value> {
         MulticastConnection(source: self, subject: subject)
     }
 
     /// Subscribes now, once, into an unlimited ``ReplaySubject``; every subscriber gets
     /// every value and the terminal event. Never disconnects: RAC's `-replay`.
+    ///
+    /// **RAC:** `-replay`. **Thread:** live events on the source's thread; replayed ones on
+    /// the subscribing thread. **Disposal:** a subscriber's disposal detaches it only; the
+    /// source stays connected. **Terminates:** when the source terminates; later
+    /// subscribers get everything, then the terminal event.
     public func replay() -> Signal<Value> {
         let connection = multicast(ReplaySubject())
         connection.connect()
@@ -20,6 +34,10 @@ extension Signal {
     }
 
     /// ``replay()`` keeping only the latest value: RAC's `-replayLast`.
+    ///
+    /// **RAC:** `-replayLast`. **Thread:** live events on the source's thread; the replayed
+    /// one on the subscribing thread. **Disposal:** a subscriber's disposal detaches it
+    /// only; the source stays connected. **Terminates:** when the source terminates.
     public func replayLast() -> Signal<Value> {
         let connection = multicast(ReplaySubject(capacity: 1))
         connection.connect()
@@ -28,6 +46,11 @@ extension Signal {
 
     /// ``replay()`` that subscribes at the **first subscription** rather than now; it never
     /// disconnects, even when every subscriber has gone: RAC's `-replayLazily`.
+    ///
+    /// **RAC:** `-replayLazily`. **Thread:** live events on the source's thread; replayed
+    /// ones on the subscribing thread. **Disposal:** a subscriber's disposal detaches it
+    /// only; the source, connected at the first subscription, stays connected.
+    /// **Terminates:** when the source terminates.
     public func replayLazily() -> Signal<Value> {
         let connection = multicast(ReplaySubject())
         return Signal.defer {
@@ -44,6 +67,11 @@ extension Signal {
     /// With `.whileConnected` the source is disposed when the last subscriber leaves and a
     /// later subscriber starts it again (with a fresh buffer); with `.forever` it connects at
     /// the first subscriber and stays connected (like ``replayLazily()`` with a bound).
+    ///
+    /// **RAC:** none (Rx's `share(replay:scope:)`). **Thread:** live events on the source's
+    /// thread; replayed ones on the subscribing thread. **Disposal:** detaches the
+    /// subscriber; with `.whileConnected` the last one leaving disposes the source.
+    /// **Terminates:** when the source terminates.
     public func share(replay: Int = 0, scope: ShareScope = .whileConnected) -> Signal<Value> {
         let source = self
         let state = ShareState<Value>()

@@ -5,6 +5,10 @@ extension Signal {
     /// On each value of the receiver, sends it paired with the latest value of `other`
     /// (nothing until `other` has sent one). Completes when the receiver completes; an error
     /// from either side is forwarded.
+    ///
+    /// **RAC:** none (Rx's `withLatestFrom`). **Thread:** the receiver's thread.
+    /// **Disposal:** disposes both signals. **Terminates:** when the receiver completes, or
+    /// at an error from either.
     public func withLatestFrom<U>(_ other: Signal<U>) -> Signal<(Value, U)> {
         let source = self
         return AnonymousSignal { observer, lifetime in
