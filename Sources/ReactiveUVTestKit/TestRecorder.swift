@@ -102,7 +102,9 @@ extension TestScheduler {
     /// - Returns: the recorder; dispose it to stop recording.
     public func record<Value>(_ signal: Signal<Value>) -> TestRecorder<Value> {
         let recorder = TestRecorder<Value>(scheduler: self)
-        recorder.attach(signal.subscribeEvents { recorder.receive($0) })
+        // Weak: the recorder holds its subscription (a strong capture would be a cycle
+        // keeping the recorder and this scheduler alive after the test).
+        recorder.attach(signal.subscribeEvents { [weak recorder] in recorder?.receive($0) })
         return recorder
     }
 
