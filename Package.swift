@@ -81,6 +81,15 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-tail"
         ),
+        // Counts the heap allocations of a subscription cycle under a preloaded malloc
+        // counter (Tests/AllocationProbe/malloc_counter.c, compiled by the test that runs it):
+        // AllocationCountTests. A process of its own so no test bundle defines malloc.
+        .executableTarget(
+            name: "ruv-alloc-probe",
+            dependencies: ["ReactiveUV"],
+            path: "Tests/AllocationProbe",
+            exclude: ["malloc_counter.c"]
+        ),
         .testTarget(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "ReactiveUVTestKit", "CSystemShims", "CLibUV"],

@@ -15,7 +15,7 @@ let families: [(title: String, files: [String])] = [
     ("Subscribing", ["Signal+Subscribe"]),
     ("Transforming values", ["Signal+Transforming"]),
     ("Filtering", ["Signal+Filtering"]),
-    ("Combining signals", ["Signal+Combining", "Signal+Tuples", "Signal+WithLatestFrom"]),
+    ("Combining signals", ["Signal+Combining", "Signal+CombiningTuples", "Signal+WithLatestFrom"]),
     ("Flattening signals of signals", ["Signal+Flattening"]),
     ("Time", ["Signal+Time"]),
     ("Handling errors", ["Signal+ErrorHandling"]),

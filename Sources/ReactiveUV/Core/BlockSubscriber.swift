@@ -22,43 +22,44 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     @usableFromInline let onNext: ((Value) -> Void)?
     @usableFromInline let onError: ((any Error) -> Void)?
     @usableFromInline let onCompleted: (() -> Void)?
-    /// Word 0: the delivering thread's token, or 0. Word 1: 1 once closed (terminated or
-    /// disposed). One allocation for both.
-    @usableFromInline let words: UnsafeMutablePointer<csys_atomic_int>
+    /// Set in the state word once closed (terminated or disposed): a bit of its own, beside
+    /// `disposedBit` and `lockBit`, because the members are disposed after the gate closes.
+    @usableFromInline static var closedBit: Int { 4 }
+
+    // The delivering thread's token (or 0) is the subclass word of `Disposable`'s inline
+    // storage, and `closed` a bit of its state word: no allocation besides this object.
 
     @inlinable
     init(next: ((Value) -> Void)?, error: ((any Error) -> Void)?, completed: (() -> Void)?) {
         onNext = next
         onError = error
         onCompleted = completed
-        words = .allocate(capacity: 2)
-        csys_atomic_int_init(words, 0)
-        csys_atomic_int_init(words + 1, 0)
         super.init()
         Diagnostics.subscriptionCreated()
     }
 
     deinit {
-        words.deallocate()
         Diagnostics.subscriptionDestroyed()
     }
 
     @inlinable
     func receive(_ event: Event<Value>) {
+        let inFlight = subclassWord.pointer
+        let state = self.state.pointer
         let me = Int64(Int(bitPattern: csys_thread_token()))
-        let previous = csys_atomic_int_exchange(words, me, csys_seq_cst)
-        defer { if previous != me { csys_atomic_int_store(words, 0, csys_release) } }
-        if csys_atomic_int_load(words + 1, csys_seq_cst) != 0 { return }
+        let previous = csys_atomic_int_exchange(inFlight, me, csys_seq_cst)
+        defer { if previous != me { csys_atomic_int_store(inFlight, 0, csys_release) } }
+        if csys_atomic_int_load(state, csys_seq_cst) & Int64(BlockSubscriber.closedBit) != 0 { return }
         switch event {
         case .next(let value):
             onNext?(value)
         case .error(let error):
-            if csys_atomic_int_exchange(words + 1, 1, csys_seq_cst) == 0 {
+            if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
                 onError?(error)
                 super.dispose()
             }
         case .completed:
-            if csys_atomic_int_exchange(words + 1, 1, csys_seq_cst) == 0 {
+            if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
                 onCompleted?()
                 super.dispose()
             }
@@ -69,11 +70,11 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// subscription's resources.
     @usableFromInline
     override func dispose() {
-        csys_atomic_int_exchange(words + 1, 1, csys_seq_cst)
+        csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
         let me = Int64(Int(bitPattern: csys_thread_token()))
         var spins = 0
         while true {
-            let delivering = csys_atomic_int_load(words, csys_seq_cst)
+            let delivering = csys_atomic_int_load(subclassWord.pointer, csys_seq_cst)
             if delivering == 0 || delivering == me { break }
             spins += 1
             if spins > 64 { csys_thread_yield() }

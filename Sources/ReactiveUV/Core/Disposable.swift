@@ -7,9 +7,23 @@ import CSystemShims
 /// deallocated (wrap it in ``ScopedDisposable`` for that). Subclasses (``CompoundDisposable``,
 /// ``SerialDisposable``) share the same atomic state word.
 open class Disposable: @unchecked Sendable {
-    /// State bits: `disposedBit`, plus `lockBit` for subclasses that guard members with
-    /// the same word (a short spin, since their critical sections are a few instructions).
-    @usableFromInline let state: UnsafeAtomicInt
+    /// Three atomic words, stored in the object itself (see ``words``):
+    /// 0. the state: `disposedBit`, plus `lockBit` for subclasses that guard members with
+    ///    the same word (a short spin, since their critical sections are a few
+    ///    instructions), plus bits of subclasses' own (`BlockSubscriber`'s `closedBit`);
+    /// 1. where this disposable sits in the ``CompoundDisposable`` it was last added to (a
+    ///    hint that makes `remove` O(1), checked by identity before it is used);
+    /// 2. a word for a subclass (`BlockSubscriber`'s delivering thread).
+    ///
+    /// Why inline and not a separately allocated cell: a subscription is one of these
+    /// objects, and a cell per object was a third of a subscribe cycle's allocations. It is
+    /// the **first** stored property of this root class, so it starts where the object's
+    /// stored properties start (Swift lays a root class's fields out in declaration order,
+    /// after the object header); C's atomics point there through ``words``, and Swift code
+    /// never reads or writes the property itself after `init` (swift-atomics'
+    /// `ManagedAtomic` keeps its storage the same way). Objects never move, so the address
+    /// is stable for the object's life.
+    @usableFromInline final var storage: (csys_atomic_int, csys_atomic_int, csys_atomic_int)
     /// The action to run once; read and cleared only by the thread that won `dispose()`.
     /// (`@exclusivity(unchecked)`: that rule already makes access exclusive, and the
     /// dynamic check would cost a thread-local lookup in every disposable's initializer.)
@@ -18,18 +32,43 @@ open class Disposable: @unchecked Sendable {
     @usableFromInline static var disposedBit: Int { 1 }
     @usableFromInline static var lockBit: Int { 2 }
 
+    /// The three atomic words of ``storage``.
+    @inlinable
+    final var words: UnsafeMutablePointer<csys_atomic_int> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: csys_atomic_int.self)
+    }
+
+    /// The state word (word 0).
+    @inlinable
+    final var state: UnsafeAtomicInt { UnsafeAtomicInt(pointer: words) }
+
+    /// Word 1: the member slot hint of ``CompoundDisposable``.
+    @inlinable
+    final var slotHint: UnsafeAtomicInt { UnsafeAtomicInt(pointer: words + 1) }
+
+    /// Word 2, for a subclass's own use.
+    @inlinable
+    final var subclassWord: UnsafeAtomicInt { UnsafeAtomicInt(pointer: words + 2) }
+
+    /// The initial words: nothing set, no slot.
+    @inlinable
+    static var initialStorage: (csys_atomic_int, csys_atomic_int, csys_atomic_int) {
+        (csys_atomic_int(value: 0), csys_atomic_int(value: -1), csys_atomic_int(value: 0))
+    }
+
     /// Creates a disposable that does nothing but remember that it was disposed.
     public init() {
-        state = UnsafeAtomicInt(0)
+        storage = Disposable.initialStorage
         action = nil
     }
 
     /// For subclasses that keep their disposed state elsewhere and override ``isDisposed``
-    /// and ``dispose()`` without using the state word: no cell is allocated (`state` is the
-    /// shared placeholder, which nothing writes). Such a subclass must never be used as a
-    /// subscription lifetime (`isDisposedBitSet` reads the word).
+    /// and ``dispose()`` without using the state word. (The word is inline now, so this is
+    /// the plain initializer; it stays for the subclasses written against it.) Such a
+    /// subclass must never be used as a subscription lifetime (`isDisposedBitSet` reads
+    /// the word).
     init(stateKeptElsewhere: ()) {
-        state = .placeholder
+        storage = Disposable.initialStorage
         action = nil
     }
 
@@ -37,11 +76,9 @@ open class Disposable: @unchecked Sendable {
     ///
     /// - Parameter action: the cancellation work; runs at most once, on the disposing thread.
     public init(_ action: @escaping () -> Void) {
-        state = UnsafeAtomicInt(0)
+        storage = Disposable.initialStorage
         self.action = action
     }
-
-    deinit { state.destroy() }
 
     /// Whether `dispose()` has been called (it may change concurrently).
     open var isDisposed: Bool { state.load() & Disposable.disposedBit != 0 }
@@ -79,11 +116,15 @@ open class Disposable: @unchecked Sendable {
         }
     }
 
-    /// Releases the spin bit, optionally setting the disposed bit at the same time.
+    /// Releases the spin bit, optionally setting the disposed bit at the same time (other
+    /// bits, a subclass's, are kept).
     @usableFromInline
     final func unlockState(markingDisposed: Bool = false) {
         if markingDisposed {
-            state.store(Disposable.disposedBit)
+            // One RMW: the lock bit (2) is known set and the disposed bit (1) known clear
+            // (the caller's `lockState()` said so), so subtracting 1 clears the first and
+            // sets the second without touching any other bit.
+            state.fetchSub(Disposable.lockBit - Disposable.disposedBit)
         } else {
             // Keep whatever disposed bit is there; clear only the lock bit.
             state.fetchAnd(~Disposable.lockBit)

@@ -83,10 +83,7 @@ extension Signal {
     /// **Disposal:** nothing to cancel. **Terminates:** right after its value.
     @inlinable
     public static func `return`(_ value: Value) -> Signal<Value> {
-        AnonymousSignal { observer, lifetime in
-            observer(.next(value))
-            if !lifetime.isDisposed { observer(.completed) }
-        }
+        ReturnSignal(value)
     }
 
     /// A signal that completes on subscription: RAC's `+empty`.

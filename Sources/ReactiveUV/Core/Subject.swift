@@ -13,15 +13,36 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// A class so a send can call through a guaranteed reference without retaining it.
     @usableFromInline
     final class Entry {
-        @usableFromInline let id: Int
         @usableFromInline let sink: Sink<Value>
         @usableFromInline let lifetime: CompoundDisposable
+        /// Removes this entry when the subscription ends; knows the entry's slot.
+        @usableFromInline let removal: Removal
 
         @usableFromInline
-        init(id: Int, sink: @escaping Sink<Value>, lifetime: CompoundDisposable) {
-            self.id = id
+        init(sink: @escaping Sink<Value>, lifetime: CompoundDisposable, removal: Removal) {
             self.sink = sink
             self.lifetime = lifetime
+            self.removal = removal
+        }
+    }
+
+    /// The member a subscription's lifetime holds to leave the subject: O(1), through the
+    /// slot it keeps (moved along when holes are squeezed out). It holds the subject weakly
+    /// and not the entry, so neither a subject nor a subscriber is kept alive by the other.
+    @usableFromInline
+    final class Removal: Disposable, @unchecked Sendable {
+        weak var subject: Subject<Value>?
+        /// The entry's index in `entries`; guarded by the subject's lock.
+        @exclusivity(unchecked) var slot: Int
+
+        init(subject: Subject<Value>, slot: Int) {
+            self.subject = subject
+            self.slot = slot
+            super.init()
+        }
+
+        override func dispose() {
+            if markDisposed() { subject?.removeEntry(self) }
         }
     }
 
@@ -29,8 +50,12 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     @usableFromInline let lock = RecursiveSpinLock()
     // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
     // would cost more than the send itself.
+    /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
+    /// lifetime is disposed, so sends skip it) until there are as many holes as subscribers.
     @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Entry> = []
-    @usableFromInline @exclusivity(unchecked) final var nextID = 0
+    @usableFromInline @exclusivity(unchecked) final var holes = 0
+    /// The shared placeholder of departed entries, made at the first departure.
+    @usableFromInline @exclusivity(unchecked) final var hole: Entry?
     /// The latched terminal event.
     @usableFromInline @exclusivity(unchecked) final var terminal: Event<Value>?
     /// Whether a subclass remembers sent values (`willSendNext` must be called); plain
@@ -62,30 +87,63 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
             observer(terminal)
             return
         }
-        let id = addEntry(observer, lifetime)
+        let entry = addEntry(observer, lifetime)
         lock.unlock()
-        registerRemoval(id, lifetime)
+        registerRemoval(entry, lifetime)
     }
 
     /// Adds a subscriber; call with the lock held.
     @usableFromInline
-    final func addEntry(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) -> Int {
-        nextID += 1
-        entries.append(Entry(id: nextID, sink: observer, lifetime: lifetime))
-        return nextID
+    final func addEntry(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) -> Entry {
+        let entry = Entry(sink: observer, lifetime: lifetime, removal: Removal(subject: self, slot: entries.count))
+        entries.append(entry)
+        return entry
     }
 
     /// Makes disposing `lifetime` remove the subscriber (the subject is held weakly, so a
     /// subscription never keeps a subject alive).
     @usableFromInline
-    final func registerRemoval(_ id: Int, _ lifetime: CompoundDisposable) {
-        lifetime.add(Disposable { [weak self] in self?.removeEntry(id) })
+    final func registerRemoval(_ entry: Entry, _ lifetime: CompoundDisposable) {
+        lifetime.add(entry.removal)
     }
 
-    final func removeEntry(_ id: Int) {
+    /// Removes a departed subscriber in O(1): its slot becomes a hole; trailing holes are
+    /// dropped, and all holes are squeezed out (moving the slots along) once they
+    /// are as many as the subscribers, so the array stays within twice the live count.
+    final func removeEntry(_ removal: Removal) {
         lock.lock()
-        if let i = entries.firstIndex(where: { $0.id == id }) { entries.remove(at: i) }
-        lock.unlock()
+        defer { lock.unlock() }
+        let i = removal.slot
+        // After a termination the entries are gone: nothing to remove.
+        guard i < entries.count, entries[i].removal === removal else { return }
+        if i == entries.count - 1 {
+            entries.removeLast()
+            while let last = entries.last, last === hole {
+                entries.removeLast()
+                holes -= 1
+            }
+            return
+        }
+        if hole == nil { hole = Entry(sink: { _ in }, lifetime: Subject.departed, removal: removal) }
+        entries[i] = hole!
+        holes += 1
+        if holes * 2 >= entries.count {
+            var kept = 0
+            for j in entries.indices where entries[j] !== hole {
+                entries[j].removal.slot = kept
+                entries[kept] = entries[j]
+                kept += 1
+            }
+            entries.removeLast(entries.count - kept)
+            holes = 0
+        }
+    }
+
+    /// The lifetime of a hole: disposed, so a send skips it.
+    static var departed: CompoundDisposable {
+        let d = CompoundDisposable()
+        d.dispose()
+        return d
     }
 
     /// Sends a value to every current subscriber.
@@ -128,6 +186,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         terminal = event
         let current = entries
         entries = []
+        holes = 0
         for entry in current where !entry.lifetime.isDisposed { entry.sink(event) }
         lock.unlock()
         subscriptions.dispose()

@@ -1,7 +1,6 @@
 // Booleans and tuples reduced to one value: RACSignal+Operations' -not, -and, -or and
-// RACStream's -reduceEach:, -reduceApply for 2- and 3-tuples. (The 4- to 6-tuple
-// reduceEach/reduceApply overloads still live beside the static zip/combineLatest of the
-// same arities, in the file that holds those.)
+// RACStream's -reduceEach: and -reduceApply for tuples of 2 to 6 elements (the shapes
+// zip and combineLatest produce).
 
 extension Signal where Value == Bool {
     /// Inverts each Boolean: RAC's `-not`.
@@ -96,5 +95,30 @@ extension Signal {
     /// errors pass through at once.
     public func reduceEach<A, B, C, R>(_ reduce: @escaping (A, B, C) -> R) -> Signal<R> where Value == (A, B, C) {
         map { reduce($0.0, $0.1, $0.2) }
+    }
+
+    /// Calls `reduce` with the elements of each 4-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, R>(_ reduce: @escaping (A, B, C, D) -> R) -> Signal<R> where Value == (A, B, C, D) {
+        map { reduce($0.0, $0.1, $0.2, $0.3) }
+    }
+
+    /// Calls `reduce` with the elements of each 5-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, E, R>(_ reduce: @escaping (A, B, C, D, E) -> R) -> Signal<R> where Value == (A, B, C, D, E) {
+        map { reduce($0.0, $0.1, $0.2, $0.3, $0.4) }
+    }
+
+    /// Calls `reduce` with the elements of each 6-tuple: RAC's `-reduceEach:`.
+    public func reduceEach<A, B, C, D, E, F, R>(_ reduce: @escaping (A, B, C, D, E, F) -> R) -> Signal<R> where Value == (A, B, C, D, E, F) {
+        map { reduce($0.0, $0.1, $0.2, $0.3, $0.4, $0.5) }
+    }
+
+    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
+    public func reduceApply<A, B, C, D, R>() -> Signal<R> where Value == ((A, B, C, D) -> R, A, B, C, D) {
+        map { $0.0($0.1, $0.2, $0.3, $0.4) }
+    }
+
+    /// Calls the function in each tuple with the rest of the tuple: RAC's `-reduceApply`.
+    public func reduceApply<A, B, C, D, E, R>() -> Signal<R> where Value == ((A, B, C, D, E) -> R, A, B, C, D, E) {
+        map { $0.0($0.1, $0.2, $0.3, $0.4, $0.5) }
     }
 }

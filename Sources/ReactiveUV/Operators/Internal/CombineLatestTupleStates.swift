@@ -1,0 +1,213 @@
+// The per-subscription state of the typed `combineLatest` of 2 to 6 signals: the latest
+// value of each source in a typed slot, and how many sources are still active. One class
+// per arity (generated shape: only the slot lists differ), so values are never boxed.
+
+/// State of `combineLatest` of 2 signals (`Signal.combineLatest(_:_:…)` and `combineLatest(with:)`).
+@usableFromInline
+final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var a: A?
+    @usableFromInline @exclusivity(unchecked) var b: B?
+    /// Sources that have not completed; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) var active = 2
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Handles one source's event; `store` puts a value into that source's slot.
+    ///
+    /// The lock is held while the tuple is sent, so emissions never overlap; it is
+    /// re-entrant, so the downstream may send into a source from its callback.
+    @inlinable
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B)>, _ lifetime: CompoundDisposable, _ store: (S) -> Void) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(let value):
+            store(value)
+            if let a, let b { observer(.next((a, b))) }
+            lock.unlock()
+        case .error(let error):
+            finishLocked(.error(error), observer, lifetime)
+        case .completed:
+            active -= 1
+            if active == 0 {
+                finishLocked(.completed, observer, lifetime)
+            } else {
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// State of `combineLatest` of 3 signals (`Signal.combineLatest(_:_:…)`).
+@usableFromInline
+final class CombineLatest3State<A, B, C>: TerminableState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var a: A?
+    @usableFromInline @exclusivity(unchecked) var b: B?
+    @usableFromInline @exclusivity(unchecked) var c: C?
+    /// Sources that have not completed; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) var active = 3
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Handles one source's event; `store` puts a value into that source's slot.
+    ///
+    /// The lock is held while the tuple is sent, so emissions never overlap; it is
+    /// re-entrant, so the downstream may send into a source from its callback.
+    @inlinable
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C)>, _ lifetime: CompoundDisposable, _ store: (S) -> Void) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(let value):
+            store(value)
+            if let a, let b, let c { observer(.next((a, b, c))) }
+            lock.unlock()
+        case .error(let error):
+            finishLocked(.error(error), observer, lifetime)
+        case .completed:
+            active -= 1
+            if active == 0 {
+                finishLocked(.completed, observer, lifetime)
+            } else {
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// State of `combineLatest` of 4 signals (`Signal.combineLatest(_:_:…)`).
+@usableFromInline
+final class CombineLatest4State<A, B, C, D>: TerminableState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var a: A?
+    @usableFromInline @exclusivity(unchecked) var b: B?
+    @usableFromInline @exclusivity(unchecked) var c: C?
+    @usableFromInline @exclusivity(unchecked) var d: D?
+    /// Sources that have not completed; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) var active = 4
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Handles one source's event; `store` puts a value into that source's slot.
+    ///
+    /// The lock is held while the tuple is sent, so emissions never overlap; it is
+    /// re-entrant, so the downstream may send into a source from its callback.
+    @inlinable
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D)>, _ lifetime: CompoundDisposable, _ store: (S) -> Void) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(let value):
+            store(value)
+            if let a, let b, let c, let d { observer(.next((a, b, c, d))) }
+            lock.unlock()
+        case .error(let error):
+            finishLocked(.error(error), observer, lifetime)
+        case .completed:
+            active -= 1
+            if active == 0 {
+                finishLocked(.completed, observer, lifetime)
+            } else {
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// State of `combineLatest` of 5 signals (`Signal.combineLatest(_:_:…)`).
+@usableFromInline
+final class CombineLatest5State<A, B, C, D, E>: TerminableState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var a: A?
+    @usableFromInline @exclusivity(unchecked) var b: B?
+    @usableFromInline @exclusivity(unchecked) var c: C?
+    @usableFromInline @exclusivity(unchecked) var d: D?
+    @usableFromInline @exclusivity(unchecked) var e: E?
+    /// Sources that have not completed; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) var active = 5
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Handles one source's event; `store` puts a value into that source's slot.
+    ///
+    /// The lock is held while the tuple is sent, so emissions never overlap; it is
+    /// re-entrant, so the downstream may send into a source from its callback.
+    @inlinable
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E)>, _ lifetime: CompoundDisposable, _ store: (S) -> Void) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(let value):
+            store(value)
+            if let a, let b, let c, let d, let e { observer(.next((a, b, c, d, e))) }
+            lock.unlock()
+        case .error(let error):
+            finishLocked(.error(error), observer, lifetime)
+        case .completed:
+            active -= 1
+            if active == 0 {
+                finishLocked(.completed, observer, lifetime)
+            } else {
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// State of `combineLatest` of 6 signals (`Signal.combineLatest(_:_:…)`).
+@usableFromInline
+final class CombineLatest6State<A, B, C, D, E, F>: TerminableState, @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var a: A?
+    @usableFromInline @exclusivity(unchecked) var b: B?
+    @usableFromInline @exclusivity(unchecked) var c: C?
+    @usableFromInline @exclusivity(unchecked) var d: D?
+    @usableFromInline @exclusivity(unchecked) var e: E?
+    @usableFromInline @exclusivity(unchecked) var f: F?
+    /// Sources that have not completed; guarded by `lock`.
+    @usableFromInline @exclusivity(unchecked) var active = 6
+
+    @inlinable
+    override init() { super.init() }
+
+    /// Handles one source's event; `store` puts a value into that source's slot.
+    ///
+    /// The lock is held while the tuple is sent, so emissions never overlap; it is
+    /// re-entrant, so the downstream may send into a source from its callback.
+    @inlinable
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E, F)>, _ lifetime: CompoundDisposable, _ store: (S) -> Void) {
+        lock.lock()
+        if done {
+            lock.unlock()
+            return
+        }
+        switch event {
+        case .next(let value):
+            store(value)
+            if let a, let b, let c, let d, let e, let f { observer(.next((a, b, c, d, e, f))) }
+            lock.unlock()
+        case .error(let error):
+            finishLocked(.error(error), observer, lifetime)
+        case .completed:
+            active -= 1
+            if active == 0 {
+                finishLocked(.completed, observer, lifetime)
+            } else {
+                lock.unlock()
+            }
+        }
+    }
+}
