@@ -3,7 +3,7 @@ SWIFT ?= swift
 ## logcast is a package of its own (its dependencies never reach the library's users).
 LOGCAST := Sources/logcast
 
-.PHONY: deps build run test sanitize bench bench-cmo bench-allocs install clean
+.PHONY: deps build run test sanitize bench bench-cmo bench-allocs install docs clean
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -61,6 +61,12 @@ bench-allocs: deps
 	cc -O2 -shared -fPIC -o Benchmarks/.build/libmalloccounter.so Tests/AllocationProbe/malloc_counter.c
 	LD_PRELOAD=$(CURDIR)/Benchmarks/.build/libmalloccounter.so \
 		$$($(SWIFT) build -c release --package-path Benchmarks --show-bin-path)/ruv-bench --runs 1 --rows $(BENCH_ALLOC_ROWS)
+
+## The DocC documentation (.build/docs/*.doccarchive); fails on any DocC warning. Uses the
+## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
+## swift-docc-plugin, so the library's users never resolve a documentation dependency.
+docs: deps
+	SWIFT=$(SWIFT) ./scripts/build-docs.sh
 
 clean:
 	rm -rf .build .build-tsan .build-asan Benchmarks/.build Benchmarks/.build-cmo $(LOGCAST)/.build $(LOGCAST)/.build-tsan $(LOGCAST)/.build-asan

@@ -8,6 +8,9 @@ let package = Package(
     name: "ReactiveUV",
     products: [
         .library(name: "ReactiveUV", targets: ["ReactiveUV"]),
+        // Marble diagrams, recorders and hot/cold test signals on TestScheduler, for tests
+        // only (as RxTest is to RxSwift): kept out of the library users ship.
+        .library(name: "ReactiveUVTestKit", targets: ["ReactiveUVTestKit"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
         // NATS and JetStream as signals over cnats (Debian libnats-dev); the core library
@@ -50,6 +53,11 @@ let package = Package(
             name: "ReactiveUVTLS",
             dependencies: ["ReactiveUV", "COpenSSL"],
             path: "Sources/ReactiveUVTLS"
+        ),
+        .target(
+            name: "ReactiveUVTestKit",
+            dependencies: ["ReactiveUV"],
+            path: "Sources/ReactiveUVTestKit"
         ),
         // The C API's one public header (reactiveuv.h); its .c file only checks the header.
         .target(
@@ -128,7 +136,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReactiveUVTests",
-            dependencies: ["ReactiveUV", "CSystemShims", "CLibUV"],
+            dependencies: ["ReactiveUV", "ReactiveUVTestKit", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
         ),
         // NATS against real nats-server processes on loopback (one server, a 3-node cluster).
@@ -136,6 +144,7 @@ let package = Package(
             name: "ReactiveUVNATSTests",
             dependencies: ["ReactiveUVNATS", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVNATSTests"
+        ),
         // TLS against certificates the tests make with the openssl command.
         .testTarget(
             name: "ReactiveUVTLSTests",

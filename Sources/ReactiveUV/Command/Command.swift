@@ -29,7 +29,6 @@ public final class Command<Input, Output>: AnyCommand, @unchecked Sendable {
     let deallocated = Subject<Void>()
     /// RAC's `immediateEnabled`: updated synchronously, connected once at init.
     let immediateEnabled: Signal<Bool>
-    let errorsConnection: Disposable
 
     /// Executions started after subscription, errors caught, on the main thread.
     public let executionSignals: Signal<Signal<Output>>
@@ -86,7 +85,12 @@ public final class Command<Input, Output>: AnyCommand, @unchecked Sendable {
             .deliverOn(Scheduler.main)
             .publish()
         errors = errorsConnection.signal
-        self.errorsConnection = errorsConnection.connect()
+        // Connected for the command's whole life and never disposed by it: when the command
+        // is released, `addedExecutionSignals` completes, and that completion reaches
+        // `errors` on the main thread once the running executions have ended (RAC's
+        // `errorsConnection` is never disposed either). Disposing it in `deinit` would cut
+        // that completion off, leaving `errors` the one signal of four that never completes.
+        errorsConnection.connect()
     }
 
     deinit {
@@ -94,11 +98,10 @@ public final class Command<Input, Output>: AnyCommand, @unchecked Sendable {
         // `enabled` combines this setting too; it must end for `enabled` to complete.
         allowsConcurrentSubject.sendCompleted()
         addedExecutionSignals.sendCompleted()
-        errorsConnection.dispose()
     }
 
     /// Whether the command is enabled right now (RAC's `[immediateEnabled first]`).
-    public var isEnabled: Bool { immediateEnabled.first() ?? false }
+    public var isEnabled: Bool { (try? immediateEnabled.first()) ?? false }
 
     /// Starts an execution if the command is enabled: RAC's `-execute:`.
     ///

@@ -78,7 +78,7 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
         channels.dispose()
     }
 
-    /// The current value; setting it sends the new value to ``signal``'s subscribers.
+    /// The current value; setting it sends the new value to ``Property/signal``'s subscribers.
     public override var value: Value {
         get { subject.value }
         set { subject.sendNext(newValue) }

@@ -14,6 +14,19 @@ public final class SerialDisposable: Disposable, @unchecked Sendable {
         current = inner
     }
 
+    /// Creates a serial disposable whose inner runs `action` when disposed: RAC's
+    /// `-[RACSerialDisposable initWithBlock:]` (the inner is a ``Disposable`` of the block,
+    /// so swapping a new inner in leaves the block unrun, as in RAC).
+    ///
+    /// ```swift
+    /// let serial = SerialDisposable { print("cancelled") }
+    /// ```
+    ///
+    /// - Parameter action: the first inner's cancellation work; runs at most once.
+    public convenience override init(_ action: @escaping () -> Void) {
+        self.init(Disposable(action))
+    }
+
     /// The inner disposable. Setting it does **not** dispose the previous one (RAC's rule).
     public var inner: Disposable? {
         get {

@@ -50,13 +50,18 @@ extension Signal {
     /// The subscriber is handed the subscription's disposable first (`didSubscribe(with:)`),
     /// so its first terminal event from any source can end all of its subscriptions.
     ///
+    /// A subscriber that has already terminated (a subject that sent `completed`, say)
+    /// disposes that disposable at once. The signal's subscription block still runs, as in
+    /// RAC (`RACPassthroughSubscriber` subscribes whatever the subscriber's state): its
+    /// events are dropped and whatever it returns to be disposed is disposed as soon as it
+    /// is added.
+    ///
     /// - Returns: the subscription's disposable.
     @inlinable
     @discardableResult
     public func subscribe<S: SubscriberProtocol>(_ subscriber: S) -> Disposable where S.Value == Value {
         let lifetime = CompoundDisposable()
         subscriber.didSubscribe(with: lifetime)
-        if lifetime.isDisposed { return lifetime }
         attach({ event in
             if lifetime.isDisposed { return }
             subscriber.send(event)

@@ -62,6 +62,11 @@ extension Signal {
     /// the subscription is disposed and also when a terminal event is sent. Events sent after
     /// that are dropped.
     ///
+    /// **RAC:** `+createSignal:`. **Thread:** whichever thread the block sends from
+    /// (serialized, re-entrantly). **Disposal:** disposes the disposable the block
+    /// returned; later sends are dropped. **Terminates:** when the block sends a terminal
+    /// event.
+    ///
     /// - Parameter didSubscribe: the subscription block.
     /// - Returns: a cold signal.
     @inlinable
@@ -73,24 +78,36 @@ extension Signal {
     }
 
     /// A signal that sends `value` and completes on subscription: RAC's `+return:`.
+    ///
+    /// **RAC:** `+return:`. **Thread:** the subscribing thread, synchronously.
+    /// **Disposal:** nothing to cancel. **Terminates:** right after its value.
     @inlinable
     public static func `return`(_ value: Value) -> Signal<Value> {
         ReturnSignal(value)
     }
 
     /// A signal that completes on subscription: RAC's `+empty`.
+    ///
+    /// **RAC:** `+empty`. **Thread:** the subscribing thread, synchronously. **Disposal:**
+    /// nothing to cancel. **Terminates:** at once.
     @inlinable
     public static func empty() -> Signal<Value> {
         AnonymousSignal { observer, _ in observer(.completed) }
     }
 
     /// A signal that never sends anything: RAC's `+never`.
+    ///
+    /// **RAC:** `+never`. **Thread:** none. **Disposal:** nothing to cancel.
+    /// **Terminates:** never.
     @inlinable
     public static func never() -> Signal<Value> {
         AnonymousSignal { _, _ in }
     }
 
     /// A signal that fails with `error` on subscription: RAC's `+error:`.
+    ///
+    /// **RAC:** `+error:`. **Thread:** the subscribing thread, synchronously. **Disposal:**
+    /// nothing to cancel. **Terminates:** at once, with the error.
     @inlinable
     public static func error(_ error: any Error) -> Signal<Value> {
         AnonymousSignal { observer, _ in observer(.error(error)) }
@@ -98,6 +115,9 @@ extension Signal {
 
     /// Calls `factory` at each subscription and subscribes to the signal it returns: RAC's
     /// `+defer:` ("turns a hot signal cold"). The block never runs without a subscription.
+    ///
+    /// **RAC:** `+defer:`. **Thread:** the built signal's. **Disposal:** disposes the built
+    /// signal's subscription. **Terminates:** when the built signal terminates.
     @inlinable
     public static func `defer`(_ factory: @escaping () -> Signal<Value>) -> Signal<Value> {
         AnonymousSignal { observer, lifetime in
@@ -107,6 +127,10 @@ extension Signal {
 
     /// Runs `body` at each subscription: its result is sent and the signal completes; a
     /// thrown error is sent instead. RAC's `+try:`.
+    ///
+    /// **RAC:** `+try:`. **Thread:** the subscribing thread, synchronously. **Disposal:**
+    /// nothing to cancel. **Terminates:** right after the value, or at once with the thrown
+    /// error.
     @inlinable
     public static func `try`(_ body: @escaping () throws -> Value) -> Signal<Value> {
         AnonymousSignal { observer, _ in

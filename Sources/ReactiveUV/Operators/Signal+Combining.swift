@@ -30,7 +30,7 @@ extension Signal {
     /// signal's thread); its events arrive on whichever thread that signal sends them. An
     /// error ends it and the later signals are never subscribed; it completes after the
     /// last one. An empty collection completes at once. A long run of signals that complete
-    /// synchronously does not deepen the stack (``ConcatState``'s trampoline). Disposing
+    /// synchronously does not deepen the stack (`ConcatState`'s trampoline). Disposing
     /// disposes the active signal.
     ///
     /// `--1--|` + `--2--|` + `--3|` → `--1----2----3|`

@@ -24,21 +24,37 @@ extension Signal {
     var logDescription: String { name.isEmpty ? "<\(type(of: self))>" : name }
 
     /// Logs every event to ``SignalLog/sink``: RAC's `-logAll`.
+    ///
+    /// **RAC:** `-logAll`. **Thread:** events and log lines on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     public func logAll() -> Signal<Value> { logNext().logError().logCompleted() }
 
     /// Logs each value: RAC's `-logNext`.
+    ///
+    /// **RAC:** `-logNext`. **Thread:** events and log lines on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     public func logNext() -> Signal<Value> {
         let d = logDescription
         return doNext { SignalLog.log("\(d) next: \($0)") }.named(name)
     }
 
     /// Logs the error: RAC's `-logError`.
+    ///
+    /// **RAC:** `-logError`. **Thread:** events and log lines on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     public func logError() -> Signal<Value> {
         let d = logDescription
         return doError { SignalLog.log("\(d) error: \($0)") }.named(name)
     }
 
     /// Logs completion: RAC's `-logCompleted`.
+    ///
+    /// **RAC:** `-logCompleted`. **Thread:** events and log lines on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     public func logCompleted() -> Signal<Value> {
         let d = logDescription
         return doCompleted { SignalLog.log("\(d) completed") }.named(name)
@@ -46,6 +62,10 @@ extension Signal {
 
     /// Logs every event and the subscription's start and end, with `identifier`
     /// (ReactiveSwift's `logEvents(identifier:)`).
+    ///
+    /// **RAC:** none (RAC's `-logAll` with an identifier). **Thread:** events and log lines
+    /// on the source's thread. **Disposal:** disposes the source. **Terminates:** when the
+    /// source terminates; errors pass through at once.
     public func logEvents(identifier: String) -> Signal<Value> {
         on(
             subscribed: { SignalLog.log("[\(identifier)] subscribed") },

@@ -7,6 +7,10 @@ extension Signal {
     /// Re-sends every event on `scheduler`, in order; the receiver's side effects stay on
     /// their own thread: RAC's `-deliverOn:`. Events still queued when the subscription is
     /// disposed are dropped.
+    ///
+    /// **RAC:** `-deliverOn:`. **Thread:** the scheduler's. **Disposal:** disposes the
+    /// source; events still queued on the scheduler are dropped. **Terminates:** when the
+    /// source's terminal event has been delivered on the scheduler.
     public func deliverOn(_ scheduler: Scheduler) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -23,6 +27,10 @@ extension Signal {
     /// Subscribes to the receiver on `scheduler` (so its side effects run there); events are
     /// then delivered wherever the receiver sends them: RAC's `-subscribeOn:`. Disposing
     /// before the scheduled subscription runs prevents it.
+    ///
+    /// **RAC:** `-subscribeOn:`. **Thread:** wherever the source sends them (the
+    /// subscription itself runs on `scheduler`). **Disposal:** cancels the scheduled
+    /// subscription, or disposes the source. **Terminates:** when the source terminates.
     public func subscribeOn(_ scheduler: Scheduler) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -35,6 +43,10 @@ extension Signal {
     /// Delivers events on the main thread: inline when already on the main thread **and**
     /// nothing of this subscription is queued there, otherwise through ``Scheduler/main``;
     /// order is preserved: RAC's `-deliverOnMainThread`.
+    ///
+    /// **RAC:** `-deliverOnMainThread`. **Thread:** the main thread. **Disposal:** disposes
+    /// the source; events still queued are dropped. **Terminates:** when the source's
+    /// terminal event has been delivered on the main thread.
     public func deliverOnMainThread() -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in

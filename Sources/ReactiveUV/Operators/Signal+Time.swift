@@ -1,4 +1,5 @@
-// Time operators (RACSignal+Operations' interval, delay, throttle, timeout, bufferWithTime).
+// Time operators (RACSignal+Operations' interval, delay, throttle, timeout, bufferWithTime;
+// debounce beyond RAC). `timer` is in Signal+Timer.swift.
 // All of them run on a scheduler's timers, never a sleeping thread; given the immediate
 // scheduler (which cannot keep time) they fail with `SignalError.invalidScheduler`.
 
@@ -6,6 +7,10 @@ extension Signal where Value == SchedulerTime {
     /// Sends the scheduler's current time every `interval` seconds, starting one interval
     /// after subscription; never completes; disposal cancels the timer: RAC's
     /// `+interval:onScheduler:withLeeway:`.
+    ///
+    /// **RAC:** `+interval:onScheduler:withLeeway:`. **Thread:** the scheduler's.
+    /// **Disposal:** cancels the timer. **Terminates:** never (an immediate scheduler fails
+    /// it at once with `SignalError.invalidScheduler`).
     ///
     /// - Parameters:
     ///   - interval: seconds between ticks; must be positive.
@@ -30,6 +35,10 @@ extension Signal where Value == SchedulerTime {
 extension Signal {
     /// Re-sends values and completion `interval` seconds later; an error is forwarded at
     /// once and drops what was pending: RAC's `-delay:`.
+    ///
+    /// **RAC:** `-delay:`. **Thread:** the scheduler's (the current one, or a background
+    /// one). **Disposal:** disposes the source and cancels the pending deliveries.
+    /// **Terminates:** completion is delayed like the values; an error passes at once.
     ///
     /// - Parameters:
     ///   - interval: the delay in seconds.
@@ -74,6 +83,11 @@ extension Signal {
     /// no newer value. Completion sends a held value first; an error drops it.
     ///
     /// `-a-b-----c--|` → `throttle(2 ticks)` → `-----b-----c|`
+    ///
+    /// **RAC:** `-throttle:`. **Thread:** the scheduler's for held values; the source's for
+    /// terminal events. **Disposal:** disposes the source and cancels the timer.
+    /// **Terminates:** when the source terminates (a held value is sent first on
+    /// completion, dropped on error).
     @inlinable
     public func throttle(_ interval: Double, on scheduler: Scheduler? = nil) -> Signal<Value> {
         throttle(interval, valuesPassingTest: { _ in true }, on: scheduler)
@@ -81,6 +95,11 @@ extension Signal {
 
     /// ``throttle(_:on:)`` for the values passing `predicate` only; a value failing it is
     /// sent at once and drops any held value: RAC's `-throttle:valuesPassingTest:`.
+    ///
+    /// **RAC:** `-throttle:valuesPassingTest:`. **Thread:** the scheduler's for held
+    /// values; the source's for the others and for terminal events. **Disposal:** disposes
+    /// the source and cancels the timer. **Terminates:** when the source terminates (a held
+    /// value is sent first on completion, dropped on error).
     @inlinable
     public func throttle(
         _ interval: Double, valuesPassingTest predicate: @escaping (Value) -> Bool, on scheduler: Scheduler? = nil
@@ -157,6 +176,11 @@ extension Signal {
     /// Fails with ``SignalError/timedOut`` if the receiver has not **terminated** within
     /// `interval` seconds, disposing it; values do not restart the timer (a total-duration
     /// limit): RAC's `-timeout:onScheduler:`.
+    ///
+    /// **RAC:** `-timeout:onScheduler:`. **Thread:** the source's; the time-out error on
+    /// the scheduler's. **Disposal:** disposes the source and cancels the timer.
+    /// **Terminates:** with the source, or with `SignalError.timedOut` when the interval
+    /// passes first.
     public func timeout(_ interval: Double, on scheduler: Scheduler) -> Signal<Value> {
         if scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("timeout needs a scheduler that keeps time"))
@@ -198,6 +222,11 @@ extension Signal {
     /// `interval` timer, and when it fires the buffer is sent (nothing for an empty buffer).
     /// Completion flushes the buffer, then completes; an error drops it: RAC's
     /// `-bufferWithTime:onScheduler:`.
+    ///
+    /// **RAC:** `-bufferWithTime:onScheduler:`. **Thread:** the scheduler's for the arrays;
+    /// the source's for terminal events. **Disposal:** disposes the source and cancels the
+    /// timer. **Terminates:** when the source terminates (the current array is sent first
+    /// on completion).
     public func bufferWithTime(_ interval: Double, on scheduler: Scheduler) -> Signal<[Value]> {
         if scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("bufferWithTime needs a scheduler that keeps time"))
@@ -238,5 +267,22 @@ extension Signal {
                 }
             }, lifetime)
         }
+    }
+}
+
+extension Signal {
+    /// Sends a value only after `interval` seconds pass without a newer one (Rx's
+    /// `debounce`). RAC's ``throttle(_:on:)`` is the same idea under RAC's name and always
+    /// sends a held value on completion; `debounce` drops it unless `flushOnCompletion`.
+    ///
+    /// `-a-b-----c-|` → `debounce(2 ticks)` → `-----b-----|`
+    ///
+    /// **RAC:** none (Rx's `debounce`; RAC's is ``throttle(_:on:)``). **Thread:** the
+    /// scheduler's for held values; the source's for terminal events. **Disposal:**
+    /// disposes the source and cancels the timer. **Terminates:** when the source
+    /// terminates (a held value is dropped unless `flushOnCompletion`).
+    @inlinable
+    public func debounce(_ interval: Double, on scheduler: Scheduler, flushOnCompletion: Bool = false) -> Signal<Value> {
+        debounceCore(interval, valuesPassingTest: { _ in true }, on: scheduler, flushOnCompletion: flushOnCompletion)
     }
 }

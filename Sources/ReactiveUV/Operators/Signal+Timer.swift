@@ -11,6 +11,9 @@ extension Signal where Value == SchedulerTime {
     /// comes from the loop's `uv_timer_t`, armed after refreshing the loop's clock, and
     /// never before its deadline; on a ``TestScheduler`` it comes in virtual time.
     ///
+    /// **RAC:** none (RAC used `-delay:` on `+return:`). **Thread:** the scheduler's.
+    /// **Disposal:** cancels the timer. **Terminates:** right after its one value.
+    ///
     /// - Parameters:
     ///   - delay: seconds until the tick; 0 ticks as soon as the scheduler gets to it.
     ///   - scheduler: where the tick is sent; not the immediate scheduler.

@@ -1,10 +1,17 @@
-// RACStream's transforming operations and RACSignal's side-effect operators. Each is a
-// closure per stage with no lock: a synchronous chain inherits its source's serialization.
+// Transforming values (RACStream's map, mapReplace, scan, combinePreviousWithStart:reduce:,
+// startWith:, materialize/dematerialize; compactMap beyond RAC) and RACSignal's side-effect
+// operators (doNext:, doError:, doCompleted:, finally:, initially:, on(…)). Each is a closure
+// per stage with no lock: a synchronous chain inherits its source's serialization. Dropping
+// values (filter, ignore, ignoreValues) is in Signal+Filtering.swift.
 
 extension Signal {
     /// Transforms each value: RAC's `-map:`. Terminal events pass through.
     ///
     /// `--1--2--|` → `map { $0 * 10 }` → `--10--20--|`
+    ///
+    /// **RAC:** `-map:`. **Thread:** events arrive on the source's thread. **Disposal:**
+    /// disposes the source. **Terminates:** when the source terminates; errors pass through
+    /// at once.
     @inlinable
     public func map<U>(_ transform: @escaping (Value) -> U) -> Signal<U> {
         let upstream = self
@@ -20,22 +27,18 @@ extension Signal {
     }
 
     /// Replaces every value with `value`: RAC's `-mapReplace:`.
+    ///
+    /// **RAC:** `-mapReplace:`. **Thread:** events arrive on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     @inlinable
     public func mapReplace<U>(_ value: U) -> Signal<U> { map { _ in value } }
 
-    /// Keeps the values that pass `isIncluded`: RAC's `-filter:`.
-    @inlinable
-    public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next(let v) = event, !isIncluded(v) { return }
-                observer(event)
-            }, lifetime)
-        }
-    }
-
     /// Maps each value and drops the `nil` results.
+    ///
+    /// **RAC:** none (beyond RAC: `-map:` then `-filter:` without the nils). **Thread:**
+    /// events arrive on the source's thread. **Disposal:** disposes the source.
+    /// **Terminates:** when the source terminates; errors pass through at once.
     @inlinable
     public func compactMap<U>(_ transform: @escaping (Value) -> U?) -> Signal<U> {
         let upstream = self
@@ -52,6 +55,10 @@ extension Signal {
 
     /// Sends every running accumulation (the start value itself is not sent); the state is
     /// per subscription: RAC's `-scanWithStart:reduce:`.
+    ///
+    /// **RAC:** `-scanWithStart:reduce:`. **Thread:** events arrive on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduce: @escaping (A, Value) -> A) -> Signal<A> {
         let upstream = self
@@ -71,6 +78,10 @@ extension Signal {
     }
 
     /// ``scan(start:reduce:)`` whose block also gets the zero-based index of the value.
+    ///
+    /// **RAC:** `-scanWithStart:reduceWithIndex:`. **Thread:** events arrive on the
+    /// source's thread. **Disposal:** disposes the source. **Terminates:** when the source
+    /// terminates; errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduceWithIndex reduce: @escaping (A, Value, Int) -> A) -> Signal<A> {
         let upstream = self
@@ -93,6 +104,10 @@ extension Signal {
 
     /// Sends `reduce(previous, current)`, with `start` as the first `previous`; results are
     /// not fed back: RAC's `-combinePreviousWithStart:reduce:`.
+    ///
+    /// **RAC:** `-combinePreviousWithStart:reduce:`. **Thread:** events arrive on the
+    /// source's thread. **Disposal:** disposes the source. **Terminates:** when the source
+    /// terminates; errors pass through at once.
     @inlinable
     public func combinePrevious<U>(start: Value, reduce: @escaping (Value, Value) -> U) -> Signal<U> {
         let upstream = self
@@ -112,25 +127,21 @@ extension Signal {
     }
 
     /// Sends `value` on subscription, then the receiver's events: RAC's `-startWith:`.
+    ///
+    /// **RAC:** `-startWith:`. **Thread:** the start value on the subscribing thread, then
+    /// the source's events on its thread. **Disposal:** disposes the source.
+    /// **Terminates:** when the source terminates; errors pass through at once.
     @inlinable
     public func startWith(_ value: Value) -> Signal<Value> {
         Signal.return(value).concat(self)
     }
 
-    /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.
-    @inlinable
-    public func ignoreValues() -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next = event { return }
-                observer(event)
-            }, lifetime)
-        }
-    }
-
     /// Turns every event into a value, then completes after the terminal one (an error
     /// becomes a value): RAC's `-materialize`.
+    ///
+    /// **RAC:** `-materialize`. **Thread:** events arrive on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** after sending the source's
+    /// terminal event as a value, then completing; it never fails.
     @inlinable
     public func materialize() -> Signal<Event<Value>> {
         let upstream = self
@@ -143,25 +154,41 @@ extension Signal {
     }
 
     /// Runs `action` before forwarding each value: RAC's `-doNext:`.
+    ///
+    /// **RAC:** `-doNext:`. **Thread:** the action and events run on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     @inlinable
     public func doNext(_ action: @escaping (Value) -> Void) -> Signal<Value> {
         on(next: action)
     }
 
     /// Runs `action` before forwarding the error: RAC's `-doError:`.
+    ///
+    /// **RAC:** `-doError:`. **Thread:** the action and events run on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     @inlinable
     public func doError(_ action: @escaping (any Error) -> Void) -> Signal<Value> {
         on(error: action)
     }
 
     /// Runs `action` before forwarding completion: RAC's `-doCompleted:`.
+    ///
+    /// **RAC:** `-doCompleted:`. **Thread:** the action and events run on the source's
+    /// thread. **Disposal:** disposes the source. **Terminates:** when the source
+    /// terminates; errors pass through at once.
     @inlinable
     public func doCompleted(_ action: @escaping () -> Void) -> Signal<Value> {
         on(completed: action)
     }
 
     /// Runs `action` on completion **or** error, before forwarding it; not on disposal
-    /// (RAC's `-finally:`; see ``on(disposed:)`` for that).
+    /// (RAC's `-finally:`; see ``on(subscribed:next:error:completed:terminated:disposed:)`` for that).
+    ///
+    /// **RAC:** `-finally:`. **Thread:** the action and events run on the source's thread.
+    /// **Disposal:** disposes the source; the action does not run on disposal.
+    /// **Terminates:** when the source terminates; errors pass through at once.
     @inlinable
     public func finally(_ action: @escaping () -> Void) -> Signal<Value> {
         on(terminated: action)
@@ -169,6 +196,12 @@ extension Signal {
 
     /// Side effects for each kind of event, run before the event is forwarded, plus hooks
     /// for subscription and disposal.
+    ///
+    /// **RAC:** none (ReactiveSwift's `on(…)`; RAC had `-doNext:`, `-doError:`,
+    /// `-doCompleted:`, `-initially:`, `-finally:`). **Thread:** `subscribed` on the
+    /// subscribing thread; the others on the source's thread. **Disposal:** runs
+    /// `disposed`, then disposes the source. **Terminates:** when the source terminates;
+    /// errors pass through at once.
     ///
     /// - Parameters:
     ///   - subscribed: runs at each subscription, before the receiver is subscribed.
@@ -203,6 +236,10 @@ extension Signal {
 
     /// Runs `action` at each subscription, before the receiver's own subscription side
     /// effects: RAC's `-initially:`.
+    ///
+    /// **RAC:** `-initially:`. **Thread:** the action on the subscribing thread, before the
+    /// source is subscribed; events on the source's thread. **Disposal:** disposes the
+    /// source. **Terminates:** when the source terminates; errors pass through at once.
     @inlinable
     public func initially(_ action: @escaping () -> Void) -> Signal<Value> {
         let upstream = self
@@ -213,15 +250,13 @@ extension Signal {
     }
 }
 
-extension Signal where Value: Equatable {
-    /// Drops values equal to `value`: RAC's `-ignore:`.
-    @inlinable
-    public func ignore(_ value: Value) -> Signal<Value> { filter { $0 != value } }
-}
-
 extension Signal {
     /// Inverse of ``materialize()``: a value event becomes a value, a completed event
     /// completes, an error event fails; anything after is ignored: RAC's `-dematerialize`.
+    ///
+    /// **RAC:** `-dematerialize`. **Thread:** events arrive on the source's thread.
+    /// **Disposal:** disposes the source. **Terminates:** at the first terminal event sent
+    /// as a value, or when the source terminates.
     @inlinable
     public func dematerialize<U>() -> Signal<U> where Value == Event<U> {
         let upstream = self

@@ -24,6 +24,41 @@ public struct SchedulerTime: Comparable, Hashable, Sendable, CustomStringConvert
         (Double(other.nanoseconds) - Double(nanoseconds)) / 1e9
     }
 
+    /// The time `seconds` after `time` (before it for a negative value, never before the
+    /// origin; clamped rather than trapping on overflow or NaN): `time.advanced(by: seconds)`.
+    ///
+    /// ```swift
+    /// let deadline = scheduler.now + 1.5
+    /// ```
+    public static func + (time: SchedulerTime, seconds: Double) -> SchedulerTime {
+        time.advanced(by: seconds)
+    }
+
+    /// The time `seconds` after `time` (the same as `time + seconds`).
+    public static func + (seconds: Double, time: SchedulerTime) -> SchedulerTime {
+        time.advanced(by: seconds)
+    }
+
+    /// The time `seconds` before `time` (never before the origin).
+    public static func - (time: SchedulerTime, seconds: Double) -> SchedulerTime {
+        time.advanced(by: -seconds)
+    }
+
+    /// Seconds from `rhs` to `lhs` (negative when `lhs` is earlier): `rhs.distance(to: lhs)`.
+    public static func - (lhs: SchedulerTime, rhs: SchedulerTime) -> Double {
+        rhs.distance(to: lhs)
+    }
+
+    /// Moves `time` `seconds` later.
+    public static func += (time: inout SchedulerTime, seconds: Double) {
+        time = time.advanced(by: seconds)
+    }
+
+    /// Moves `time` `seconds` earlier (never before the origin).
+    public static func -= (time: inout SchedulerTime, seconds: Double) {
+        time = time.advanced(by: -seconds)
+    }
+
     /// Whether `lhs` is earlier than `rhs`.
     public static func < (lhs: SchedulerTime, rhs: SchedulerTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import ReactiveUV
+import ReactiveUVTestKit
 
 /// Operators beyond RAC 2 (catalogue §20 ★): withLatestFrom, debounce vs throttle,
 /// retry(when:), using, share, collect(count:), and the logging helpers (§5).

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import XCTest
 @testable import ReactiveUV
@@ -12,30 +13,31 @@ import XCTest
         return Signal.fromArray(values).concat(tail).subscribeOn(Scheduler.background())
     }
 
-    @Test func firstReturnsTheFirstValueAndDisposesTheSource() {
+    @Test func firstReturnsTheFirstValueAndDisposesTheSource() throws {
         let p = OpProbe()
         let source = Signal<Int>.create { s in
             s.sendNext(1)
             s.sendNext(2)
             return nil
         }.probed(p)
-        #expect(source.first() == 1)
+        #expect(try source.first() == 1)
         #expect(p.live == 0, "subscribes to take(1): disposed after the first value")
-        #expect(background([7, 8]).first() == 7)
+        #expect(try background([7, 8]).first() == 7)
     }
 
-    @Test func firstReturnsNilOnCompletionOrError() {
-        #expect(Signal<Int>.empty().first() == nil)
-        #expect(Signal<Int>.error(OpError.boom).first() == nil)
-        #expect(background([]).first() == nil)
-        #expect(background([], error: .boom).first() == nil)
+    @Test func firstReturnsNilOnCompletionAndThrowsTheError() throws {
+        #expect(try Signal<Int>.empty().first() == nil)
+        #expect(try background([]).first() == nil)
+        #expect(throws: OpError.boom) { try Signal<Int>.error(OpError.boom).first() }
+        #expect(throws: OpError.boom) { try background([], error: .boom).first() }
     }
 
-    @Test func firstOrDefault() {
-        #expect(Signal<Int>.empty().firstOrDefault(5) == 5)
-        #expect(Signal.fromArray([1, 2]).firstOrDefault(5) == 1)
-        #expect(background([3]).firstOrDefault(5) == 3)
-        #expect(background([], error: .boom).firstOrDefault(5) == 5)
+    @Test func firstOrDefaultReturnsTheDefaultOnCompletionAndThrowsTheError() throws {
+        #expect(try Signal<Int>.empty().firstOrDefault(5) == 5)
+        #expect(try Signal.fromArray([1, 2]).firstOrDefault(5) == 1)
+        #expect(try background([3]).firstOrDefault(5) == 3)
+        #expect(throws: OpError.boom) { try background([], error: .boom).firstOrDefault(5) }
+        #expect(try background([4], error: .boom).firstOrDefault(5) == 4, "a value before the error is the answer")
     }
 
     @Test func firstOrDefaultReportsSuccessAndError() {
@@ -71,13 +73,23 @@ import XCTest
         // The value arrives from a background loop after a (virtual-free) hop: deliverOn.
         let bg = Scheduler.background()
         #expect(try Signal.fromArray([1, 2]).deliverOn(bg).toArray() == [1, 2])
-        #expect(Signal.fromArray([9]).deliverOn(bg).first() == 9)
+        #expect(try Signal.fromArray([9]).deliverOn(bg).first() == 9)
     }
 
     @Test func blockingSequenceYieldsEveryValueThenEnds() {
         #expect(Array(Signal.fromArray([1, 2, 3]).blockingSequence) == [1, 2, 3])
         #expect(Array(background([4, 5, 6]).blockingSequence) == [4, 5, 6])
         #expect(Array(background([1], error: .boom).blockingSequence) == [1], "an error ends the sequence")
+        let failing = background([1, 2], error: .boom).blockingSequence.makeIterator()
+        #expect(failing.next() == 1)
+        #expect(failing.error == nil, "values remain: no error yet")
+        #expect(failing.next() == 2)
+        #expect(failing.next() == nil)
+        #expect(failing.error as? OpError == .boom, "the iterator keeps the error that ended it")
+        let completing = Signal.fromArray([1]).blockingSequence.makeIterator()
+        #expect(completing.next() == 1)
+        #expect(completing.next() == nil)
+        #expect(completing.error == nil, "completion is no error")
     }
 
     @Test func blockingSequenceFromABackgroundThreadValueByValue() {
@@ -139,7 +151,75 @@ final class BlockingMainLoopTests: XCTestCase {
     func testBlockingFirstOnTheMainThreadRunsTheMainLoop() throws {
         // On a loop's own thread the blocking operators run that loop, so work queued to it
         // (here: deliverOn(main)) still arrives.
-        XCTAssertEqual(Signal.fromArray([3]).deliverOn(Scheduler.main).first(), 3)
+        XCTAssertEqual(try Signal.fromArray([3]).deliverOn(Scheduler.main).first(), 3)
         XCTAssertEqual(try Signal.fromArray([1, 2]).deliverOn(Scheduler.main).toArray(), [1, 2])
+    }
+}
+
+/// The README's own example of a blocking wait that surfaces the error, compiled and run
+/// exactly as written there (issue 13 §2).
+final class BlockingErrorReadmeTests: XCTestCase {
+    /// `do { try TCP.listen(host: "127.0.0.1", port: 80).first() } catch UVError.permissionDenied`
+    /// catches EACCES. Binding a port below 1024 needs CAP_NET_BIND_SERVICE: when the tests
+    /// run as root, the capability is dropped from this (the main) thread's effective set for
+    /// the duration of the call (capabilities are per thread on Linux, and `first()` binds on
+    /// the main loop, that is on this thread), then restored.
+    func testReadmeListenOnPort80FirstThrowsPermissionDenied() throws {
+        let log = SeedLog()
+        try withoutBindServiceCapability {
+            do { try TCP.listen(host: "127.0.0.1", port: 80).first() }
+            catch UVError.permissionDenied { log("permissionDenied") }
+            catch { log("other: \(error)") }
+        }
+        XCTAssertEqual(log.entries, ["permissionDenied"])
+        // The failed listener closed its handle (the main loop is shared: count IO objects).
+        XCTAssertTrue(EventLoop.main.run(until: { ioResourceCount(EventLoop.main) == 0 }, timeout: 10))
+    }
+
+    /// The error names the code, the operation and the address.
+    func testFirstThrowsTheUVErrorWithWhatWasBeingDone() throws {
+        var caught: (any Error)?
+        try withoutBindServiceCapability {
+            do { _ = try TCP.listen(host: "127.0.0.1", port: 80).first() } catch { caught = error }
+        }
+        let description = String(describing: caught ?? SeedError("nothing thrown"))
+        XCTAssertTrue(description.contains("EACCES"), description)
+        XCTAssertTrue(description.contains("127.0.0.1:80"), description)
+        XCTAssertTrue(EventLoop.main.run(until: { ioResourceCount(EventLoop.main) == 0 }, timeout: 10))
+    }
+
+    /// Runs `body` with CAP_NET_BIND_SERVICE cleared from the calling thread's effective
+    /// capabilities (kept in the permitted set, so it can be restored); unprivileged
+    /// processes lack it anyway and run `body` as is.
+    private func withoutBindServiceCapability(_ body: () throws -> Void) throws {
+        typealias CapCall = @convention(c) (UnsafeMutableRawPointer, UnsafeMutableRawPointer) -> Int32
+        guard let getSym = dlsym(nil, "capget"), let setSym = dlsym(nil, "capset") else {
+            XCTFail("glibc exports capget/capset")
+            return
+        }
+        let capget = unsafeBitCast(getSym, to: CapCall.self)
+        let capset = unsafeBitCast(setSym, to: CapCall.self)
+        // struct __user_cap_header_struct { u32 version; int pid; } (version 3: two data words),
+        // struct __user_cap_data_struct { u32 effective, permitted, inheritable; }[2].
+        var header: (UInt32, Int32) = (0x2008_0522, 0)
+        var data = [UInt32](repeating: 0, count: 6)
+        let got = withUnsafeMutableBytes(of: &header) { h in data.withUnsafeMutableBytes { capget(h.baseAddress!, $0.baseAddress!) } }
+        XCTAssertEqual(got, 0, "capget: errno \(errno)")
+        let bindService: UInt32 = 1 << 10  // CAP_NET_BIND_SERVICE
+        let saved = data
+        if data[0] & bindService != 0 {
+            data[0] &= ~bindService
+            let set = withUnsafeMutableBytes(of: &header) { h in data.withUnsafeMutableBytes { capset(h.baseAddress!, $0.baseAddress!) } }
+            XCTAssertEqual(set, 0, "capset: errno \(errno)")
+        }
+        defer {
+            if saved[0] & bindService != 0 {
+                var restore = saved
+                header = (0x2008_0522, 0)
+                let back = withUnsafeMutableBytes(of: &header) { h in restore.withUnsafeMutableBytes { capset(h.baseAddress!, $0.baseAddress!) } }
+                XCTAssertEqual(back, 0, "capset (restore): errno \(errno)")
+            }
+        }
+        try body()
     }
 }

@@ -112,6 +112,21 @@ import Testing
         #expect(serial.inner == nil)
     }
 
+    @Test func serialDisposableBlockInitializerRunsTheBlockWhenDisposed() {
+        var runs = 0
+        let serial = SerialDisposable { runs += 1 }
+        #expect(serial.inner != nil && runs == 0)
+        serial.dispose()
+        serial.dispose()
+        #expect(runs == 1 && serial.isDisposed)
+        // RAC's rule: the block is the first inner; swapping it out leaves it unrun.
+        var swappedRuns = 0
+        let swapped = SerialDisposable { swappedRuns += 1 }
+        let old = swapped.swapIn(Disposable())
+        swapped.dispose()
+        #expect(swappedRuns == 0 && old?.isDisposed == false)
+    }
+
     @Test func settingAnInnerAfterDisposalDisposesItAtOnce() {
         let serial = SerialDisposable()
         serial.dispose()

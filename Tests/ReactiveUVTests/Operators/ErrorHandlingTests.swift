@@ -59,6 +59,38 @@ import Testing
         #expect(got == [1, 100])
     }
 
+    // MARK: try, RAC's Bool-returning form
+
+    @Test func tryBoolFormPassesValuesUntilTheBlockReturnsFalse() {
+        let p = OpProbe()
+        let source = Signal<Int>.create { s in
+            for i in 1...5 { s.sendNext(i) }
+            s.sendCompleted()
+            return nil
+        }.probed(p)
+        let checked = source.try { value, error in
+            if value == 3 {
+                error = OpError.boom
+                return false
+            }
+            return true
+        }
+        #expect(opRecord(checked).events == [.next(1), .next(2), .error(OpError.boom)])
+        #expect(p.live == 0, "the source is disposed at the first false")
+        #expect(opRecord(Signal.fromArray([1, 2]).try { _, _ in true }).events == [.next(1), .next(2), .completed])
+    }
+
+    @Test func tryBoolFormFalseWithoutAnErrorIsAClearError() {
+        let events = opRecord(Signal.fromArray([1]).try { _, _ in false }).events
+        #expect(events.count == 1)
+        #expect(events.first?.error as? SignalError == .invalidArgument("try: the block returned false without setting an error"))
+    }
+
+    @Test func tryThrowingFormIsStillChosenForOneArgumentClosures() {
+        let events = opRecord(Signal.fromArray([1, 2]).try { v in if v == 2 { throw OpError.other } }).events
+        #expect(events == [.next(1), .error(OpError.other)])
+    }
+
     // MARK: retry
 
     @Test func retryNMeansNPlusOneSubscriptionsThenTheError() {

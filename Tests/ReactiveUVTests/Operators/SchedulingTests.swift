@@ -1,6 +1,7 @@
 import CSystemShims
 import XCTest
 @testable import ReactiveUV
+import ReactiveUVTestKit
 
 /// deliverOn, subscribeOn and deliverOnMainThread against the real main loop (catalogue
 /// §4b; their timing on a TestScheduler is in TimeOperatorMarbleTests). XCTest: the test

@@ -1,5 +1,6 @@
 import Testing
 @testable import ReactiveUV
+import ReactiveUVTestKit
 
 /// Every time operator, drawn as marble diagrams on virtual time (1 frame = 1 virtual second).
 @Suite struct TimeOperatorMarbleTests {

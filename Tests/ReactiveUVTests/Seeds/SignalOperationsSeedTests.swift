@@ -71,18 +71,18 @@ import XCTest
 
     // MARK: S04–S07, S10 blocking operators
 
-    @Test func testS04_first() {
+    @Test func testS04_first() throws {
         let log = SeedLog()
         let source = Seeds.sync().on(next: { log("sent \($0)") }, disposed: { log("source disposed") })
-        #expect(source.first() == 0)
+        #expect(try source.first() == 0)
         // take(1): the source is disposed right after the first value.
         #expect(log.entries == ["sent 0", "source disposed"])
-        #expect(Signal<Int>.empty().first() == nil)
+        #expect(try Signal<Int>.empty().first() == nil)
     }
 
-    @Test func testS05_firstOrDefault() {
-        #expect(Seeds.syncStrings().firstOrDefault("default") == "0")
-        #expect(Signal<String>.empty().firstOrDefault("default") == "default")
+    @Test func testS05_firstOrDefault() throws {
+        #expect(try Seeds.syncStrings().firstOrDefault("default") == "0")
+        #expect(try Signal<String>.empty().firstOrDefault("default") == "default")
     }
 
     @Test func testS06_firstOrDefaultSuccessError() {

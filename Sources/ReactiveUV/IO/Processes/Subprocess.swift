@@ -36,7 +36,7 @@ public enum Subprocess {
     ///   - currentDirectory: the child's working directory, or `nil` for ours.
     ///   - input: the bytes for the child's standard input, or `nil` for `/dev/null`.
     ///   - killGracePeriod: seconds between `SIGTERM` and `SIGKILL` after a dispose.
-    ///   - loop: the loop to run on; `nil` for the subscribing thread's loop when it is a loop
+    ///   - requestedLoop: the loop to run on; `nil` for the subscribing thread's loop when it is a loop
     ///     thread, else ``EventLoop/main``.
     /// - Returns: a cold signal: each subscription runs the program once.
     public static func run(

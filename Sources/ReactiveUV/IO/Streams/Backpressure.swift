@@ -19,7 +19,7 @@ public enum BackpressurePolicy: Int, Sendable, Equatable, CustomStringConvertibl
     ///
     /// Writes that still arrive while the queue is above the mark (from a source that
     /// cannot pause, such as a subject or a timer, bytes already in flight from another
-    /// loop, or plain ``StreamConnection/write(_:)`` calls) are accepted up to four times
+    /// loop, or plain ``StreamConnection/write(_:)-([UInt8])`` calls) are accepted up to four times
     /// the mark; past that the connection is closed with ``WriteQueueFullError``, as with
     /// ``disconnect``.
     case pauseSource

@@ -24,7 +24,7 @@ extension StreamConnection {
     /// - Returns: a cold signal that sends no value and completes on ``loop``'s thread.
     public func write(_ bytes: [UInt8]) -> Signal<Void> { stream.writeSignal(bytes) }
 
-    /// Writes the UTF-8 bytes of `text` (see ``write(_:)-(_:[UInt8])``).
+    /// Writes the UTF-8 bytes of `text` (see ``write(_:)-([UInt8])``).
     ///
     /// - Parameter text: the text; no line break is added.
     /// - Returns: a cold signal that completes when the bytes are flushed.

@@ -16,7 +16,7 @@
 /// thread.
 ///
 /// **Signals are cold.** Nothing is read or written until the signal returned by ``reads``,
-/// ``write(_:)``, ``send(_:)`` or ``shutdown()`` is subscribed.
+/// ``write(_:)-([UInt8])``, ``send(_:)`` or ``shutdown()`` is subscribed.
 public class StreamConnection: @unchecked Sendable, CustomStringConvertible {
     // Thread-safety: immutable; `stream` confines its state to `loop`'s thread and keeps
     // its cross-thread counters in atomics.

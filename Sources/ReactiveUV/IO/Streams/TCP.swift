@@ -33,7 +33,7 @@ public enum TCP {
     ///   - port: the port; 0 lets the kernel choose (see `onListening`).
     ///   - backlog: the kernel's queue of connections not yet accepted.
     ///   - options: applied to every accepted connection.
-    ///   - loop: the loop to listen on; `nil` for the default (see ``TCP``).
+    ///   - requestedLoop: the loop to listen on; `nil` for the default (see ``TCP``).
     ///   - onListening: called once on the loop's thread when listening has started, with
     ///     the bound address (the real port when `port` is 0).
     /// - Returns: a cold signal of accepted connections.
@@ -115,7 +115,7 @@ public enum TCP {
     ///   - host: a numeric address or a name.
     ///   - port: the port, 1–65535.
     ///   - options: applied to the connection once established.
-    ///   - loop: the loop the connection lives on; `nil` for the default (see ``TCP``).
+    ///   - requestedLoop: the loop the connection lives on; `nil` for the default (see ``TCP``).
     /// - Returns: a cold signal of one connection.
     public static func connect(
         host: String, port: Int, options: TCPOptions = TCPOptions(), on requestedLoop: EventLoop? = nil

@@ -35,7 +35,7 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     /// Turns Nagle's algorithm off (`TCP_NODELAY`, `enabled` true) or on again.
     ///
     /// Small writes then leave at once instead of waiting to be coalesced: lower latency
-    /// for request/response traffic, more packets for bulk transfer. Runs on ``loop``'s
+    /// for request/response traffic, more packets for bulk transfer. Runs on the connection's loop's
     /// thread (from another thread it is queued there). It can only fail once the
     /// connection is closed, and then does nothing.
     ///
@@ -51,7 +51,7 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     /// Turns TCP keep-alive probes on (`SO_KEEPALIVE`) after `delay` idle seconds, or off.
     ///
     /// Keep-alive finds peers that vanished without closing (a cable pulled): the
-    /// connection's reads then fail with `ETIMEDOUT`. Runs on ``loop``'s thread; does
+    /// connection's reads then fail with `ETIMEDOUT`. Runs on the connection's loop's thread; does
     /// nothing once the connection is closed.
     ///
     /// - Parameters:
@@ -69,7 +69,7 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     /// `uv_tcp_close_reset`) instead of an orderly end, and its reads and writes fail with
     /// `ECONNRESET` (or `EPIPE`). Queued bytes are discarded. From any thread.
     ///
-    /// After ``shutdown()`` has started libuv cannot reset, so this is a plain ``close()``.
+    /// After ``StreamConnection/shutdown()`` has started libuv cannot reset, so this is a plain ``StreamConnection/close()``.
     public func reset() {
         let stream = self.stream
         stream.loop.perform { stream.close(nil, reset: true) }

@@ -22,7 +22,7 @@ public enum UnixSocket {
     ///   - path: the socket file to create.
     ///   - backlog: the kernel's queue of connections not yet accepted.
     ///   - options: applied to every accepted connection.
-    ///   - loop: the loop to listen on; `nil` for the default.
+    ///   - requestedLoop: the loop to listen on; `nil` for the default.
     ///   - onListening: called once on the loop's thread when listening has started.
     /// - Returns: a cold signal of accepted connections; it never completes.
     public static func listen(
@@ -78,7 +78,7 @@ public enum UnixSocket {
     /// - Parameters:
     ///   - path: the socket file.
     ///   - options: applied to the connection.
-    ///   - loop: the loop the connection lives on; `nil` for the default.
+    ///   - requestedLoop: the loop the connection lives on; `nil` for the default.
     /// - Returns: a cold signal of one connection.
     public static func connect(
         path: String, options: UnixSocketOptions = UnixSocketOptions(), on requestedLoop: EventLoop? = nil

@@ -67,8 +67,8 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
         }
         draining = false
         lock.unlock()
-        // Completion was deferred while this frame was draining (the outer may have
-        // completed re-entrantly from an inner's value): check it now.
+        // The outer may have completed while this frame was starting inners (re-entrantly,
+        // from an inner's value) with nothing left to start: check it now.
         completeIfFinished()
     }
 
@@ -109,7 +109,13 @@ final class FlattenState<Value>: LockedState, @unchecked Sendable {
     @inlinable
     func completeIfFinished() {
         lock.lock()
-        if done || !outerDone || active > 0 || waitingHead < waiting.count || draining {
+        // Not gated on `draining`: when the last inner completes synchronously inside its
+        // own subscription (started by a draining frame further up this stack), the result
+        // completes and the outer is disposed right there, before that subscription block
+        // returns (RAC's `-flatten:` finishes in step). The frame that was draining finds
+        // `done` set and stops; `active` already counts every inner being started, so
+        // nothing is lost.
+        if done || !outerDone || active > 0 || waitingHead < waiting.count {
             lock.unlock()
             return
         }

@@ -1,3 +1,5 @@
+import ReactiveUV
+
 /// Marble diagrams: time drawn as text, one character per frame.
 ///
 /// - `-` one frame passes with nothing;

@@ -1,14 +1,23 @@
+import Glibc
+import ReactiveUV
+
 /// An event with the virtual time it arrived at.
 public struct Recorded<Value> {
     /// When the event arrived, on the recording scheduler's clock.
     public let time: SchedulerTime
     /// The event.
     public let event: Event<Value>
+
+    /// Creates a recorded event.
+    public init(time: SchedulerTime, event: Event<Value>) {
+        self.time = time
+        self.event = event
+    }
 }
 
 extension Recorded: Equatable where Value: Equatable {}
 
-/// Records a signal's events with their times on a ``TestScheduler`` (RxTest's observer).
+/// Records a signal's events with their times on a `TestScheduler` (RxTest's observer).
 ///
 /// ```swift
 /// let scheduler = TestScheduler()
@@ -16,23 +25,49 @@ extension Recorded: Equatable where Value: Equatable {}
 /// scheduler.advance(by: 10)
 /// recorder.marble(tick: 1)   // "--a--b--|"
 /// ```
+///
+/// Every member may be read from any thread while another thread is sending (a signal
+/// under test may deliver from a background loop): the list of events is guarded by a
+/// mutex, and readers get a copy.
 public final class TestRecorder<Value>: @unchecked Sendable {
     /// The scheduler whose clock stamps the events.
     public let scheduler: TestScheduler
     /// The time of the subscription (frame 0 of ``marble(tick:render:)``).
     public let start: SchedulerTime
-    /// Every event so far, in arrival order.
-    public private(set) var events: [Recorded<Value>] = []
-    var subscription: Disposable?
+    /// Guards `recorded` and `subscription` (a heap-allocated pthread mutex: it must not move).
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var recorded: [Recorded<Value>] = []
+    private var subscription: Disposable?
 
     init(scheduler: TestScheduler) {
         self.scheduler = scheduler
         self.start = scheduler.now
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
     }
 
     func receive(_ event: Event<Value>) {
-        events.append(Recorded(time: scheduler.now, event: event))
+        let time = scheduler.now
+        locked { recorded.append(Recorded(time: time, event: event)) }
     }
+
+    func attach(_ disposable: Disposable) {
+        locked { subscription = disposable }
+    }
+
+    /// Every event so far, in arrival order (a copy, safe to read while events arrive).
+    public var events: [Recorded<Value>] { locked { recorded } }
 
     /// The values received so far.
     public var values: [Value] { events.compactMap { $0.event.value } }
@@ -41,7 +76,7 @@ public final class TestRecorder<Value>: @unchecked Sendable {
     public var isTerminated: Bool { events.last?.event.isTerminating ?? false }
 
     /// Stops recording.
-    public func dispose() { subscription?.dispose() }
+    public func dispose() { locked { subscription }?.dispose() }
 
     /// The recorded events as a marble diagram, `tick` seconds per frame, frame 0 at the
     /// subscription.
@@ -49,8 +84,9 @@ public final class TestRecorder<Value>: @unchecked Sendable {
     /// - Parameters:
     ///   - tick: virtual seconds per character.
     ///   - render: how a value is drawn (one character reads best).
+    /// - Returns: the diagram, one character per frame up to the last event.
     public func marble(tick: Double = 1, render: (Value) -> String = { String(describing: $0) }) -> String {
-        let tickNs = max(1, SchedulerTime.nanoseconds(tick))
+        let tickNs = max(1, Int64((tick * 1e9).rounded()))
         let entries = events.map { r -> Marble.Entry in
             let frame = Int((Int64(r.time.nanoseconds) - Int64(start.nanoseconds)) / tickNs)
             return Marble.Entry(frame: frame, event: r.event.map(render))
@@ -61,11 +97,14 @@ public final class TestRecorder<Value>: @unchecked Sendable {
 
 extension TestScheduler {
     /// Subscribes to `signal` now and records its events with their virtual times.
+    ///
+    /// - Parameter signal: the signal under test.
+    /// - Returns: the recorder; dispose it to stop recording.
     public func record<Value>(_ signal: Signal<Value>) -> TestRecorder<Value> {
         let recorder = TestRecorder<Value>(scheduler: self)
         // Weak: the recorder holds its subscription (a strong capture would be a cycle
         // keeping the recorder and this scheduler alive after the test).
-        recorder.subscription = signal.subscribeEvents { [weak recorder] in recorder?.receive($0) }
+        recorder.attach(signal.subscribeEvents { [weak recorder] in recorder?.receive($0) })
         return recorder
     }
 
@@ -127,7 +166,7 @@ public struct MarbleExpectation: CustomStringConvertible, Sendable {
 /// ```swift
 /// let s = TestScheduler()
 /// let source = s.createColdSignal("-a-b-----c|")
-/// #expect(expect(source.throttle(2, on: s), on: s) == "----b----c|")
+/// #expect(expect(source.throttle(2, on: s), on: s) == "-----b----(c|)")
 /// ```
 ///
 /// - Parameters:

@@ -1,0 +1,7 @@
+/// State of `retry(when:)`: the last error (sent on when the handler completes) and a
+/// terminal event of the handler held while an attempt is being subscribed.
+final class RetryWhenState<Value>: ResubscribeState, @unchecked Sendable {
+    var lastError: (any Error)?
+    /// The handler's terminal event, held while an attempt is being subscribed.
+    var handlerEnded: Event<Value>?
+}
