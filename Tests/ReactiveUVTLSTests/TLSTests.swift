@@ -102,12 +102,18 @@ final class TLSTests: XCTestCase {
             .subscribeNext { accepted = $0 }
         XCTAssertTrue(loop.run(until: { port != 0 }, timeout: 60))
         // The client writes at once and shuts down; nobody on the server reads yet.
+        var lateWrite: (any Error)?
         let client = Recorder<Void>()
         let clientSubscription = client.subscribe(TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: certs.ca), on: loop)
-            .flattenMap { c in c.write("early one\nearly two\n").then { c.shutdown() }.concat(Signal.return(())) }
+            .flattenMap { c in
+                c.write("early one\nearly two\n").then { c.shutdown() }
+                    .then { c.write("too late").catch { lateWrite = $0; return .empty() } }
+                    .concat(Signal.return(()))
+            }
             .take(1))
         XCTAssertTrue(loop.run(until: { client.terminated && accepted != nil }, timeout: 60))
         XCTAssertNil(client.error, "\(client.events)")
+        XCTAssertEqual((lateWrite as? UVError)?.name, "EPIPE", "a write after shutdown: \(String(describing: lateWrite))")
         let connection = try XCTUnwrap(accepted)
         XCTAssertTrue(connection.protocolVersion.hasPrefix("TLSv1."))
 
