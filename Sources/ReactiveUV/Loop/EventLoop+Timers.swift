@@ -105,7 +105,10 @@ final class LoopTimer: Disposable, @unchecked Sendable {
                 uv_timer_init(loop.uvLoop, $0)
             }
             h.owner = self
-            h.onLoopShutdown = { [unowned self] in _ = markDisposed() }
+            h.onLoopShutdown = { [unowned self] in
+                _ = markDisposed()
+                closeHandle()  // with the close callback that lets go of the block
+            }
             handle = h
         } catch {
             _ = markDisposed()

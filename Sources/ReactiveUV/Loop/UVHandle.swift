@@ -337,7 +337,7 @@ final class UVRequest<Request>: @unchecked Sendable {
         if rc < 0 {
             finished = true
             me.release()
-            throw UVError(code: rc, operation: operation, target: target)
+            throw uvError(rc, operation, target)
         }
         submitted = true
         loop?.noteWatcherStarted()

@@ -166,7 +166,7 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
         if stopped { return }  // cancelled by our own disposal: silent
         stopped = true
         if status < 0 {
-            return finish(.failure(UVError(code: status, operation: operation, target: target)))
+            return finish(.failure(uvError(status, operation, target)))
         }
         var addresses: [SocketAddress] = []
         var node = result

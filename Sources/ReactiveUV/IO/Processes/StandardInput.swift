@@ -101,10 +101,11 @@ public enum StandardInput {
                 isTTY ? uv_tty_init(loop.uvLoop, uvCast($0), fd, 1) : uv_pipe_init(loop.uvLoop, uvCast($0), 0)
             }
             if !isTTY {
-                let rc = uv_pipe_open(uvCast(stream.handle), fd)
-                if rc < 0 {
+                do {
+                    try stream.uv.check(uv_pipe_open(uvCast(stream.handle), fd), "read")
+                } catch {
                     stream.close()
-                    throw UVError(code: rc, operation: "read", target: name)
+                    throw error
                 }
             }
         } catch {
@@ -198,7 +199,7 @@ final class DescriptorFileReader: @unchecked Sendable {
             observer(.completed)
             lifetime.dispose()
         } else if result != Int(UV_ECANCELED.rawValue) {
-            fail(UVError(code: Int32(result), operation: "read", target: name))
+            fail(uvError(result, "read", name))
         }
     }
 

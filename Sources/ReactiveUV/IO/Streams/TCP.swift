@@ -203,7 +203,7 @@ final class TCPConnectAttempt: @unchecked Sendable {
             return
         }
         if status < 0 {
-            failed(UVError(code: status, operation: "connect", target: stream.target))
+            failed(uvError(status, "connect", stream.target))
             return
         }
         // TCP's simultaneous open: connecting to a local port nothing listens on can pick that

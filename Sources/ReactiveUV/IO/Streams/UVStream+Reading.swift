@@ -132,7 +132,7 @@ extension UVStream {
             // Both directions are done: the connection is over.
             if shutdownState == .done { close() }
         } else if count < 0 {
-            close(UVError(code: Int32(count), operation: "read", target: target))
+            close(uvError(count, "read", target))
         }
         // 0 is libuv's EAGAIN: nothing to do.
     }

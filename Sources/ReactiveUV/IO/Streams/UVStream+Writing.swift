@@ -81,7 +81,7 @@ extension UVStream {
             if written >= 0 {
                 offset = written
             } else if written != Int(UV_EAGAIN.rawValue) {
-                let error = UVError(code: Int32(written), operation: "write", target: target)
+                let error = uvError(written, "write", target)
                 close(error)
                 return .failed(error)
             }
@@ -129,9 +129,9 @@ extension UVStream {
         var error: (any Error)?
         if status == UV_ECANCELED.rawValue {
             // The stream was closed with the write still queued.
-            error = closeReason ?? UVError(code: status, operation: "write (connection closed)", target: target)
+            error = closeReason ?? uvError(status, "write (connection closed)", target)
         } else if status < 0 {
-            let failure = UVError(code: status, operation: "write", target: target)
+            let failure = uvError(status, "write", target)
             close(failure)
             error = failure
         }
@@ -204,9 +204,9 @@ extension UVStream {
         shutdownWaiters = []
         var error: (any Error)?
         if status == UV_ECANCELED.rawValue {
-            error = closeReason ?? UVError(code: status, operation: "shutdown (connection closed)", target: target)
+            error = closeReason ?? uvError(status, "shutdown (connection closed)", target)
         } else if status < 0 {
-            let failure = UVError(code: status, operation: "shutdown", target: target)
+            let failure = uvError(status, "shutdown", target)
             close(failure)
             error = failure
         } else {

@@ -173,7 +173,7 @@ final class UnixConnectAttempt: @unchecked Sendable {
         }
         if status < 0 {
             stream.close()
-            if !lifetime.isDisposed { observer(.error(UVError(code: status, operation: "connect", target: path))) }
+            if !lifetime.isDisposed { observer(.error(uvError(status, "connect", path))) }
             lifetime.dispose()
             return
         }
