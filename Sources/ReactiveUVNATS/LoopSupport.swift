@@ -30,8 +30,7 @@ extension EventLoop {
     /// process (4 threads unless `UV_THREADPOOL_SIZE` says otherwise) and also runs every
     /// file-system request and name lookup; a JetStream request can block one of its threads
     /// for its whole timeout, and file reads queued behind it would wait, or the request
-    /// would wait behind them (the suspected cause of a replay consumer that never started in
-    /// one full test run, where other tests' file requests shared the pool). Management calls are rare, so a
+    /// would wait behind them. Management calls are rare, so a
     /// short-lived detached thread each costs nothing that matters.
     func runOffLoop<Result>(_ work: @escaping () -> Result, done: @escaping (Result) -> Void) {
         let job: OffLoopWork = OffLoopJob(loop: self, work: work, done: done)
