@@ -11,7 +11,7 @@ import ReactiveUV
 ///
 /// Why management calls run off the loop: cnats's JetStream requests (`js_AddStream`,
 /// `js_GetStreamInfo`, consumer creation) block until their reply, which is read by the
-/// very loop they would block (NATS-NOTES pitfall 1). They run on libuv's thread pool and
+/// very loop they would block (NATS-NOTES pitfall 1). They run on a short-lived thread each and
 /// their results come back on the loop. Publishing is asynchronous (`js_PublishMsgAsync`)
 /// and happens on the loop; cnats delivers acknowledgements on a thread of its own, which
 /// hands them to the loop (pitfall 5).
