@@ -202,6 +202,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if current === reader { current = nil }
         if stopped { return cleanUpIfDone() }
         releaseHeldReaders()
+        pokeDeferredReaders()
     }
 
     /// A read or check failed: the subscription ends with `error`.
@@ -579,6 +580,25 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     }
 
     var hasCurrentFile: Bool { current != nil }
+
+    /// Whether a file older than `reader` (before it in ``readers``) is still being read:
+    /// `reader` then waits (see ``TailFileReader/poke()``).
+    func olderReaderIsReading(before reader: TailFileReader) -> Bool {
+        for other in readers {
+            if other === reader { return false }
+            if other.isOpen && !other.reachedEnd && !other.held { return true }
+        }
+        return false
+    }
+
+    /// `reader` read its file to the end for now: younger files waiting for it go on.
+    func readerReachedEnd(_ reader: TailFileReader) {
+        pokeDeferredReaders()
+    }
+
+    private func pokeDeferredReaders() {
+        for waiting in readers where waiting.deferred && !stopped { waiting.poke() }
+    }
 
     // MARK: - Output
 
