@@ -32,8 +32,10 @@ extension File {
     /// however many rotations happen while reading lags. After a rotation the new file is
     /// read at once; the old one keeps being read — including lines its writer appends
     /// after the rename — until it is deleted, quiet for `rotationQuietPeriod` while a
-    /// newer file is at the path, or replaced once more. Chunks of different files may
-    /// interleave; within a file they come in order, exactly once.
+    /// newer file is at the path, or replaced once more. Files are read in the order they
+    /// were at the path: a newer file waits only while an older one still has lines to read
+    /// (reading lags), never for the quiet period. Every line comes exactly once; lines a
+    /// writer appends to the old file after the rename interleave with the new file's.
     ///
     /// **Start.** What the path holds when `subscribe` runs is opened synchronously and
     /// gets `start`; a file that appears later is read from its first byte, so lines

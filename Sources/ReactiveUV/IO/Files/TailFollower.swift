@@ -14,7 +14,8 @@ import Glibc
 /// reopens the path (GNU `tail -F` loses those) — until it is deleted, replaced once more,
 /// or quiet for the rotation quiet period while a newer file is at the path. However many
 /// rotations happen while a reader lags behind, every file is opened when it appears and
-/// read to its end. Lines of all files are delivered as they are read, each chunk tagged
+/// read to its end, in the order the files were at the path (a newer file waits only while an
+/// older one still has lines to read). Each chunk is tagged
 /// with its file's identity and byte offset.
 ///
 /// **Seeing changes.** An inotify watch on the path's directory (`uv_fs_event`): an event
