@@ -37,8 +37,12 @@
  *   loop's thread; callbacks of a subject's subscribers run on the thread that sends into
  *   the subject, serialized (never two at once for one subscription), unless
  *   ruv_signal_deliver_on() moves them onto the loop. Callbacks may call back into this
- *   API (send into a subject, subscribe, dispose their own subscription, release the
- *   signal they are subscribed to), except the loop-running functions.
+ *   API (send into a subject, subscribe, dispose and release their own subscription or
+ *   another one, release the signal they are subscribed to, write to the connection they
+ *   read), except the loop-running functions. Disposal from inside any callback, at any
+ *   point of a chunk (a read split into lines) or a burst, never crashes: nothing is
+ *   delivered to that subscription after ruv_subscription_dispose() returns, and every
+ *   handle it opened is closed (Tests/ReactiveUVEmbedTests/C/dispose-matrix.c).
  *
  * Callback contexts.  Every callback gets the `void *ctx` given with it. ReactiveUV never
  *   reads or frees it: keep it valid for as long as the callback can be called (for an
@@ -215,7 +219,8 @@ int ruv_runtime_backend_fd(ruv_runtime_t *runtime);
 /**
  * How long a foreign poll loop may wait on ruv_runtime_backend_fd() before it must call
  * ruv_runtime_run_once(), in milliseconds: 0 when there is work to do now (callbacks to
- * run, handles that were started and are not yet watched), -1 when only an event on the
+ * run, handles started since the loop last ran, whose descriptors libuv registers only in
+ * its next iteration), -1 when only an event on the
  * descriptor can bring work (nothing is scheduled), otherwise the time until the next timer.
  * Thread: the loop's thread. Returns: the timeout (>= -1); UV_EINVAL; RUV_EWRONGTHREAD;
  * RUV_ECLOSED after ruv_runtime_close().

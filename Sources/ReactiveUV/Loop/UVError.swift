@@ -124,6 +124,19 @@ public struct UVError: Error, CustomStringConvertible, Equatable, Hashable, Send
 /// - Throws: ``UVError`` when `rc` is negative.
 @discardableResult
 func uvCheck(_ rc: Int32, _ operation: String, _ target: String? = nil) throws -> Int32 {
-    if rc < 0 { throw UVError(code: rc, operation: operation, target: target) }
+    if rc < 0 { throw uvError(rc, operation, target) }
     return rc
+}
+
+/// The non-throwing side of ``uvCheck(_:_:_:)``: the error for a negative libuv code that
+/// arrives as a callback's status (`uv_connect_cb`, `uv_write_cb`, an fs request's result,
+/// a read's count) rather than as a return value. Built here, like every libuv error.
+///
+/// - Parameters:
+///   - code: the negative libuv code (any integer width: read counts are `Int`).
+///   - operation: what was being done.
+///   - target: the path or address, if any.
+/// - Returns: the ``UVError``.
+func uvError<Code: BinaryInteger>(_ code: Code, _ operation: String, _ target: String? = nil) -> UVError {
+    UVError(code: Int32(clamping: code), operation: operation, target: target)
 }

@@ -285,7 +285,8 @@ final class UVRequest<Request>: @unchecked Sendable {
     let type: uv_req_type
     /// What the callback reaches (a waiter, a job); released with the request.
     var owner: AnyObject?
-    /// Whether libuv accepted the request (so `uv_fs_req_cleanup` applies).
+    /// Whether libuv ever accepted the request (so `uv_fs_req_cleanup` applies; it is
+    /// idempotent).
     private var submitted = false
     /// Whether the callback took the request back (``cancel()`` then does nothing).
     private var finished = false
@@ -297,6 +298,8 @@ final class UVRequest<Request>: @unchecked Sendable {
     init(_ type: uv_req_type, owner: AnyObject? = nil, extraBytes: Int = 0) {
         let header = (max(uv_req_size(type), MemoryLayout<Request>.size) + 15) & ~15
         memory = .allocate(byteCount: header + extraBytes, alignment: 16)
+        // Zeroed, so a cleanup after a submission libuv refused reads no garbage.
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: header)
         extra = memory + header
         self.type = type
         self.owner = owner
@@ -312,7 +315,8 @@ final class UVRequest<Request>: @unchecked Sendable {
 
     /// Hands the request to libuv: `body` makes the call (`uv_write`, `uv_fs_open`...), its
     /// return code goes through the one check, and on success the request holds itself
-    /// (+1) until ``finish(_:)``.
+    /// (+1) until ``finish(_:)``. A request may be submitted again after its callback
+    /// (one in flight at a time); a `uv_fs_t` is cleaned up from its previous use first.
     ///
     /// - Parameters:
     ///   - operation: names the call in an error.
@@ -325,12 +329,15 @@ final class UVRequest<Request>: @unchecked Sendable {
         _ operation: String, _ target: String? = nil, on loop: EventLoop? = nil,
         _ body: (UnsafeMutablePointer<Request>) -> Int32
     ) throws {
+        if submitted && type == UV_FS { uv_fs_req_cleanup(uvCast(memory)) }
         let me = Unmanaged.passRetained(self)
         uvCast(memory, as: uv_req_t.self).pointee.data = me.toOpaque()
+        finished = false
         let rc = body(pointer)
         if rc < 0 {
+            finished = true
             me.release()
-            throw UVError(code: rc, operation: operation, target: target)
+            throw uvError(rc, operation, target)
         }
         submitted = true
         loop?.noteWatcherStarted()

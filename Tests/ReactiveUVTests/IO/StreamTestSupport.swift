@@ -29,14 +29,16 @@ func userHandleCount(_ loop: EventLoop) -> Int {
 /// IO objects (streams, listeners, processes) registered on `loop`: for the shared loops,
 /// where other tests' timers may live too. Call on the loop's thread.
 func ioResourceCount(_ loop: EventLoop) -> Int {
-    loop.resources.values.filter {
-        guard let owner = ($0 as? UVHandleCore)?.owner else { return false }
-        return owner is UVStream || owner is StreamListener || owner is SubprocessRun
-    }.count
+    loop.resources.values.filter { isIOResource($0) }.count
 }
 
-/// Runs `loop` (this thread's) until every IO handle is closed and freed and no IO object
-/// is registered; then closes the loop. Fails the test if handles stay open.
+/// The one "all handles closed" check every IO test on a loop of its own ends with (libuv's
+/// tests end the same way): runs `loop` (this thread's) until no handle but the loop's own
+/// two is left, closing or not (every close callback ran, so every handle's memory is
+/// freed), and nothing is registered with it; then closes it, which `uv_loop_close` allows
+/// only with no handle and no request left. Fails the test otherwise. Tests on the shared
+/// loops check ``ioResourceCount(_:)`` / ``mainLoopIOResources()`` instead, which count
+/// with the same predicate (``isIOResource(_:)``).
 func assertAllHandlesClosedAndClose(
     _ loop: EventLoop, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line
 ) {

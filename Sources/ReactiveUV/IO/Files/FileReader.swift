@@ -80,7 +80,7 @@ final class FileReader: LoopResource, @unchecked Sendable {
     private func opened(_ rc: Int) {
         if rc >= 0 { fd = Int32(rc) }
         if stopped { return closeFile(then: nil) }
-        if rc < 0 { return closeFile(then: UVError(code: Int32(rc), operation: "open", target: path)) }
+        if rc < 0 { return closeFile(then: uvError(rc, "open", path)) }
         readNext()
     }
 
@@ -90,7 +90,7 @@ final class FileReader: LoopResource, @unchecked Sendable {
 
     private func didRead(_ n: Int) {
         if stopped { return closeFile(then: nil) }
-        if n < 0 { return closeFile(then: UVError(code: Int32(n), operation: "read", target: path)) }
+        if n < 0 { return closeFile(then: uvError(n, "read", path)) }
         if n == 0 {
             atEnd()
             return closeFile(then: nil, completing: true)

@@ -104,7 +104,7 @@ final class FileWatcher: LoopSourceWatcher, @unchecked Sendable {
             }
             h.owner = self
             handle = h
-            try path.withCString { p in
+            _ = try path.withCString { p in
                 try h.started(uv_fs_event_start(h.pointer, { h, filename, events, status in
                     guard let h else { return }
                     UVHandleCore.owner(of: h, as: FileWatcher.self)
@@ -120,7 +120,7 @@ final class FileWatcher: LoopSourceWatcher, @unchecked Sendable {
     private func fired(filename: String?, events: Int32, status: Int32) {
         if stopped { return }
         if status < 0 {
-            let error = UVError(code: status, operation: "watch", target: path)
+            let error = uvError(status, "watch", path)
             stop()
             return fail(error)
         }

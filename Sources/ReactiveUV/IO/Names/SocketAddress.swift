@@ -70,7 +70,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         var name = [CChar](repeating: 0, count: 64)
         let (family, port): (Family, Int) = withUnsafePointer(to: &copy) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                _ = uv_ip_name(sa, &name, name.count)
+                // Cannot fail: the family is AF_INET or AF_INET6 (the callers checked) and 64
+                // bytes hold any IPv6 text (INET6_ADDRSTRLEN is 46); an empty host if it did.
+                _ = try? uvCheck(uv_ip_name(sa, &name, name.count), "uv_ip_name")
                 if Int32(sa.pointee.sa_family) == AF_INET6 {
                     let port = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
                     return (.ipv6, Int(UInt16(bigEndian: port)))
@@ -85,10 +87,10 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Calls `body` with the address as a `sockaddr` pointer (for bind and connect).
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) throws -> R) rethrows -> R {
         var copy = storage
-        return withUnsafePointer(to: &copy) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1, body)
+        return try withUnsafePointer(to: &copy) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1, body)
         }
     }
 

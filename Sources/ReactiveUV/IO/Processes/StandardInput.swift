@@ -101,10 +101,11 @@ public enum StandardInput {
                 isTTY ? uv_tty_init(loop.uvLoop, uvCast($0), fd, 1) : uv_pipe_init(loop.uvLoop, uvCast($0), 0)
             }
             if !isTTY {
-                let rc = uv_pipe_open(uvCast(stream.handle), fd)
-                if rc < 0 {
+                do {
+                    try stream.uv.check(uv_pipe_open(uvCast(stream.handle), fd), "read")
+                } catch {
                     stream.close()
-                    throw UVError(code: rc, operation: "read", target: name)
+                    throw error
                 }
             }
         } catch {
@@ -138,7 +139,8 @@ final class DescriptorFileReader: @unchecked Sendable {
     let name: String
     let observer: Sink<[UInt8]>
     let lifetime: CompoundDisposable
-    let request = UnsafeMutablePointer<uv_fs_t>.allocate(capacity: 1)
+    /// The one `uv_fs_t`, reused; its owner is this reader while a read is in flight.
+    let request = UVRequest<uv_fs_t>(UV_FS)
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: UVStream.readBufferSize, alignment: 16)
     var inFlight = false
 
@@ -151,13 +153,13 @@ final class DescriptorFileReader: @unchecked Sendable {
     }
 
     deinit {
-        request.deallocate()
         buffer.deallocate()
     }
 
     func start() {
         lifetime.add(Disposable { [self] in
-            loop.perform { if self.inFlight { _ = uv_cancel(uvCast(UnsafeMutableRawPointer(self.request))) } }
+            // EBUSY (the read is running) is expected: its result is dropped.
+            loop.perform { if self.inFlight { self.request.cancel() } }
         })
         readNext()
     }
@@ -165,18 +167,23 @@ final class DescriptorFileReader: @unchecked Sendable {
     private func readNext() {
         var buf = uv_buf_init(buffer.assumingMemoryBound(to: CChar.self), UInt32(UVStream.readBufferSize))
         // The request holds the reader until its callback.
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        let rc = uv_fs_read(loop.uvLoop, request, fd, &buf, 1, -1) { request in
-            guard let request else { return }
-            let reader = Unmanaged<DescriptorFileReader>.fromOpaque(request.pointee.data).takeRetainedValue()
-            let result = request.pointee.result
-            uv_fs_req_cleanup(request)
-            reader.inFlight = false
-            reader.finished(result)
-        }
-        if rc < 0 {
-            Unmanaged<DescriptorFileReader>.fromOpaque(request.pointee.data).release()
-            fail(UVError(code: rc, operation: "read", target: name))
+        request.owner = self
+        do {
+            try request.submit("read", name) { request in
+                uv_fs_read(loop.uvLoop, request, fd, &buf, 1, -1) { request in
+                    guard let request else { return }
+                    let uvRequest = UVRequest<uv_fs_t>.finish(request)
+                    let reader = uvRequest.owner(as: DescriptorFileReader.self)
+                    uvRequest.owner = nil
+                    let result = request.pointee.result
+                    uv_fs_req_cleanup(request)
+                    reader.inFlight = false
+                    reader.finished(result)
+                }
+            }
+        } catch {
+            request.owner = nil
+            fail(error as? UVError ?? UVError(code: UV_EINVAL.rawValue, operation: "read", target: name))
             return
         }
         inFlight = true
@@ -192,7 +199,7 @@ final class DescriptorFileReader: @unchecked Sendable {
             observer(.completed)
             lifetime.dispose()
         } else if result != Int(UV_ECANCELED.rawValue) {
-            fail(UVError(code: Int32(result), operation: "read", target: name))
+            fail(uvError(result, "read", name))
         }
     }
 

@@ -74,7 +74,7 @@ final class StreamListener: @unchecked Sendable {
             // Running out of descriptors or memory, or a client that gave up before we
             // accepted it, is the moment's trouble, not the server's end: keep listening.
             if StreamListener.transientAcceptErrors.contains(status) { return }
-            fail(UVError(code: status, operation: "accept", target: target))
+            fail(uvError(status, "accept", target))
             return
         }
         let client: UVStream
@@ -90,7 +90,7 @@ final class StreamListener: @unchecked Sendable {
         if rc < 0 {
             client.close()
             if StreamListener.transientAcceptErrors.contains(rc) { return }
-            fail(UVError(code: rc, operation: "accept", target: target))
+            fail(uvError(rc, "accept", target))
             return
         }
         let connection = wrap(client)

@@ -26,10 +26,18 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
         remoteAddress = SocketAddress.peer(of: tcp)
         if let remoteAddress { stream.target = remoteAddress.description }
         super.init(stream: stream)
-        // Both only fail on a socket that is already gone; the connection's first read or
-        // write reports that properly.
-        if options.noDelay { _ = uv_tcp_nodelay(tcp, 1) }
-        if let delay = options.keepAlive { _ = uv_tcp_keepalive(tcp, 1, UInt32(clamping: max(1, delay))) }
+        // Both only fail on a socket that is already gone: the connection then closes with
+        // that error, which its reads and writes report.
+        if options.noDelay { TCPConnection.apply(stream, "uv_tcp_nodelay") { uv_tcp_nodelay(tcp, 1) } }
+        if let delay = options.keepAlive {
+            TCPConnection.apply(stream, "uv_tcp_keepalive") { uv_tcp_keepalive(tcp, 1, UInt32(clamping: max(1, delay))) }
+        }
+    }
+
+    /// Runs a socket option call on an open stream; a failure closes the stream with it.
+    static func apply(_ stream: UVStream, _ operation: String, _ call: () -> Int32) {
+        guard stream.state == .open else { return }
+        do { try stream.uv.check(call(), operation) } catch { stream.close(error) }
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`, `enabled` true) or on again.
@@ -43,8 +51,7 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     public func setNoDelay(_ enabled: Bool) {
         let stream = self.stream
         stream.loop.perform {
-            guard stream.state == .open else { return }
-            _ = uv_tcp_nodelay(uvCast(stream.handle), enabled ? 1 : 0)
+            TCPConnection.apply(stream, "uv_tcp_nodelay") { uv_tcp_nodelay(uvCast(stream.handle), enabled ? 1 : 0) }
         }
     }
 
@@ -60,8 +67,9 @@ public final class TCPConnection: StreamConnection, @unchecked Sendable {
     public func setKeepAlive(_ enabled: Bool, delay: Int = 60) {
         let stream = self.stream
         stream.loop.perform {
-            guard stream.state == .open else { return }
-            _ = uv_tcp_keepalive(uvCast(stream.handle), enabled ? 1 : 0, UInt32(clamping: max(1, delay)))
+            TCPConnection.apply(stream, "uv_tcp_keepalive") {
+                uv_tcp_keepalive(uvCast(stream.handle), enabled ? 1 : 0, UInt32(clamping: max(1, delay)))
+            }
         }
     }
 
