@@ -56,6 +56,13 @@ extension File {
     /// and FUSE file systems, a failing watch) the path is polled with `uv_fs_poll` and
     /// ``TailNotice/polling(path:reason:)`` says so.
     ///
+    /// **Where the work happens.** Reads of uncached data run on libuv's pool; what the
+    /// page cache holds is read on the loop thread without waiting (`RWF_NOWAIT`). The
+    /// small checks — `stat` of the path at a rename event, `open` and a 64-byte read of a
+    /// new file, `fstat` and a 64-byte read at each end of file — are plain system calls on
+    /// the loop thread: microseconds on a local file system, a round trip to the server on
+    /// a network one.
+    ///
     /// - Parameters:
     ///   - path: the file to follow.
     ///   - start: where to start in the file the path holds now (ignored for files the
