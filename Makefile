@@ -30,7 +30,7 @@ bench: deps
 ## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
 ## swift-docc-plugin, so the library's users never resolve a documentation dependency.
 docs: deps
-	SWIFT=$(SWIFT) ./scripts/build-docs.sh
+	SWIFT="$(SWIFT)" ./scripts/build-docs.sh
 
 clean:
 	rm -rf .build Benchmarks/.build $(LOGCAST)/.build
