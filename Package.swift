@@ -13,6 +13,12 @@ let package = Package(
         .library(name: "ReactiveUVTestKit", targets: ["ReactiveUVTestKit"]),
         // The C embedding API: libreactiveuv.so plus Sources/CReactiveUVEmbed/include/reactiveuv.h.
         .library(name: "reactiveuv", type: .dynamic, targets: ["ReactiveUVEmbed"]),
+        // NATS and JetStream as signals over cnats (Debian libnats-dev); the core library
+        // above stays libuv-only.
+        .library(name: "ReactiveUVNATS", targets: ["ReactiveUVNATS"]),
+        // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
+        // so the core library stays libuv-only.
+        .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -34,6 +40,19 @@ let package = Package(
             name: "ReactiveUV",
             dependencies: ["CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUV"
+        ),
+        // OpenSSL from the system (Debian's libssl-dev, 3.x): libssl and libcrypto.
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // TLS.listen / TLS.connect: OpenSSL through memory BIOs over TCP connections.
+        .target(
+            name: "ReactiveUVTLS",
+            dependencies: ["ReactiveUV", "COpenSSL"],
+            path: "Sources/ReactiveUVTLS"
         ),
         .target(
             name: "ReactiveUVTestKit",
@@ -58,6 +77,25 @@ let package = Package(
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "--version-script=\(packageDirectory)Sources/ReactiveUVEmbed/reactiveuv.map"]),
             ]
         ),
+        // cnats from the system (Debian's libnats-dev, 3.4.1): the NATS and JetStream client.
+        .systemLibrary(
+            name: "CNATS",
+            path: "Sources/CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        // cnats's libuv adapter, a header of non-static functions, compiled exactly once.
+        .target(
+            name: "CNATSLibuv",
+            dependencies: ["CNATS", "CLibUV"],
+            path: "Sources/CNATSLibuv",
+            publicHeadersPath: "include"
+        ),
+        .target(
+            name: "ReactiveUVNATS",
+            dependencies: ["ReactiveUV", "CNATS", "CNATSLibuv", "CLibUV", "CSystemShims"],
+            path: "Sources/ReactiveUVNATS"
+        ),
         .executableTarget(
             name: "ruv-demo",
             dependencies: ["ReactiveUV"],
@@ -68,6 +106,12 @@ let package = Package(
             name: "ruv-echo",
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-echo"
+        ),
+        // A UDP echo server (prints its bound address once); the UDP echo benchmark's subject.
+        .executableTarget(
+            name: "ruv-udp-echo",
+            dependencies: ["ReactiveUV"],
+            path: "Examples/ruv-udp-echo"
         ),
         // Prints StandardInput.lines; the IO tests pipe into it.
         .executableTarget(
@@ -94,6 +138,18 @@ let package = Package(
             name: "ReactiveUVTests",
             dependencies: ["ReactiveUV", "ReactiveUVTestKit", "CSystemShims", "CLibUV"],
             path: "Tests/ReactiveUVTests"
+        ),
+        // NATS against real nats-server processes on loopback (one server, a 3-node cluster).
+        .testTarget(
+            name: "ReactiveUVNATSTests",
+            dependencies: ["ReactiveUVNATS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVNATSTests"
+        ),
+        // TLS against certificates the tests make with the openssl command.
+        .testTarget(
+            name: "ReactiveUVTLSTests",
+            dependencies: ["ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVTLSTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.

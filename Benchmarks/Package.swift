@@ -63,5 +63,34 @@ let package = Package(
             path: "Sources/logcast-bench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // logcast's NATS path (`--publish`, `--from`): file → JetStream (1 and 3 nodes) and
+        // stream → hub client, with real nats-servers (build logcast in release first).
+        .executableTarget(
+            name: "logcast-nats-bench",
+            dependencies: [
+                .product(name: "ReactiveUV", package: "ReactiveUV"),
+                .product(name: "ReactiveUVNATS", package: "ReactiveUV"),
+            ],
+            path: "Sources/logcast-nats-bench",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        // UDP echo (ruv-udp-echo against a C libuv UDP echo server, one C load generator
+        // checking every datagram and counting loss) and TLS echo against plain TCP.
+        .target(
+            name: "CUDPBench",
+            path: "Sources/CUDPBench",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("uv")]
+        ),
+        .executableTarget(
+            name: "udp-tls-bench",
+            dependencies: [
+                "CUDPBench",
+                .product(name: "ReactiveUV", package: "ReactiveUV"),
+                .product(name: "ReactiveUVTLS", package: "ReactiveUV"),
+            ],
+            path: "Sources/udp-tls-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

@@ -1,12 +1,20 @@
 // ruv-tail: `tail -F` on ReactiveUV.
 //
-//     ruv-tail [-n N | -n +K] FILE
+//     ruv-tail [-n N | -n +K] [--state DIR] [--poll] FILE
 //
-// Prints every line of `File.tailChunks(FILE)` — `File.tail` with whole lines delivered as
-// byte chunks rather than one String each — to standard output until SIGINT or SIGTERM
-// (watched with `UnixSignal.signal`), then exits 0. `-n N` starts with the last N lines
-// (default 10), `-n +K` from line K, as in GNU tail; `-f`/`-F` are accepted and ignored
-// (following by name, with retries, is the only mode).
+// Prints every line of `File.follow(FILE)` — every file that lives at the path, followed by
+// identity through rotations, truncation and absence — to standard output until SIGINT or
+// SIGTERM (watched with `UnixSignal.signal`), then exits 0. `-n N` starts with the last N
+// lines (default 10; an unfinished last line counts and is printed, as GNU tail does),
+// `-n +K` from line K; `-f`/`-F` are accepted and ignored (following by name, with retries,
+// is the only mode). What happens to the file is said on standard error, as `tail -F`
+// does: missing, appeared, replaced, truncated, bytes lost, polling.
+//
+// `--state DIR` keeps durable positions in DIR (a `TailCheckpointStore`): a line is
+// acknowledged once it has been written to standard output, and positions are saved
+// every 0.05 s (`--save-interval`) and at exit; a ruv-tail started again with the same DIR — even after
+// SIGKILL, even if the file was rotated meanwhile — goes on after the last saved line.
+// `--poll` follows with `uv_fs_poll` instead of inotify (also `RUV_TAIL_POLL=1`).
 //
 // Output is written a chunk at a time: a chunk holds whole lines, as many as one read found
 // (up to 32 KiB when catching up on a file in the page cache, 256 KiB when reading from
@@ -19,10 +27,36 @@ import ReactiveUV
 struct Options {
     var start: TailStart = .lastLines(10)
     var path = ""
+    var stateDirectory: String?
+    var poll = false
+    var saveInterval = 0.05
 }
 
+let synopsis = "usage: ruv-tail [-n N | -n +K] [--state DIR [--save-interval S]] [--poll] FILE\n"
+
+let help = synopsis + """
+
+    Print the last lines of FILE, then every line appended to it, following the file
+    through rotation (rename or delete-and-create), truncation and absence, like
+    `tail -F`. Every file that lives at the path is read to its end, however fast it
+    rotates; what happens is said on standard error.
+
+      -n, --lines=N     start with the last N lines (default 10); -n +K starts at line K
+      -f, -F, --follow  accepted and ignored: following by name is the only mode
+      --state DIR       remember in DIR how far each file was printed (saved every
+                        --save-interval seconds and at exit); started again with DIR, go
+                        on after the last line saved, also through a rotation meanwhile
+      --save-interval S seconds between saves of the state (default 0.05)
+      --poll            poll the file's status instead of using inotify
+      -h, --help        print this help and exit
+
+    Exits 0 on SIGINT or SIGTERM, 1 when the file cannot be followed (no permission,
+    a directory, a read error), 2 for a bad command line.
+
+    """
+
 func usage(_ message: String) -> Never {
-    let text = "ruv-tail: \(message)\nusage: ruv-tail [-n N | -n +K] FILE\n"
+    let text = "ruv-tail: \(message)\n" + synopsis
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -60,6 +94,23 @@ func parse(_ arguments: [String]) -> Options {
             options.start = parseCount(String(argument.dropFirst(2)))
         } else if argument == "-f" || argument == "-F" || argument == "--follow" || argument == "--follow=name" {
             continue
+        } else if argument == "-h" || argument == "--help" {
+            _ = help.withCString { write(1, $0, strlen($0)) }
+            exit(0)
+        } else if argument == "--state" {
+            guard index < arguments.count else { usage("option '--state' requires an argument") }
+            options.stateDirectory = arguments[index]
+            index += 1
+        } else if argument.hasPrefix("--state=") {
+            options.stateDirectory = String(argument.dropFirst("--state=".count))
+        } else if argument == "--save-interval" {
+            guard index < arguments.count, let seconds = Double(arguments[index]), seconds > 0 else {
+                usage("option '--save-interval' requires a positive number of seconds")
+            }
+            options.saveInterval = seconds
+            index += 1
+        } else if argument == "--poll" {
+            options.poll = true
         } else {
             usage("unknown option '\(argument)'")
         }
@@ -91,8 +142,26 @@ final class BatchWriter: @unchecked Sendable {
 
     private let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: BatchWriter.capacity)
     private let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+    /// Where positions go once their lines are written (with `--state`).
+    private let store: TailCheckpointStore?
+    /// The end offsets of chunks batched but not yet written, per file.
+    private var unwritten: [FileIdentity: Int64] = [:]
 
-    init() { state.initialize(to: State()) }
+    init(store: TailCheckpointStore?) {
+        self.store = store
+        state.initialize(to: State())
+    }
+
+    /// Adds a chunk of lines; its position is acknowledged once it is written.
+    func add(_ chunk: TailChunk) {
+        add(chunk.bytes)
+        guard let store else { return }
+        if state.pointee.count == 0 {
+            store.acknowledge(chunk.identity, through: chunk.endOffset)  // written already
+        } else {
+            unwritten[chunk.identity] = chunk.endOffset
+        }
+    }
 
     /// Adds whole lines (each already ending with its line break).
     func add(_ lines: [UInt8]) {
@@ -136,6 +205,10 @@ final class BatchWriter: @unchecked Sendable {
     private func writeOut() {
         writeAll(UnsafeBufferPointer(start: bytes, count: state.pointee.count))
         state.pointee.count = 0
+        if let store, !unwritten.isEmpty {
+            for (identity, offset) in unwritten { store.acknowledge(identity, through: offset) }
+            unwritten.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Writes all of `buffer` to standard output, waiting when it is non-blocking and full.
@@ -159,20 +232,58 @@ final class BatchWriter: @unchecked Sendable {
 }
 
 let options = parse(Array(CommandLine.arguments.dropFirst()))
-let output = BatchWriter()
 
-let lines = File.tailChunks(options.path, from: options.start).subscribe(
+func say(_ text: String) {
+    let line = "ruv-tail: \(text)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+let store: TailCheckpointStore? = options.stateDirectory.map { directory in
+    do {
+        return try TailCheckpointStore(directory: directory)
+    } catch {
+        say("\(error)")
+        exit(1)
+    }
+}
+let output = BatchWriter(store: store)
+
+func saveState(_ store: TailCheckpointStore?) {
+    do {
+        try store?.save()
+    } catch {
+        say("cannot save the state: \(error)")
+    }
+}
+
+var tailOptions = TailOptions()
+tailOptions.usePolling = options.poll
+tailOptions.sendsUnfinishedLastLineAtStart = true
+let lines = File.follow(
+    options.path, from: options.start, checkpoints: store, options: tailOptions,
+    notices: { notice in
+        // Lines before the notice go out first, so the two streams read in order.
+        output.flush()
+        say(notice.description)
+    }
+).subscribe(
     next: { output.add($0) },
     error: { error in
         output.flush()
-        let text = "ruv-tail: \(error)\n"
-        _ = text.withCString { write(2, $0, strlen($0)) }
+        saveState(store)
+        say("\(error)")
         exit(1)
     })
+
+let saving = store == nil ? nil : Signal<SchedulerTime>.interval(options.saveInterval, on: Scheduler.main).subscribeNext { _ in
+    output.flush()
+    saveState(store)
+}
 
 let stop = UnixSignal.signal(SIGINT).merge(UnixSignal.signal(SIGTERM)).take(1).subscribeNext { _ in
     output.flush()
     lines.dispose()
+    saveState(store)
     exit(0)
 }
 

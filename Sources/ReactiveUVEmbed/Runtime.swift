@@ -6,7 +6,7 @@ import ReactiveUV
 /// loop of its own, plus what driving it from a foreign poll loop needs.
 ///
 /// Thread-safety: `loop` is thread-safe where `EventLoop` is (`isClosed`, `execute`,
-/// `scheduler`); `driving` and `kick` are touched only on the loop's thread.
+/// `scheduler`); `driving` is touched only on the loop's thread.
 final class RuntimeHandle: @unchecked Sendable {
     /// The loop everything of this runtime runs on.
     let loop: EventLoop
@@ -14,8 +14,6 @@ final class RuntimeHandle: @unchecked Sendable {
     let onHostLoop: Bool
     /// Set while `ruv_runtime_run_once` runs the loop, so a nested call is refused.
     var driving = false
-    /// A timer started around a run when handles wait to be watched (see `runOnce`).
-    var kick: UnsafeMutablePointer<uv_timer_t>?
 
     init(loop: EventLoop, onHostLoop: Bool) {
         self.loop = loop
@@ -25,18 +23,14 @@ final class RuntimeHandle: @unchecked Sendable {
     /// The scheduler for this runtime's timers and deliveries.
     var scheduler: Scheduler { loop.scheduler }
 
-    /// Whether libuv has handles whose descriptors are not yet in its epoll set.
+    /// Whether a descriptor may be waiting to enter libuv's epoll set.
     ///
     /// libuv registers a descriptor lazily, in the poll phase of the next `uv_run`
-    /// iteration (`uv__io_start` only queues it on `loop->watcher_queue`). A foreign poll
-    /// loop waiting on the backend descriptor before that would never hear from it, so
-    /// ``backendTimeout()`` says "run now" while the queue is not empty. The queue is
-    /// libuv's private field, stable across libuv 1.x; `QUEUE_EMPTY(q)` is `q == q->next`.
-    var hasUnwatchedHandles: Bool {
-        withUnsafeMutablePointer(to: &loop.uvLoop.pointee.watcher_queue) { queue in
-            UnsafeMutableRawPointer(queue) != queue.pointee.0
-        }
-    }
+    /// iteration. A foreign poll loop waiting on the backend descriptor before that would
+    /// never hear from it, so ``backendTimeout()`` says "run now" while the handle layer
+    /// reports that it started a watcher since the loop last ran
+    /// (`EventLoop.startedWatcherSinceRun`: public libuv API only, no private field).
+    var hasUnwatchedHandles: Bool { loop.startedWatcherSinceRun }
 
     /// `ruv_runtime_backend_timeout` (loop thread, checked by the caller).
     func backendTimeout() -> Int32 {
@@ -54,41 +48,15 @@ final class RuntimeHandle: @unchecked Sendable {
 
     /// `ruv_runtime_run_once` (loop thread, checked by the caller).
     func runOnce() -> Int32 {
-        let uvLoop = loop.uvLoop
-        // uv_run does not iterate at all when nothing keeps the loop alive, so descriptors
-        // waiting to be watched (the wake-up of work from other threads, most importantly)
-        // would never be registered: keep the loop alive for this one iteration.
-        var kicked = false
-        if hasUnwatchedHandles && uv_loop_alive(uvLoop) == 0 {
-            if kick == nil {
-                let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-                uv_timer_init(uvLoop, timer)
-                kick = timer
-            }
-            if let kick {
-                uv_timer_start(kick, { _ in }, 3_600_000, 0)
-                kicked = true
-            }
-        }
         driving = true
-        var alive = loop.runNoWait()
+        let alive = loop.runNoWaitRegisteringWatchers()
         driving = false
-        if kicked, let kick {
-            uv_timer_stop(kick)
-            alive = uv_loop_alive(uvLoop) != 0
-        }
         return alive ? 1 : 0
     }
 
     /// `ruv_runtime_close` (loop thread, checked by the caller).
     func close() -> Int32 {
         if driving { return UV_EBUSY.rawValue }
-        if let kick {
-            self.kick = nil
-            uv_close(UnsafeMutableRawPointer(kick).assumingMemoryBound(to: uv_handle_t.self)) { handle in
-                UnsafeMutableRawPointer(handle)?.deallocate()
-            }
-        }
         do {
             try loop.close()
             return 0

@@ -3,12 +3,13 @@ import PackageDescription
 
 // logcast, the reactive log daemon, is a package of its own so that a program depending
 // on the ReactiveUV library never resolves or builds the daemon's dependencies
-// (swift-argument-parser, swift-log): SwiftPM resolves every dependency a package
-// declares, even for a client that uses none of the products needing them.
+// (swift-argument-parser, swift-log, Hyperscan): SwiftPM resolves every dependency a
+// package declares, even for a client that uses none of the products needing them.
 
 /// The repository root: the ReactiveUV package this daemon is written with.
 let rootPath = String(#filePath.dropLast("Sources/logcast/Package.swift".count))
-/// SwiftPM names a path dependency after its directory (a clone may be called anything).
+/// SwiftPM names a path dependency after its directory (a clone may be called anything,
+/// except "logcast": that is this package's own identity).
 let rootIdentity = rootPath.split(separator: "/").last.map { $0.lowercased() } ?? "reactiveuv"
 
 let package = Package(
@@ -22,11 +23,28 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
+        // Hyperscan, the matching engine behind GREP (Debian libhyperscan-dev; x86-64).
+        .systemLibrary(
+            name: "CHyperscan",
+            path: "CHyperscan",
+            pkgConfig: "libhs",
+            providers: [.apt(["libhyperscan-dev"])]
+        ),
+        // Scans many lines per call into (line, pattern) pairs (a C match callback).
+        .target(
+            name: "LogcastScan",
+            dependencies: ["CHyperscan"],
+            path: "LogcastScan"
+        ),
         // The reactive log daemon: the README's main command.
         .executableTarget(
             name: "logcast",
             dependencies: [
+                "CHyperscan",
+                "LogcastScan",
                 .product(name: "ReactiveUV", package: rootIdentity),
+                .product(name: "ReactiveUVNATS", package: rootIdentity),
+                .product(name: "ReactiveUVTLS", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -35,7 +53,8 @@ let package = Package(
         // End-to-end tests of the logcast binary (spawned; loopback clients).
         .testTarget(
             name: "LogcastTests",
-            dependencies: ["logcast"],
+            dependencies: ["logcast", .product(name: "ReactiveUVNATS", package: rootIdentity),
+                           .product(name: "ReactiveUV", package: rootIdentity)],
             path: "Tests/LogcastTests"
         ),
     ]

@@ -1,7 +1,8 @@
-// logcast-bench: lines per second from an appended file to 1, 10 and 100 logcast clients,
-// with `tail -F FILE | wc -l` on the same kind of file as the one-reader reference.
+// logcast-bench: logcast's throughput, fan-out and responsiveness, beside `tail -F | wc -l`
+// and rsyslog (imfile -> TCP forward) measured in the same run.
 //
-//     logcast-bench [--logcast PATH] [--tail PATH] [--lines N] [--runs R] [--clients 1,10,100]
+//     logcast-bench [--logcast PATH] [--tail PATH] [--rsyslogd PATH] [--lines N] [--runs R]
+//                   [--rows tail,rsyslog,one,filtered,hundred,tenk] [--tenk-clients N]
 //
 // Build the daemon first, in release, from the repository root:
 //
@@ -11,24 +12,30 @@
 // (the default PATH is `Sources/logcast/.build/release/logcast` from the repository root, or
 // `../Sources/logcast/.build/release/logcast` when run from `Benchmarks/`).
 //
-// One run, for C clients: a fresh empty file in a temporary directory; `logcast FILE
-// --listen 127.0.0.1:0 --heartbeat 0 --idle-timeout 0 --queue-limit 1GiB` (so no line is
-// dropped); the port is read from its "listening on" line; C plain TCP connections. Then
-// synchronization: logcast follows the file from its end, so `S` lines are appended every
-// 20 ms until every client has received one. Then the clock starts and N data lines
-// (prepared beforehand, ~60 bytes each, starting with `M`) are appended in 1 MiB write(2)s,
-// cut at line boundaries, while one poll() loop reads every client; the clock stops when
-// every client has received all N `M` lines (a line is classified by its first byte after
-// the `<file>: ` prefix, so sync lines still in flight are not counted). Then the clients
-// close and logcast gets SIGTERM; its CPU time comes from wait4.
+// Rows (each a fresh empty file in a temporary directory, a fresh process):
+// - `tail`: `tail -n +1 -F FILE` with its stdout on a pipe to this process, which counts the
+//   lines as `wc -l` would.
+// - `rsyslog`: `rsyslogd -n` with imfile on FILE and an omfwd TCP action to a listener in
+//   this process (installed with apt-get when missing and we are root).
+// - `one`: logcast, 1 client taking every line.
+// - `filtered`: logcast, 100 clients, client c with `GREP shard=c$` (each line ends with
+//   `shard=<i mod 100>`, so each takes 1% of the lines; one filter pass serves them all).
+//   Reported as ingest lines/s: the file's lines over the time until every client has its 1%.
+// - `hundred`: logcast, 100 clients taking every line (deliveries/s = 100 x lines/s).
+// - `tenk`: logcast with 10,000 idle clients (this process raises its descriptor limit; the
+//   daemon inherits it): RSS per idle client from /proc/PID/status, then a burst of 1,000
+//   lines (10M deliveries) during which a control client's `STATS` round trip is timed.
 //
-// The reference is the same run with `tail -n +1 -F FILE` (stdout on a pipe to this process,
-// which counts the lines as `wc -l` would) in place of logcast and its clients: started on
-// the empty file, synchronized with `S` lines the same way, timed from the first data write
-// to its N-th `M` line.
+// One throughput run: synchronization first (logcast and tail follow the file from its end,
+// so `S` lines are appended every 20 ms until every reader has one); then the clock starts
+// and N data lines (prepared beforehand, ~75 bytes, starting with `M`) are appended in 1 MiB
+// write(2)s cut at line boundaries while one poll() loop reads every reader; the clock stops
+// when every reader has all its `M` lines. Readers classify a line by its first byte after
+// the `<file>: ` prefix (rsyslog: after the first `: `), so sync lines still in flight are
+// not counted. The daemons' CPU time comes from wait4.
 //
-// Each configuration runs R times (the configurations alternate within a round so a busy
-// stretch of the shared machine hits all of them); the median time is reported.
+// Each row runs R times (rows alternate within a round, so a busy stretch of the shared
+// machine hits all of them); the median is reported.
 //
 // Plain POSIX (posix_spawn, pipes, sockets, poll, wait4) and no ReactiveUV: the harness
 // must not be what is measured.
@@ -37,9 +44,11 @@ import Glibc
 struct Options {
     var logcast: String?
     var tail = "/usr/bin/tail"
+    var rsyslogd = "/usr/sbin/rsyslogd"
     var lines = 1_000_000
     var runs = 3
-    var clients = [1, 10, 100]
+    var rows = ["tail", "rsyslog", "one", "filtered", "hundred", "tenk"]
+    var tenkClients = 10_000
 }
 
 func fail(_ message: String) -> Never {
@@ -54,10 +63,11 @@ func note(_ message: String) {
 }
 
 let usage = """
-    usage: logcast-bench [--logcast PATH] [--tail PATH] [--lines N] [--runs R] [--clients 1,10,100]
+    usage: logcast-bench [--logcast PATH] [--tail PATH] [--rsyslogd PATH] [--lines N] [--runs R]
+                         [--rows tail,rsyslog,one,filtered,hundred,tenk] [--tenk-clients N]
     Build the daemon first, from the repository root: swift build -c release --package-path Sources/logcast
     (default PATH: Sources/logcast/.build/release/logcast, or ../Sources/logcast/.build/release/logcast from Benchmarks/).
-    Defaults: --lines 1000000 --runs 3 --clients 1,10,100.
+    Defaults: --lines 1000000 --runs 3, every row, --tenk-clients 10000.
     """
 
 func parse() -> Options {
@@ -72,16 +82,21 @@ func parse() -> Options {
         switch argument {
         case "--logcast": options.logcast = value
         case "--tail": options.tail = value
+        case "--rsyslogd": options.rsyslogd = value
         case "--lines":
             guard let n = Int(value), n > 0 else { fail("bad --lines \(value)") }
             options.lines = n
         case "--runs":
             guard let n = Int(value), n > 0 else { fail("bad --runs \(value)") }
             options.runs = n
-        case "--clients":
-            let counts = value.split(separator: ",").compactMap { Int($0) }
-            guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { fail("bad --clients \(value)") }
-            options.clients = counts
+        case "--rows":
+            let rows = value.split(separator: ",").map(String.init)
+            let known = Set(Options().rows)
+            guard !rows.isEmpty, rows.allSatisfy({ known.contains($0) }) else { fail("bad --rows \(value)\n\(usage)") }
+            options.rows = rows
+        case "--tenk-clients":
+            guard let n = Int(value), n > 0 else { fail("bad --tenk-clients \(value)") }
+            options.tenkClients = n
         default: fail("unknown option \(argument)\n\(usage)")
         }
     }
@@ -104,18 +119,24 @@ func writeAll(_ fd: Int32, _ base: UnsafeRawPointer, _ count: Int) {
     }
 }
 
+func writeText(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    bytes.withUnsafeBytes { writeAll(fd, $0.baseAddress!, $0.count) }
+}
+
 /// The N data lines, built before any clock starts, and where each ~1 MiB write ends (at a
-/// line break, so a reader never sees half a line at the end of the file).
+/// line break, so a reader never sees half a line at the end of the file). Line i ends with
+/// `shard=<i mod 100>`.
 struct Payload {
     var bytes: [UInt8] = []
     var chunkEnds: [Int] = []
 
     init(lines count: Int) {
-        bytes.reserveCapacity(count * 64)
+        bytes.reserveCapacity(count * 80)
         let levels = ["INFO", "WARN", "DEBUG", "ERROR"]
         var chunkStart = 0
         for i in 0..<count {
-            let line = "M\(i) 2026-11-21T12:00:00Z \(levels[i % 4]) GET /api/v1/items/\(i % 9973) \(i % 997)ms\n"
+            let line = "M\(i) 2026-11-21T12:00:00Z \(levels[i % 4]) GET /api/v1/items/\(i % 9973) \(i % 997)ms shard=\(i % 100)\n"
             bytes.append(contentsOf: line.utf8)
             if bytes.count - chunkStart >= 1 << 20 || i == count - 1 {
                 chunkEnds.append(bytes.count)
@@ -125,20 +146,36 @@ struct Payload {
     }
 }
 
-/// One byte stream being counted: a client connection, or tail's stdout.
+/// One byte stream being counted: a client connection, tail's stdout, rsyslog's forward.
 struct Reader {
+    enum Framing {
+        /// The marker is the byte after this many bytes (`<file>: ` for logcast, none for tail).
+        case prefix(Int)
+        /// The marker is the first byte after the line's first `": "` (a syslog line).
+        case afterColon
+    }
+
     var fd: Int32
-    /// Bytes before the text of a line: `"<file>: "` for logcast, none for tail.
-    var prefix: Int
+    var framing: Framing
+    /// `M` lines this reader must get.
+    var expected: Int
     var offsetInLine = 0
     var marker: UInt8 = 0
+    /// For `.afterColon`: the previous byte was a `:` / the marker position was reached.
+    var sawColon = false
+    var markerTaken = false
     var data = 0
     var synced = false
     var closed = false
+    /// Lines that are neither data nor sync (replies such as `STATS …`), kept whole.
+    var collectOther = false
+    var current: [UInt8] = []
+    var others: [String] = []
 
-    init(fd: Int32, prefix: Int) {
+    init(fd: Int32, framing: Framing, expected: Int) {
         self.fd = fd
-        self.prefix = prefix
+        self.framing = framing
+        self.expected = expected
     }
 
     /// Counts the lines in `n` bytes: `M` lines are data, an `S` line marks the sync.
@@ -146,17 +183,45 @@ struct Reader {
         let bytes = buffer.assumingMemoryBound(to: UInt8.self)
         var pos = 0
         while pos < n {
-            if offsetInLine <= prefix {
-                let at = pos + (prefix - offsetInLine)
-                if at < n { marker = bytes[at] }
+            switch framing {
+            case .prefix(let prefix):
+                if offsetInLine <= prefix {
+                    let at = pos + (prefix - offsetInLine)
+                    if at < n { marker = bytes[at] }
+                }
+            case .afterColon:
+                var k = pos
+                while !markerTaken && k < n && bytes[k] != 10 {
+                    if sawColon {
+                        if bytes[k] != UInt8(ascii: " ") {
+                            marker = bytes[k]
+                            markerTaken = true
+                        }
+                    } else if bytes[k] == UInt8(ascii: ":") && k + 1 < n && bytes[k + 1] == UInt8(ascii: " ") {
+                        sawColon = true
+                        k += 1
+                    }
+                    k += 1
+                }
             }
             guard let hit = memchr(bytes + pos, 10, n - pos) else {
+                if collectOther { current.append(contentsOf: UnsafeBufferPointer(start: bytes + pos, count: n - pos)) }
                 offsetInLine += n - pos
                 return
             }
             let end = UnsafeMutableRawPointer(hit) - buffer
-            if marker == UInt8(ascii: "M") { data += 1 } else if marker == UInt8(ascii: "S") { synced = true }
+            if marker == UInt8(ascii: "M") {
+                data += 1
+            } else if marker == UInt8(ascii: "S") {
+                synced = true
+            } else if collectOther {
+                current.append(contentsOf: UnsafeBufferPointer(start: bytes + pos, count: end - pos))
+                others.append(String(decoding: current, as: UTF8.self))
+            }
+            current.removeAll(keepingCapacity: true)
             marker = 0
+            sawColon = false
+            markerTaken = false
             offsetInLine = 0
             pos = end + 1
         }
@@ -188,19 +253,13 @@ func pump(_ readers: inout [Reader], _ fds: inout [pollfd], timeout: Int32) {
     }
 }
 
-/// Synchronizes, appends the payload, and returns the seconds until every reader has all lines.
-func drive(_ readers: inout [Reader], file: String, payload: Payload, expected: Int, name: String) -> Double {
-    for r in readers { _ = fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) | O_NONBLOCK) }
-    var fds = readers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-    let out = open(file, O_WRONLY | O_APPEND)
-    guard out >= 0 else { fail("cannot open \(file): errno \(errno)") }
-    defer { close(out) }
-
+/// Appends `S` lines every 20 ms until every reader has seen one.
+func synchronize(_ readers: inout [Reader], _ fds: inout [pollfd], out: Int32, name: String) {
     let syncLine: [UInt8] = Array("S sync\n".utf8)
-    let syncDeadline = now() + 60
+    let syncDeadline = now() + 120
     while !readers.allSatisfy({ $0.synced }) {
         if now() > syncDeadline {
-            fail("\(name): only \(readers.filter { $0.synced }.count) of \(readers.count) readers saw a sync line in 60 s")
+            fail("\(name): only \(readers.filter { $0.synced }.count) of \(readers.count) readers saw a sync line in 120 s")
         }
         if let dead = readers.first(where: { $0.closed }) { fail("\(name): reader fd \(dead.fd) closed during sync") }
         syncLine.withUnsafeBytes { writeAll(out, $0.baseAddress!, $0.count) }
@@ -210,8 +269,22 @@ func drive(_ readers: inout [Reader], file: String, payload: Payload, expected: 
         }
     }
     for i in readers.indices { readers[i].data = 0 }
+}
+
+/// Synchronizes, appends the payload, and returns the seconds until every reader has its
+/// lines. With `tolerateLoss` (rsyslog), a reader that stops short 10 s after the last
+/// write is timed to its last line and the missing lines are counted in `lost`.
+func drive(_ readers: inout [Reader], file: String, payload: Payload, name: String, tolerateLoss: Bool = false,
+           lost: inout Int) -> Double {
+    for r in readers { _ = fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) | O_NONBLOCK) }
+    var fds = readers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+    let out = open(file, O_WRONLY | O_APPEND)
+    guard out >= 0 else { fail("cannot open \(file): errno \(errno)") }
+    defer { close(out) }
+    synchronize(&readers, &fds, out: out, name: name)
 
     let start = now()
+    var seconds = -1.0
     var chunk = 0
     var written = 0
     var lastProgress = start
@@ -227,21 +300,27 @@ func drive(_ readers: inout [Reader], file: String, payload: Payload, expected: 
             } else {
                 pump(&readers, &fds, timeout: 100)
             }
-            if readers.allSatisfy({ $0.data >= expected }) { break }
+            if readers.allSatisfy({ $0.data >= $0.expected }) { break }
             let total = readers.reduce(0) { $0 + $1.data }
             if total != lastTotal {
                 lastTotal = total
                 lastProgress = now()
-            } else if chunk == payload.chunkEnds.count && now() - lastProgress > 30 {
+            } else if chunk == payload.chunkEnds.count && now() - lastProgress > (tolerateLoss ? 10 : 30) {
                 let got = readers.map { $0.data }
-                fail("\(name): no progress for 30 s; lines received: min \(got.min()!), max \(got.max()!) of \(expected)")
+                if tolerateLoss {
+                    // Timed to the last line that came; the shortfall is reported.
+                    lost = readers.reduce(0) { $0 + max(0, $1.expected - $1.data) }
+                    seconds = lastProgress - start
+                    break
+                }
+                fail("\(name): no progress for 30 s; lines received: min \(got.min()!), max \(got.max()!)")
             }
-            if let dead = readers.first(where: { $0.closed && $0.data < expected }) {
-                fail("\(name): reader fd \(dead.fd) closed after \(dead.data) of \(expected) lines")
+            if let dead = readers.first(where: { $0.closed && $0.data < $0.expected }) {
+                fail("\(name): reader fd \(dead.fd) closed after \(dead.data) of \(dead.expected) lines")
             }
         }
     }
-    return now() - start
+    return seconds >= 0 ? seconds : now() - start
 }
 
 struct Child {
@@ -319,9 +398,63 @@ func connectClient(port: UInt16) -> Int32 {
     return fd
 }
 
+/// A listening socket on 127.0.0.1 (port chosen by the kernel): fd and port.
+func listenLocal() -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard ok else { fail("cannot listen on 127.0.0.1: errno \(errno)") }
+    return (fd, UInt16(bigEndian: address.sin_port))
+}
+
+/// Reads lines from `fd` until one satisfies `done` (bounded); the lines read.
+func readReplies(_ fd: Int32, timeout: Double, until done: (String) -> Bool) -> [String] {
+    var lines: [String] = []
+    var current: [UInt8] = []
+    var byte = [UInt8](repeating: 0, count: 65536)
+    let deadline = now() + timeout
+    while now() < deadline {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 50) > 0 else { continue }
+        let n = read(fd, &byte, byte.count)
+        if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+        if n <= 0 { break }
+        for b in byte[0..<n] {
+            if b == 10 {
+                let line = String(decoding: current, as: UTF8.self)
+                current.removeAll()
+                lines.append(line)
+                if done(line) { return lines }
+            } else {
+                current.append(b)
+            }
+        }
+    }
+    return lines
+}
+
+/// This process's CPU time (user + system) so far: the readers' side of a run.
+func selfCPU() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
 struct Run {
     var seconds: Double
     var cpu: Double
+    /// Lines that never arrived (rsyslog only; the others must deliver all).
+    var lost = 0
+    /// This process's CPU during the run: reading and counting what the readers got.
+    var benchCPU = 0.0
 }
 
 func makeFile(_ directory: String, _ run: Int) -> String {
@@ -334,17 +467,44 @@ func makeFile(_ directory: String, _ run: Int) -> String {
 
 nonisolated(unsafe) var fileCounter = 0
 
-func runLogcast(_ path: String, clients: Int, directory: String, payload: Payload, lines: Int) -> Run {
+func startLogcast(_ path: String, file: String) -> (Child, UInt16) {
+    let child = spawn([path, file, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--idle-timeout", "0",
+                       "--queue-limit", "\(1 << 30)", "--tick", "60", "--log-level", "error"])
+    return (child, listeningPort(child))
+}
+
+/// logcast with `clients` clients; `filtered`: client c takes `shard=c$` (1% each).
+func runLogcast(_ path: String, clients: Int, filtered: Bool, directory: String, payload: Payload, lines: Int) -> Run {
     fileCounter += 1
     let file = makeFile(directory, fileCounter)
     defer { unlink(file) }
-    let child = spawn([path, file, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--idle-timeout", "0",
-                       "--queue-limit", "\(1 << 30)", "--tick", "60"])
-    let port = listeningPort(child)
-    var readers = (0..<clients).map { _ in Reader(fd: connectClient(port: port), prefix: file.utf8.count + 2) }
-    let seconds = drive(&readers, file: file, payload: payload, expected: lines, name: "logcast, \(clients) clients")
+    let (child, port) = startLogcast(path, file: file)
+    var readers: [Reader] = []
+    for c in 0..<clients {
+        let fd = connectClient(port: port)
+        var expected = lines
+        if filtered {
+            let shard = c % 100
+            expected = lines / 100 + (shard < lines % 100 ? 1 : 0)
+            // The sync lines too, so synchronization works the same way.
+            writeText(fd, "GREP ^S sync|shard=\(shard)$\n")
+        }
+        readers.append(Reader(fd: fd, framing: .prefix(file.utf8.count + 2), expected: expected))
+    }
+    if filtered {
+        // Asked all at once, so the daemon compiles them in a batch or two.
+        for r in readers {
+            let reply = readReplies(r.fd, timeout: 120) { $0.hasPrefix("OK GREP") || $0.hasPrefix("ERR") }
+            guard reply.last?.hasPrefix("OK GREP") == true else { fail("GREP refused: \(reply)") }
+        }
+    }
+    let name = "logcast, \(clients) clients\(filtered ? " (1% filters)" : "")"
+    var lost = 0
+    let cpu0 = selfCPU()
+    let seconds = drive(&readers, file: file, payload: payload, name: name, lost: &lost)
+    let benchCPU = selfCPU() - cpu0
     for r in readers { close(r.fd) }
-    return Run(seconds: seconds, cpu: stop(child))
+    return Run(seconds: seconds, cpu: stop(child), benchCPU: benchCPU)
 }
 
 func runTail(_ path: String, directory: String, payload: Payload, lines: Int) -> Run {
@@ -352,9 +512,160 @@ func runTail(_ path: String, directory: String, payload: Payload, lines: Int) ->
     let file = makeFile(directory, fileCounter)
     defer { unlink(file) }
     let child = spawn([path, "-n", "+1", "-F", file])
-    var readers = [Reader(fd: child.stdout, prefix: 0)]
-    let seconds = drive(&readers, file: file, payload: payload, expected: lines, name: "tail -F")
-    return Run(seconds: seconds, cpu: stop(child))
+    var readers = [Reader(fd: child.stdout, framing: .prefix(0), expected: lines)]
+    var lost = 0
+    let cpu0 = selfCPU()
+    let seconds = drive(&readers, file: file, payload: payload, name: "tail -F", lost: &lost)
+    return Run(seconds: seconds, cpu: stop(child), benchCPU: selfCPU() - cpu0)
+}
+
+/// rsyslogd in the foreground: imfile follows FILE, every message goes to our listener over
+/// TCP (omfwd). Its own work directory holds imfile's state and the pid file.
+func runRsyslog(_ path: String, directory: String, payload: Payload, lines: Int) -> Run {
+    fileCounter += 1
+    let file = makeFile(directory, fileCounter)
+    let work = directory + "/rsyslog-\(fileCounter)"
+    mkdir(work, 0o755)
+    defer {
+        unlink(file)
+        _ = system("rm -rf '\(work)'")
+    }
+    let listener = listenLocal()
+    let config = """
+        global(workDirectory="\(work)" maxMessageSize="64k")
+        module(load="imfile")
+        input(type="imfile" file="\(file)" tag="app:" ruleset="forward")
+        ruleset(name="forward") {
+            action(type="omfwd" target="127.0.0.1" port="\(listener.port)" protocol="tcp"
+                   template="RSYSLOG_TraditionalForwardFormat")
+        }
+        """
+    let configPath = work + "/rsyslog.conf"
+    let fd = open(configPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    writeText(fd, config)
+    close(fd)
+    let child = spawn([path, "-n", "-f", configPath, "-i", work + "/rsyslogd.pid"])
+    var p = pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)
+    // rsyslog connects when it has a first message to forward: write sync lines meanwhile.
+    let out = open(file, O_WRONLY | O_APPEND)
+    let deadline = now() + 60
+    while poll(&p, 1, 100) <= 0 {
+        if now() > deadline { fail("rsyslogd never connected (is \(path) working? try it with -N1 -f \(configPath))") }
+        writeText(out, "S sync\n")
+    }
+    close(out)
+    let connection = accept(listener.fd, nil, nil)
+    close(listener.fd)
+    guard connection >= 0 else { fail("accept failed: errno \(errno)") }
+    var readers = [Reader(fd: connection, framing: .afterColon, expected: lines)]
+    var lost = 0
+    let cpu0 = selfCPU()
+    let seconds = drive(&readers, file: file, payload: payload, name: "rsyslog", tolerateLoss: true, lost: &lost)
+    let benchCPU = selfCPU() - cpu0
+    let cpu = stop(child)
+    close(connection)
+    return Run(seconds: seconds, cpu: cpu, lost: lost, benchCPU: benchCPU)
+}
+
+/// A process's resident set size in kB (VmRSS, or VmHWM for the peak).
+func residentKB(_ pid: pid_t, field: String = "VmRSS") -> Int {
+    guard let f = fopen("/proc/\(pid)/status", "r") else { return 0 }
+    defer { fclose(f) }
+    var line: UnsafeMutablePointer<CChar>? = nil
+    var capacity = 0
+    defer { free(line) }
+    while getline(&line, &capacity, f) > 0 {
+        let text = String(cString: line!)
+        if text.hasPrefix(field + ":") {
+            return Int(text.split(separator: " ").dropFirst().first { !$0.isEmpty }.map { $0.trimmingCharacters() } ?? "") ?? 0
+        }
+    }
+    return 0
+}
+
+extension Substring {
+    func trimmingCharacters() -> String { String(self.filter { $0.isNumber }) }
+}
+
+struct TenK {
+    var clients: Int
+    var rssBeforeKB: Int
+    var rssIdleKB: Int
+    var peakKB: Int
+    var burstSeconds: Double
+    var statsRoundTrips: [Double]
+}
+
+/// logcast with `count` idle clients: RSS per client, then a 1,000-line burst (count x 1,000
+/// deliveries) with STATS round trips timed from a control client meanwhile.
+func runTenK(_ path: String, count: Int, directory: String) -> TenK {
+    fileCounter += 1
+    let file = makeFile(directory, fileCounter)
+    defer { unlink(file) }
+    let (child, port) = startLogcast(path, file: file)
+    let control = connectClient(port: port)
+    writeText(control, "PAUSE\n")
+    _ = readReplies(control, timeout: 60) { $0 == "OK PAUSE" }
+    // One synchronized client first (the file is followed from its end).
+    var first = [Reader(fd: connectClient(port: port), framing: .prefix(file.utf8.count + 2), expected: 1000)]
+    _ = fcntl(first[0].fd, F_SETFL, fcntl(first[0].fd, F_GETFL) | O_NONBLOCK)
+    var firstFDs = [pollfd(fd: first[0].fd, events: Int16(POLLIN), revents: 0)]
+    let out = open(file, O_WRONLY | O_APPEND)
+    synchronize(&first, &firstFDs, out: out, name: "tenk sync")
+    let before = residentKB(child.pid)
+    var readers = first
+    for _ in 1..<count {
+        readers.append(Reader(fd: connectClient(port: port), framing: .prefix(file.utf8.count + 2), expected: 1000))
+    }
+    // Every client accepted: the daemon counts them.
+    var accepted = 0
+    let deadline = now() + 120
+    while accepted < count + 1 && now() < deadline {
+        writeText(control, "STATS\n")
+        let reply = readReplies(control, timeout: 30) { $0.hasPrefix("STATS") }.last ?? ""
+        accepted = reply.split(separator: " ").first { $0.hasPrefix("clients=") }.map { Int($0.dropFirst(8)) ?? 0 } ?? 0
+        if accepted < count + 1 { usleep(100_000) }
+    }
+    guard accepted == count + 1 else { fail("tenk: only \(accepted) of \(count + 1) clients accepted") }
+    let idle = residentKB(child.pid)
+    for r in readers { _ = fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) | O_NONBLOCK) }
+    var fds = readers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+    _ = fcntl(control, F_SETFL, fcntl(control, F_GETFL) | O_NONBLOCK)
+
+    // The burst: 1,000 lines in one write, then STATS round trips while it fans out.
+    let burst = (0..<1000).map { "M\($0) burst line for ten thousand clients shard=\($0 % 100)\n" }.joined()
+    var trips: [Double] = []
+    let start = now()
+    writeText(out, burst)
+    var pendingStats: Double? = nil
+    var controlBytes: [UInt8] = []
+    while !readers.allSatisfy({ $0.data >= 1000 }) {
+        if now() - start > 300 { fail("tenk: the burst did not reach every client in 300 s") }
+        if pendingStats == nil {
+            pendingStats = now()
+            writeText(control, "STATS\n")
+        }
+        pump(&readers, &fds, timeout: 0)
+        let n = read(control, buffer, 65536)
+        if n > 0 {
+            controlBytes.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: n))
+            while let nl = controlBytes.firstIndex(of: 10) {
+                let line = String(decoding: controlBytes[..<nl], as: UTF8.self)
+                controlBytes.removeSubrange(...nl)
+                if line.hasPrefix("STATS "), let sent = pendingStats {
+                    trips.append(now() - sent)
+                    pendingStats = nil
+                }
+            }
+        }
+    }
+    let burstSeconds = now() - start
+    let peak = residentKB(child.pid, field: "VmHWM")
+    close(out)
+    for r in readers { close(r.fd) }
+    close(control)
+    _ = stop(child)
+    return TenK(clients: count, rssBeforeKB: before, rssIdleKB: idle, peakKB: peak, burstSeconds: burstSeconds, statsRoundTrips: trips)
 }
 
 func format(_ value: Double, _ digits: Int = 2) -> String {
@@ -375,6 +686,16 @@ func grouped(_ value: Double) -> String {
     return out
 }
 
+/// rsyslogd, installed with apt-get when missing and we may.
+func ensureRsyslog(_ path: String) -> Bool {
+    if access(path, X_OK) == 0 { return true }
+    note("rsyslogd not found at \(path); trying apt-get install rsyslog")
+    if getuid() == 0 {
+        _ = system("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rsyslog >/dev/null 2>&1")
+    }
+    return access(path, X_OK) == 0
+}
+
 signal(SIGPIPE, SIG_IGN)
 let options = parse()
 let logcastPath: String
@@ -388,30 +709,55 @@ guard access(logcastPath, X_OK) == 0 else {
     fail("no logcast at \(logcastPath): build it first with `swift build -c release --package-path Sources/logcast` in the repository root, or pass --logcast PATH\n\(usage)")
 }
 guard access(options.tail, X_OK) == 0 else { fail("no tail at \(options.tail); pass --tail PATH") }
+var rows = options.rows
+if rows.contains("rsyslog") && !ensureRsyslog(options.rsyslogd) {
+    note("no rsyslogd: the rsyslog row is left out")
+    rows.removeAll { $0 == "rsyslog" }
+}
+if rows.contains("tenk") {
+    // The daemon inherits this limit: 10,000 clients need more than the usual 1,024.
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let want = rlim_t(options.tenkClients * 2 + 256)
+    if limit.rlim_cur < want {
+        limit.rlim_cur = min(want, limit.rlim_max)
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    if limit.rlim_cur < rlim_t(options.tenkClients + 64) {
+        fail("the descriptor limit is \(limit.rlim_cur) (hard \(limit.rlim_max)): too low for \(options.tenkClients) clients")
+    }
+}
 
 var template = Array("/tmp/logcast-bench-XXXXXX".utf8CString)
 guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { fail("mkdtemp failed") }
 let directory = String(cString: made)
 let payload = Payload(lines: options.lines)
 
-enum Config: Hashable {
-    case tail
-    case logcast(Int)
-}
-let configs = [Config.tail] + options.clients.map { Config.logcast($0) }
-var results: [Config: [Run]] = [:]
+let throughputRows = rows.filter { $0 != "tenk" }
+var results: [String: [Run]] = [:]
+var tenks: [TenK] = []
 for round in 1...options.runs {
-    for config in configs {
-        let run: Run
-        switch config {
-        case .tail:
-            run = runTail(options.tail, directory: directory, payload: payload, lines: options.lines)
+    for row in rows {
+        switch row {
+        case "tail":
+            let run = runTail(options.tail, directory: directory, payload: payload, lines: options.lines)
             note("round \(round): tail -F: \(format(run.seconds, 3)) s, CPU \(format(run.cpu, 3)) s")
-        case .logcast(let clients):
-            run = runLogcast(logcastPath, clients: clients, directory: directory, payload: payload, lines: options.lines)
-            note("round \(round): logcast, \(clients) clients: \(format(run.seconds, 3)) s, CPU \(format(run.cpu, 3)) s")
+            results[row, default: []].append(run)
+        case "rsyslog":
+            let run = runRsyslog(options.rsyslogd, directory: directory, payload: payload, lines: options.lines)
+            note("round \(round): rsyslog: \(format(run.seconds, 3)) s, CPU \(format(run.cpu, 3)) s, lost \(run.lost)")
+            results[row, default: []].append(run)
+        case "one", "filtered", "hundred":
+            let clients = row == "one" ? 1 : 100
+            let run = runLogcast(logcastPath, clients: clients, filtered: row == "filtered", directory: directory,
+                                 payload: payload, lines: options.lines)
+            note("round \(round): logcast \(row): \(format(run.seconds, 3)) s, CPU \(format(run.cpu, 3)) s")
+            results[row, default: []].append(run)
+        default:
+            let t = runTenK(logcastPath, count: options.tenkClients, directory: directory)
+            note("round \(round): logcast \(t.clients) clients: idle RSS \(t.rssIdleKB - t.rssBeforeKB) kB for the clients, burst \(format(t.burstSeconds, 3)) s, STATS max \(format((t.statsRoundTrips.max() ?? 0) * 1000, 1)) ms")
+            tenks.append(t)
         }
-        results[config, default: []].append(run)
     }
 }
 rmdir(directory)
@@ -430,18 +776,45 @@ if let f = fopen("/proc/cpuinfo", "r") {
     free(line)
     fclose(f)
 }
-print("logcast throughput: \(options.lines) lines (\(format(Double(payload.bytes.count) / 1e6, 1)) MB) appended in 1 MiB writes, median of \(options.runs) runs; cores: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) (\(cpuModel))")
+print("logcast-bench: \(options.lines) lines (\(format(Double(payload.bytes.count) / 1e6, 1)) MB) appended in 1 MiB writes, median of \(options.runs) runs; cores: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) (\(cpuModel))")
 print("")
-print("| reader | clients | median time (s) | lines/s per client | aggregate lines/s | reader CPU (s) |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-for config in configs {
-    let runs = results[config]!.sorted { $0.seconds < $1.seconds }
-    let median = runs[runs.count / 2]
-    let perClient = Double(options.lines) / median.seconds
-    switch config {
-    case .tail:
-        print("| `tail -F FILE \\| wc -l` (reference) | 1 | \(format(median.seconds, 3)) | \(grouped(perClient)) | \(grouped(perClient)) | \(format(median.cpu, 3)) |")
-    case .logcast(let clients):
-        print("| logcast | \(clients) | \(format(median.seconds, 3)) | \(grouped(perClient)) | \(grouped(perClient * Double(clients))) | \(format(median.cpu, 3)) |")
+if !throughputRows.isEmpty {
+    let tailRate = results["tail"].map { runs -> Double in
+        let r = runs.sorted { $0.seconds < $1.seconds }
+        return Double(options.lines) / r[r.count / 2].seconds
+    }
+    let rsyslogRate = results["rsyslog"].map { runs -> Double in
+        let r = runs.sorted { $0.seconds < $1.seconds }
+        return Double(options.lines) / r[r.count / 2].seconds
+    }
+    print("| reader | clients | median time (s) | file lines/s (ingest) | deliveries/s | vs rsyslog | vs tail -F | daemon CPU (s) | bench readers' CPU (s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in throughputRows {
+        let runs = results[row]!.sorted { $0.seconds < $1.seconds }
+        let median = runs[runs.count / 2]
+        let rate = Double(options.lines) / median.seconds
+        let (label, clients, deliveries): (String, Int, Double) = {
+            switch row {
+            case "tail": return ("`tail -F FILE \\| wc -l`", 1, rate)
+            case "rsyslog":
+                let lost = results["rsyslog"]!.map { $0.lost }
+                return ("rsyslog (imfile → omfwd TCP)\(lost.contains { $0 > 0 } ? ", lines lost per run: \(lost.map(String.init).joined(separator: "/"))" : "")", 1, rate)
+            case "one": return ("logcast, every line", 1, rate)
+            case "filtered": return ("logcast, each its own 1% GREP", 100, rate)
+            default: return ("logcast, every line", 100, rate * 100)
+            }
+        }()
+        let vsRsyslog = rsyslogRate.map { format(rate / $0, 2) + "×" } ?? "–"
+        let vsTail = tailRate.map { format(rate / $0, 2) + "×" } ?? "–"
+        print("| \(label) | \(clients) | \(format(median.seconds, 3)) | \(grouped(rate)) | \(grouped(deliveries)) | \(vsRsyslog) | \(vsTail) | \(format(median.cpu, 3)) | \(format(median.benchCPU, 3)) |")
+    }
+    print("")
+}
+if !tenks.isEmpty {
+    print("| idle clients | RSS before (kB) | RSS with clients idle (kB) | per idle client | 1,000-line burst to all (s) | deliveries/s | STATS round trips during the burst | slowest STATS (ms) | peak RSS (kB) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for t in tenks {
+        let perClient = Double(t.rssIdleKB - t.rssBeforeKB) * 1024 / Double(t.clients + 1)
+        print("| \(grouped(Double(t.clients))) | \(grouped(Double(t.rssBeforeKB))) | \(grouped(Double(t.rssIdleKB))) | \(grouped(perClient)) B | \(format(t.burstSeconds, 3)) | \(grouped(Double(t.clients) * 1000 / t.burstSeconds)) | \(t.statsRoundTrips.count) | \(format((t.statsRoundTrips.max() ?? 0) * 1000, 1)) | \(grouped(Double(t.peakKB))) |")
     }
 }

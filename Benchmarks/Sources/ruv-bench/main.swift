@@ -49,4 +49,5 @@ print("ns per event, median of \(options.runs) run\(options.runs == 1 ? "" : "s"
 print("")
 printTable(results)
 printRates(results)
+printAllocations(results)
 EchoServer.stopAll()

@@ -1,6 +1,9 @@
 // ruv-tail-bench: tail throughput in lines per second, `ruv-tail` against GNU `tail -F`.
 //
 //     ruv-tail-bench [--ruv-tail PATH] [--tail PATH] [--lines N] [--runs R] [--file PATH]
+//     ruv-tail-bench latency|copytruncate|restart [--ruv-tail PATH] [--tail PATH] [--runs R]
+//
+// (The second form: the rotation benchmarks, in Rotation.swift.)
 //
 // Run it from the repository root after `swift build -c release --product ruv-tail` (the
 // default PATH is `.build/release/ruv-tail`).
@@ -141,6 +144,18 @@ func format(_ value: Double, _ digits: Int = 2) -> String {
     for _ in 0..<digits { scale *= 10 }
     let rounded = (value * scale).rounded() / scale
     return "\(rounded)"
+}
+
+// The rotation benchmarks (Rotation.swift): `ruv-tail-bench latency|copytruncate|restart`.
+if let mode = CommandLine.arguments.dropFirst().first, !mode.hasPrefix("-") {
+    let rest = CommandLine.arguments.dropFirst(2)
+    switch mode {
+    case "latency": runLatency(parseRotationOptions(rest))
+    case "copytruncate": runCopyTruncate(parseRotationOptions(rest))
+    case "restart": runRestart(parseRotationOptions(rest))
+    default: fail("unknown benchmark \(mode): latency, copytruncate or restart (or none: throughput)")
+    }
+    exit(0)
 }
 
 let options = parse()

@@ -581,6 +581,26 @@ int ruv_file_read(ruv_runtime_t *runtime, const char *path, ruv_signal_t **out);
  */
 int ruv_unix_signal_watch(ruv_runtime_t *runtime, int signum, ruv_signal_t **out);
 
+/** Readiness bits of ruv_descriptor_poll() (the values of libuv's uv_poll_event). */
+#define RUV_POLL_READABLE 1
+#define RUV_POLL_WRITABLE 2
+#define RUV_POLL_DISCONNECT 4
+#define RUV_POLL_PRIORITIZED 8
+
+/**
+ * Watches a descriptor that another library owns (a client library's socket) for the
+ * RUV_POLL_* `events` (libuv's uv_poll_t) and sends the ready bits, as decimal ASCII digits
+ * of the mask ("1" readable, "3" readable and writable), each time the loop sees the
+ * descriptor ready; never completes. Level-triggered: while the descriptor stays ready a
+ * value comes every loop iteration, so do the library's IO in the callback (or dispose).
+ * The descriptor stays the caller's: it is never read, written or closed; dispose before
+ * closing it. Errors go to the subscription: UV_EBADF (not open, or closed under the
+ * watch), UV_EPERM (a regular file, which epoll cannot watch), UV_EEXIST (already watched
+ * on this loop). Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
+ * Thread: any. Returns: 0; UV_EINVAL; RUV_EARGUMENT (fd negative, no events, unknown bits).
+ */
+int ruv_descriptor_poll(ruv_runtime_t *runtime, int fd, int events, ruv_signal_t **out);
+
 /* ------------------------------------------------------------------------------------ */
 /* TCP                                                                                   */
 /* ------------------------------------------------------------------------------------ */

@@ -18,9 +18,17 @@ public final class Channel<Value>: @unchecked Sendable {
         leading = Terminal(values: leadingValues, other: followingValues)
         following = Terminal(values: followingValues, other: leadingValues)
         // Terminal events sent into one side reach both sides.
+        // Forwarded through weak references: subscribing each subject to the other (as
+        // RACChannel does) makes the two subjects hold each other, so a channel that never
+        // terminated was never freed (LeakSanitizer, `make sanitize`). The terminals hold
+        // both subjects, so forwarding works for as long as anyone can send into either.
         let c = CompoundDisposable()
-        c.add(leadingValues.ignoreValues().subscribe(followingValues))
-        c.add(followingValues.ignoreValues().subscribe(leadingValues))
+        c.add(leadingValues.ignoreValues().subscribe(
+            error: { [weak followingValues] in followingValues?.sendError($0) },
+            completed: { [weak followingValues] in followingValues?.sendCompleted() }))
+        c.add(followingValues.ignoreValues().subscribe(
+            error: { [weak leadingValues] in leadingValues?.sendError($0) },
+            completed: { [weak leadingValues] in leadingValues?.sendCompleted() }))
         termination = c
     }
 

@@ -19,9 +19,18 @@ import CSystemShims
 /// contract says, so only one thread delivers at a time.
 @usableFromInline
 final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
-    @usableFromInline let onNext: ((Value) -> Void)?
-    @usableFromInline let onError: ((any Error) -> Void)?
-    @usableFromInline let onCompleted: (() -> Void)?
+    // The callbacks are released when the subscription closes, as RAC's RACSubscriber
+    // drops its blocks: a callback that captures its own subscription
+    // (`var d: Disposable?; d = s.subscribeNext { …; d?.dispose() }`) or an object holding
+    // it would otherwise form a cycle that keeps the callback, the subscription and
+    // everything they reach (subjects, schedulers) alive forever (LeakSanitizer found it:
+    // `make sanitize`). Only the one thread that closes the gate (the closed bit 0 → 1)
+    // clears them, and only once no delivery is under way on another thread (after the wait
+    // in `dispose`, or at the end of the terminal delivery itself); a delivery reads them
+    // only after seeing the gate open. A call in progress holds its own reference.
+    @usableFromInline @exclusivity(unchecked) final var onNext: ((Value) -> Void)?
+    @usableFromInline @exclusivity(unchecked) final var onError: ((any Error) -> Void)?
+    @usableFromInline @exclusivity(unchecked) final var onCompleted: (() -> Void)?
     /// Set in the state word once closed (terminated or disposed): a bit of its own, beside
     /// `disposedBit` and `lockBit`, because the members are disposed after the gate closes.
     @usableFromInline static var closedBit: Int { 4 }
@@ -56,21 +65,33 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         case .error(let error):
             if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
                 onError?(error)
+                releaseCallbacks()
                 super.dispose()
             }
         case .completed:
             if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
                 onCompleted?()
+                releaseCallbacks()
                 super.dispose()
             }
         }
+    }
+
+    /// Drops the callbacks (and what they capture); called once, by the thread that closed
+    /// the gate, when no other thread is delivering.
+    @usableFromInline
+    final func releaseCallbacks() {
+        onNext = nil
+        onError = nil
+        onCompleted = nil
     }
 
     /// Closes the gate, waits for a delivery running on another thread, then disposes the
     /// subscription's resources.
     @usableFromInline
     override func dispose() {
-        csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
+        let closedHere = csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
+            & Int64(BlockSubscriber.closedBit) == 0
         let me = Int64(Int(bitPattern: csys_thread_token()))
         var spins = 0
         while true {
@@ -79,6 +100,7 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
             spins += 1
             if spins > 64 { csys_thread_yield() }
         }
+        if closedHere { releaseCallbacks() }
         super.dispose()
     }
 }

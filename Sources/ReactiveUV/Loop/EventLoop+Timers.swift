@@ -1,7 +1,7 @@
 import CLibUV
 import CSystemShims
 
-// Timers: one heap-allocated `uv_timer_t` per timer, started at an absolute deadline.
+// Timers: one `uv_timer_t` per timer (owned by a `UVHandle`), started at an absolute deadline.
 //
 // Why the prepare handle: libuv keeps time in whole milliseconds, so two timers whose
 // deadlines differ by less than a millisecond share a due time, and libuv then orders them
@@ -67,7 +67,7 @@ extension EventLoop {
 ///
 /// Thread-safety: the disposed bit (inherited from ``Disposable``, atomic) is the only
 /// state touched off the loop thread; everything else belongs to the loop's thread.
-final class LoopTimer: Disposable, LoopResource, @unchecked Sendable {
+final class LoopTimer: Disposable, @unchecked Sendable {
     let loop: EventLoop
     /// Scheduling order, to break ties between equal deadlines.
     let sequence: Int
@@ -77,10 +77,9 @@ final class LoopTimer: Disposable, LoopResource, @unchecked Sendable {
     let interval: UInt64?
     /// The work; released once the timer is finished.
     var block: (() -> Void)?
-    /// The libuv handle, from `start()` until its close callback.
-    var handle: UnsafeMutablePointer<uv_timer_t>?
-    /// Whether `uv_close` has been called on `handle`.
-    var closing = false
+    /// The libuv handle, from `start()` until its close callback (which releases this
+    /// timer: the handle keeps it alive until then).
+    var handle: UVHandle<uv_timer_t>?
 
     init(loop: EventLoop, sequence: Int, deadline: UInt64, interval: UInt64?, block: @escaping () -> Void) {
         self.loop = loop
@@ -92,32 +91,47 @@ final class LoopTimer: Disposable, LoopResource, @unchecked Sendable {
     }
 
     /// Creates and arms the handle (loop thread).
+    ///
+    /// `uv_timer_init` and `uv_timer_start` fail only on misuse (a closing loop, a NULL
+    /// callback); should they, the timer is cancelled: it never runs, and nothing is left.
     func start() {
         if isDisposed || loop.closedOnLoop {
             block = nil
             return
         }
-        let h = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        uv_timer_init(loop.uvLoop, h)
-        // The handle holds the timer until its close callback.
-        h.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        handle = h
-        loop.register(self)
+        let loop = self.loop
+        do {
+            let h = try UVHandle<uv_timer_t>(loop: loop, type: UV_TIMER, operation: "uv_timer_init") {
+                uv_timer_init(loop.uvLoop, $0)
+            }
+            h.owner = self
+            h.onLoopShutdown = { [unowned self] in _ = markDisposed() }
+            handle = h
+        } catch {
+            _ = markDisposed()
+            block = nil
+            return
+        }
         arm()
     }
 
     /// Starts the uv timer so that it is due at `ceil(deadline / 1 ms)` on the loop's clock.
     /// Never called from inside libuv's timer phase (see the top of this file).
     func arm() {
-        guard let handle else { return }
+        guard let handle, !handle.isClosing else { return }
         uv_update_time(loop.uvLoop)
         let now = uv_now(loop.uvLoop)
         let due = EventLoop.milliseconds(deadline)
-        uv_timer_start(handle, { h in
-            guard let h, let data = h.pointee.data else { return }
-            let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
-            timer.loop.dueTimers.append(timer)
-        }, due > now ? due - now : 0, 0)
+        do {
+            try handle.check(uv_timer_start(handle.pointer, { h in
+                guard let h else { return }
+                let timer = UVHandleCore.owner(of: h, as: LoopTimer.self)
+                timer.loop.dueTimers.append(timer)
+            }, due > now ? due - now : 0, 0), "uv_timer_start")
+        } catch {
+            _ = markDisposed()
+            closeHandle()
+        }
     }
 
     /// Runs the block if the timer is still live and due, then re-arms or closes it.
@@ -147,20 +161,12 @@ final class LoopTimer: Disposable, LoopResource, @unchecked Sendable {
         arm()
     }
 
-    /// Stops the timer and closes its handle (loop thread); memory goes in the close callback.
+    /// Closes the timer's handle (loop thread; idempotent); the memory goes in the close
+    /// callback, which also lets go of the block.
     func closeHandle() {
-        guard let h = handle, !closing else { return }
-        closing = true
-        uv_timer_stop(h)
-        uv_close(EventLoop.handle(h)) { h in
-            guard let h else { return }
-            if let data = h.pointee.data {
-                let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeRetainedValue()
-                timer.handle = nil
-                timer.block = nil
-                timer.loop.unregister(timer)
-            }
-            UnsafeMutableRawPointer(h).deallocate()
+        handle?.close { [self] in
+            handle = nil
+            block = nil
         }
     }
 
@@ -173,10 +179,5 @@ final class LoopTimer: Disposable, LoopResource, @unchecked Sendable {
         } else {
             loop.execute { [self] in closeHandle() }
         }
-    }
-
-    func closeForLoopShutdown() {
-        _ = markDisposed()
-        closeHandle()
     }
 }

@@ -44,10 +44,15 @@ public final class EventLoop: @unchecked Sendable {
     let isMain: Bool
 
     /// The one wake-up handle that drains the work queue (unref'd: it alone does not keep
-    /// the loop alive). Heap memory, freed in its close callback.
-    let asyncHandle: UnsafeMutablePointer<uv_async_t>
+    /// the loop alive). Set once in `init`, before the loop is shared.
+    private(set) var wake: UVHandle<uv_async_t>!
+    /// `wake`'s `uv_async_t`, read by `execute` on any thread (`uv_async_send`); set once
+    /// in `init`, before the loop is shared, and valid until `close()`.
+    @exclusivity(unchecked) private(set) var asyncHandle: UnsafeMutablePointer<uv_async_t>!
     /// Runs fired timers in deadline order once per iteration (see `EventLoop+Timers`).
-    let prepareHandle: UnsafeMutablePointer<uv_prepare_t>
+    private(set) var prepare: UVHandle<uv_prepare_t>!
+    /// `prepare`'s `uv_prepare_t` (tests tell the loop's own handles apart by it).
+    private(set) var prepareHandle: UnsafeMutablePointer<uv_prepare_t>!
 
     // MARK: State guarded by `queueLock`
     let queueLock = UnsafeLock()
@@ -95,6 +100,12 @@ public final class EventLoop: @unchecked Sendable {
     var dueTimers: [LoopTimer] = []
     /// Everything holding handles on this loop that ``close()`` must close.
     var resources: [ObjectIdentifier: any LoopResource] = [:]
+    /// Whether a handle or request may have started a watcher (a descriptor libuv adds to
+    /// its epoll set only in the next poll phase) since our last `uv_run` began: set by
+    /// ``UVHandle`` and ``UVRequest``, cleared by `runUV`. A host polling the backend
+    /// descriptor itself must run the loop first while it is set (see
+    /// ``startedWatcherSinceRun``).
+    @exclusivity(unchecked) var watcherStarted = true
 
 
     // MARK: - Creating
@@ -143,38 +154,35 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private init(loop: UnsafeMutablePointer<uv_loop_t>, owned: Bool, threadID: Int64, isMain: Bool) throws {
-        let async = UnsafeMutablePointer<uv_async_t>.allocate(capacity: 1)
-        let rc = uv_async_init(loop, async) { handle in
-            guard let handle, let data = handle.pointee.data else { return }
-            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drainQueue()
-        }
-        if rc < 0 {
-            async.deallocate()
-            throw UVError(code: rc, operation: "uv_async_init")
-        }
-        // The prepare handle cannot fail to start (uv_prepare_init/start return 0 unless
-        // given a NULL callback).
-        let prepare = UnsafeMutablePointer<uv_prepare_t>.allocate(capacity: 1)
-        uv_prepare_init(loop, prepare)
-
         self.uvLoop = loop
         self.isOwned = owned
         self.threadID = threadID
         self.isMain = isMain
-        self.asyncHandle = async
-        self.prepareHandle = prepare
 
-        // The handles hold one reference to the loop object until the async handle's close
-        // callback, so a loop cannot be freed while libuv can still call into it.
-        let me = Unmanaged.passRetained(self).toOpaque()
-        async.pointee.data = me
-        prepare.pointee.data = me
-        uv_unref(EventLoop.handle(async))
-        uv_prepare_start(prepare) { handle in
-            guard let handle, let data = handle.pointee.data else { return }
-            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drainDueTimers()
+        // The loop's own two handles: not registered as resources (close() closes them
+        // itself, last). Each holds the loop object as its owner until its close callback,
+        // so a loop cannot be freed while libuv can still call into it.
+        let wake = try UVHandle<uv_async_t>(loop: self, type: UV_ASYNC, operation: "uv_async_init", registers: false) {
+            uv_async_init(loop, $0) { handle in
+                guard let handle else { return }
+                UVHandleCore.owner(of: handle, as: EventLoop.self).drainQueue()
+            }
         }
-        uv_unref(EventLoop.handle(prepare))
+        wake.owner = self
+        wake.unref()
+        self.wake = wake
+        self.asyncHandle = wake.pointer
+        let prepare = try UVHandle<uv_prepare_t>(loop: self, type: UV_PREPARE, operation: "uv_prepare_init", registers: false) {
+            uv_prepare_init(loop, $0)
+        }
+        prepare.owner = self
+        self.prepare = prepare
+        self.prepareHandle = prepare.pointer
+        try prepare.check(uv_prepare_start(prepare.pointer) { handle in
+            guard let handle else { return }
+            UVHandleCore.owner(of: handle, as: EventLoop.self).drainDueTimers()
+        }, "uv_prepare_start")
+        prepare.unref()
     }
 
     deinit {
@@ -233,13 +241,13 @@ public final class EventLoop: @unchecked Sendable {
     /// Keeps the loop alive while the caller needs it (the async handle referenced).
     func retainAsync() {
         asyncRefs += 1
-        if asyncRefs == 1 && !closedOnLoop { uv_ref(EventLoop.handle(asyncHandle)) }
+        if asyncRefs == 1 && !closedOnLoop { wake?.ref() }
     }
 
     /// Undoes one ``retainAsync()``.
     func releaseAsync() {
         asyncRefs -= 1
-        if asyncRefs == 0 && !closedOnLoop { uv_unref(EventLoop.handle(asyncHandle)) }
+        if asyncRefs == 0 && !closedOnLoop { wake?.unref() }
     }
 
     // MARK: - Running
@@ -251,6 +259,9 @@ public final class EventLoop: @unchecked Sendable {
     /// call's trailing timer pass fired (`UV_RUN_ONCE` fires timers after the prepare phase).
     @discardableResult
     func runUV(_ mode: uv_run_mode) -> Bool {
+        // Watchers started from here on are registered by this run's poll phase, unless
+        // they start after it (in a callback): those set the flag again.
+        watcherStarted = false
         runDepth += 1
         let alive = uv_run(uvLoop, mode) != 0
         runDepth -= 1
@@ -325,6 +336,26 @@ public final class EventLoop: @unchecked Sendable {
         return alive || hasQueuedWork
     }
 
+    /// One non-blocking iteration for a host that drives this loop from its own poll loop
+    /// (the embedding API's `ruv_runtime_run_once`).
+    ///
+    /// libuv adds a descriptor to its epoll set only in the poll phase of an iteration, and
+    /// `uv_run` does not iterate at all when nothing keeps the loop alive; a host waiting
+    /// on the backend descriptor would then never hear from a watcher just started (the
+    /// wake-up of work queued from another thread, most importantly). So while a watcher
+    /// may have started since the last run (``startedWatcherSinceRun``), or work is
+    /// queued, the loop is kept alive for this one iteration.
+    ///
+    /// - Returns: whether something still keeps the loop alive or work is queued.
+    package func runNoWaitRegisteringWatchers() -> Bool {
+        guard canRun else { return false }
+        let keepAlive = watcherStarted || hasQueuedWork
+        if keepAlive { retainAsync() }
+        runUV(UV_RUN_NOWAIT)
+        if keepAlive { releaseAsync() }
+        return uv_loop_alive(uvLoop) != 0 || hasQueuedWork
+    }
+
     /// Makes ``run()`` return after the current iteration. Safe from any thread.
     ///
     /// From another thread the request travels through ``execute(_:)`` (libuv's `uv_stop`
@@ -369,21 +400,25 @@ public final class EventLoop: @unchecked Sendable {
         guard canRun else { return false }
         let deadline = SchedulerTime.add(csys_monotonic_ns(), max(0, SchedulerTime.nanoseconds(seconds)))
 
-        // A timer for the deadline keeps uv_run(ONCE) from blocking past it.
-        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        uv_timer_init(uvLoop, timer)
-        let wake: uv_timer_cb = { _ in }
+        // A timer for the deadline keeps uv_run(ONCE) from blocking past it. (Not a
+        // resource: it is closed here, whatever happens.)
+        let uvLoop = self.uvLoop
+        guard let timer = try? UVHandle<uv_timer_t>(
+            loop: self, type: UV_TIMER, operation: "uv_timer_init", registers: false, initialize: { uv_timer_init(uvLoop, $0) })
+        else { return false }
+        let wakeUp: uv_timer_cb = { _ in }
         retainAsync()
         defer {
             releaseAsync()
-            uv_close(EventLoop.handle(timer)) { handle in UnsafeMutableRawPointer(handle)?.deallocate() }
+            timer.close()
         }
         while true {
             let now = csys_monotonic_ns()
             if now >= deadline { return condition() }
-            if uv_is_active(EventLoop.handle(timer)) == 0 {
+            if uv_is_active(timer.uvHandle) == 0 {
                 uv_update_time(uvLoop)
-                uv_timer_start(timer, wake, EventLoop.milliseconds(deadline - now), 0)
+                // Fails only on a closing handle; the deadline check above still ends the wait.
+                _ = try? timer.check(uv_timer_start(timer.pointer, wakeUp, EventLoop.milliseconds(deadline - now), 0), "uv_timer_start")
             }
             runUV(UV_RUN_ONCE)
             if condition() { return true }
@@ -428,12 +463,10 @@ public final class EventLoop: @unchecked Sendable {
         closedOnLoop = true
         for resource in Array(resources.values) { resource.closeForLoopShutdown() }
         dueTimers.removeAll()
-        uv_close(EventLoop.handle(prepareHandle)) { handle in UnsafeMutableRawPointer(handle)?.deallocate() }
-        uv_close(EventLoop.handle(asyncHandle)) { handle in
-            guard let handle else { return }
-            if let data = handle.pointee.data { Unmanaged<EventLoop>.fromOpaque(data).release() }
-            UnsafeMutableRawPointer(handle).deallocate()
-        }
+        // Each handle holds this loop (its `loop` and `owner`) and the loop holds it: the
+        // close callbacks break both links.
+        prepare.close { [self] in prepare = nil }
+        wake.close { [self] in wake = nil }
         guard isOwned else { return }
 
         // 3. An owned loop: close whatever else is left, let the close callbacks run, close.
@@ -456,6 +489,18 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     // MARK: - Resources
+
+    /// Notes that a handle or request may have started a watcher libuv registers only in
+    /// its next poll phase (loop thread).
+    @inline(__always)
+    func noteWatcherStarted() { watcherStarted = true }
+
+    /// Whether a watcher may have started since this loop's last run began, so a host
+    /// polling ``uvLoop``'s backend descriptor must run the loop once before it can rely
+    /// on the descriptor (libuv adds descriptors to its epoll set lazily, in the poll
+    /// phase). Conservative: it may say yes when every watcher is registered already.
+    /// Loop thread only.
+    package var startedWatcherSinceRun: Bool { watcherStarted }
 
     /// Registers something that holds handles on this loop, so ``close()`` closes them.
     /// Loop thread only.

@@ -107,6 +107,8 @@ public struct UVError: Error, CustomStringConvertible, Equatable, Hashable, Send
     public static let invalidArgument = UVError(code: UV_EINVAL.rawValue)
     /// `EBUSY`: the resource is busy (for example closing a loop that still has handles).
     public static let busy = UVError(code: UV_EBUSY.rawValue)
+    /// `ESRCH`: no such process (signalling a child that has already exited).
+    public static let noSuchProcess = UVError(code: UV_ESRCH.rawValue)
 }
 
 /// The one place libuv return codes become Swift errors.

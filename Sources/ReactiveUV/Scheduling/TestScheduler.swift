@@ -120,12 +120,18 @@ public final class TestScheduler: Scheduler, @unchecked Sendable {
         queue.insert(Entry(time: time, sequence: sequence, action: action))
     }
 
-    /// Removes a disposed action from the queue (the entry itself is skipped when popped).
+    /// Removes a disposed action from the queue (the entry itself is skipped when popped)
+    /// and drops its block.
     fileprivate func cancel(_ action: Action) {
         lock.withLock {
+            // The block goes whether or not the action is queued. A repeating action
+            // disposed from inside its own run is not queued at that moment (it is popped
+            // while it runs; the running copy stays valid), and its block, which typically
+            // captures the action's own disposable, would otherwise keep the action, the
+            // block and everything it captures alive for good (LeakSanitizer found it).
+            action.block = nil
             guard action.queuedSequence != nil else { return }
             action.queuedSequence = nil
-            action.block = nil
             live -= 1
         }
     }

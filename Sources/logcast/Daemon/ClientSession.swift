@@ -1,30 +1,24 @@
 import Logging
 import ReactiveUV
 
-/// One connected client, written as signal pipelines.
+/// One connected client: its commands in, its feed of lines and replies out.
 ///
 /// ```
-/// commands = connection.reads → clientLines → parse
-/// filters  = commands.grep → compile            (a BehaviorSubject, starting with "all")
-/// output   = filters.map { f in lines.filter(f) }.switchToLatest()   ← the live filter
-///            .filter { !paused }
-/// replies  = STATS / ERR / HEARTBEAT / DROPPED / BYE lines
-/// connection.send(merge(replies, output))       ← one ordered byte stream, bounded queue
+/// transport.reads → clientLines → parse → handle      (GREP, PAUSE, STATS, …)
+/// GREP p → FilterCompiler.request(p) → (compiled off the loop) → fanOut.setPattern
+/// lines and replies ← LineFanOut (one write per turn; the feed's order)
 /// ```
-/// Everything runs on the main loop, so the session's plain fields need no lock.
+/// The server's one tick visits every session for heartbeats, drop reports and the idle
+/// cut-off (no timer per client: ten thousand idle clients cost no timers). Everything
+/// runs on the main loop, so the session's plain fields need no lock.
 final class ClientSession: @unchecked Sendable {
-    let connection: TCPConnection
-    let config: LogcastConfig
-    let stats: Stats
-    let logger: Logger
-    let filters = BehaviorSubject(value: LineFilter.all)
-    let replies = Subject<String>()
-    /// Sends what the output has coalesced but not yet written (see `coalescedPerLoopTurn`).
-    let flushes = Subject<Void>()
-    let subscriptions = CompoundDisposable()
-    var paused = false
+    let transport: ClientTransport
+    let feed: ClientFeed
+    let server: LogcastServer
+    var config: LogcastConfig { server.config }
+    var logger: Logger { server.logger }
+    var reading: Disposable?
     var lastInput: SchedulerTime
-    var lastOutput: SchedulerTime
     var reportedDrops = 0
     var ended = false
     /// The graceful close in progress, kept alive until it finishes.
@@ -32,47 +26,27 @@ final class ClientSession: @unchecked Sendable {
     /// Called once when the session is over.
     let onEnd: (ClientSession) -> Void
 
-    init(connection: TCPConnection, config: LogcastConfig, stats: Stats, logger: Logger, onEnd: @escaping (ClientSession) -> Void) {
-        self.connection = connection
-        self.config = config
-        self.stats = stats
-        self.logger = logger
+    init(transport: ClientTransport, server: LogcastServer, onEnd: @escaping (ClientSession) -> Void) {
+        self.transport = transport
+        self.server = server
         self.onEnd = onEnd
+        feed = server.fanOut.add(transport)
         lastInput = Scheduler.main.now
-        lastOutput = lastInput
     }
 
-    /// Starts the pipelines over the shared stream of log `lines`.
-    func start(lines: Signal<TaggedLine>) {
-        connection.backpressure = config.slowClient == .disconnect ? .disconnect : .dropAndCount
-        connection.highWaterMark = config.queueLimit
-
-        let output: Signal<String> = filters
-            .map { filter in lines.filter { filter.matches($0) } }
-            .switchToLatest()
-            .filter { [unowned self] _ in !paused }
-            .map { [unowned self] line in
-                stats.linesSent += 1
-                lastOutput = Scheduler.main.now
-                return line.wireFormat
-            }
-
-        let bytes = Signal.merge([replies, output]).map { Array($0.utf8) }.coalescedPerLoopTurn(flushes: flushes)
-        subscriptions += connection.send(bytes).subscribe(
-            error: { [weak self] error in self?.end(reason: "write failed: \(error)") })
-
-        subscriptions += connection.reads
+    /// Starts reading commands.
+    func start() {
+        feed.onFailure = { [weak self] reason in self?.end(reason: reason) }
+        reading = transport.reads
             .clientLines(maxLength: config.maxCommandLength)
             .subscribe(
                 next: { [weak self] in self?.handle($0) },
                 error: { [weak self] error in self?.end(reason: "read failed: \(error)") },
                 completed: { [weak self] in self?.end(reason: "client closed") })
-
-        subscriptions += Signal.interval(config.tickInterval, on: Scheduler.main)
-            .subscribeNext { [weak self] now in self?.tick(now) }
     }
 
     func handle(_ input: ClientLine) {
+        guard !ended else { return }
         lastInput = Scheduler.main.now
         guard case .line(let text) = input else {
             reply("ERR \(ProtocolError.lineTooLong(config.maxCommandLength))")
@@ -81,78 +55,117 @@ final class ClientSession: @unchecked Sendable {
         switch ClientCommand.parse(text) {
         case .failure(.empty): return
         case .failure(let error): reply("ERR \(error)")
-        case .success(.grep(let pattern)):
-            switch LineFilter.compile(pattern) {
-            case .success(let filter):
-                filters.sendNext(filter)
-                reply("OK GREP \(pattern)")
-            case .failure(let error): reply("ERR \(error)")
-            }
+        case .success(.grep(let pattern)): grep(pattern)
         case .success(.pause):
-            paused = true
+            server.fanOut.setPaused(feed, true)
             reply("OK PAUSE")
         case .success(.resume):
-            paused = false
+            server.fanOut.setPaused(feed, false)
             reply("OK RESUME")
-        case .success(.stats): reply(String(stats.line(now: Scheduler.main.now).dropLast()))
+        case .success(.stats): reply(String(server.statsLine().dropLast()))
+        case .success(.help):
+            for line in ClientCommand.helpText { reply("HELP \(line)") }
+            reply("OK HELP")
         case .success(.quit): quit(message: "BYE")
         case .success(.line(let file, let text)): config.inject(TaggedLine(file: file, text: text))
         // Commands are handled in arrival order and injection is synchronous, so this reply
         // tells a forwarder that every LINE it sent before the SYNC is in our stream.
         case .success(.sync(let token)): reply("OK SYNC \(token)")
+        case .success(.since(let argument)):
+            if let since = server.since { since(self, argument) } else { reply("ERR SINCE needs a hub (logcast --from nats://…)") }
         }
     }
 
-    /// Heartbeats to quiet clients, drop reports, idle cut-off.
+    /// Asks for the pattern; this client keeps its old filter until the new one is compiled.
+    func grep(_ pattern: String) {
+        if pattern.isEmpty {
+            switchFilter(to: nil)
+            reply("OK GREP ")
+            return
+        }
+        let compiler = server.compiler
+        compiler.request(pattern) { [weak self] result in
+            guard let self else {
+                if case .success(let id) = result { compiler.release(id) }
+                return
+            }
+            switch result {
+            case .success(let id):
+                guard !self.ended else {
+                    self.server.compiler.release(id)
+                    return
+                }
+                self.switchFilter(to: id)
+                self.reply("OK GREP \(pattern)")
+            case .failure(let refusal):
+                self.reply(refusal.reply)
+            }
+        }
+    }
+
+    private func switchFilter(to id: PatternID?) {
+        let old = feed.pattern
+        server.fanOut.setPattern(feed, id)
+        if let old { server.compiler.release(old) }
+    }
+
+    /// Heartbeats to quiet clients, drop reports, idle cut-off (from the server's tick).
     func tick(_ now: SchedulerTime) {
-        let dropped = connection.droppedWrites
-        if dropped > reportedDrops {
-            stats.linesDropped += dropped - reportedDrops
-            reportedDrops = dropped
-            reply("DROPPED \(dropped)")
+        guard !ended else { return }
+        if feed.linesDropped > reportedDrops {
+            reportedDrops = feed.linesDropped
+            reply("DROPPED \(feed.linesDropped)")
         }
         if config.idleTimeout > 0 && lastInput.distance(to: now) >= config.idleTimeout
-            && lastOutput.distance(to: now) >= config.idleTimeout {
+            && feed.lastOutput.distance(to: now) >= config.idleTimeout {
             quit(message: "BYE idle for \(Int(config.idleTimeout))s")
             return
         }
-        if config.heartbeat > 0 && lastOutput.distance(to: now) >= config.heartbeat {
-            lastOutput = now
-            reply("HEARTBEAT \(Int(stats.started.distance(to: now)))")
+        if config.heartbeat > 0 && feed.lastOutput.distance(to: now) >= config.heartbeat {
+            feed.lastOutput = now
+            reply("HEARTBEAT \(Int(server.stats.started.distance(to: now)))")
         }
     }
 
     func reply(_ line: String) {
-        lastOutput = Scheduler.main.now
-        replies.sendNext(line + "\n")
+        server.fanOut.reply(feed, line)
     }
 
     /// Says `message`, then flushes what is queued and closes.
     func quit(message: String) {
         guard !ended else { return }
         reply(message)
-        flushes.sendNext(())
         end(reason: message, graceful: true)
     }
 
-    /// Flushes what is queued and closes (the daemon's shutdown): stops reading and
-    /// filtering, lets the queued bytes drain, then half-closes and closes.
+    /// Flushes what is queued for this client, half-closes and closes (shutdown, QUIT).
     func drain() -> Signal<Void> {
-        let connection = self.connection
-        return connection.shutdown().catchTo(.empty()).on(terminated: { connection.close() })
+        let transport = self.transport
+        let fanOut = server.fanOut
+        let feed = self.feed
+        return Signal<Void>.create { subscriber in
+            fanOut.drain(feed) { subscriber.sendCompleted() }
+            return nil
+        }
+        .then { transport.shutdown().catchTo(.empty()) }
+        .on(terminated: {
+            fanOut.remove(feed)
+            transport.close()
+        })
     }
 
-    /// Ends the session: stops its pipelines; `graceful` lets queued bytes flush first.
+    /// Ends the session: stops reading; `graceful` lets queued bytes flush first.
     func end(reason: String, graceful: Bool = false) {
         guard !ended else { return }
         ended = true
-        logger.info("client \(connection) ended: \(reason)")
-        // Disposing `send` keeps the bytes already queued; the drain flushes them.
-        subscriptions.dispose()
+        logger.info("client \(transport) ended: \(reason)")
+        reading?.dispose()
+        if let pattern = feed.pattern { server.compiler.release(pattern) }
         if graceful {
             finishing = drain().subscribe()
         } else {
-            connection.close()
+            server.fanOut.remove(feed)
+            transport.close()
         }
         onEnd(self)
     }

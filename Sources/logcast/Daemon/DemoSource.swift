@@ -12,7 +12,7 @@ enum DemoSource {
 
     /// Creates the demo file and starts appending; returns its path and the appender.
     static func start() -> (path: String, appender: Disposable) {
-        let dir = String(cString: getenv("TMPDIR") ?? strdup("/tmp"))
+        let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
         let path = "\(dir)/logcast-demo-\(getpid()).log"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         var n = 0

@@ -3,23 +3,32 @@ import Glibc
 import Logging
 import ReactiveUV
 
-/// `logcast [FILE...] --listen HOST:PORT`: tails log files as signals and serves their lines
-/// to TCP clients, each with its own live filter.
+/// `logcast [FILE...] [--listen HOST:PORT] [options]`: tails log files as signals and serves
+/// their lines to TCP clients, each with its own live filter.
 @main
 struct LogcastCommand: ParsableCommand {
+    /// logcast's version (also in the man page).
+    static let version = "0.3.0"
+
     static let configuration = CommandConfiguration(
         commandName: "logcast",
         abstract: "Tail log files and serve their lines to TCP clients, each with its own live filter.",
         discussion: """
-            Clients speak a line protocol: GREP <regex>, PAUSE, RESUME, STATS, QUIT.
+            Clients speak a line protocol: GREP <regex>, PAUSE, RESUME, STATS, HELP, QUIT \
+            (send HELP for the list). Lines are sent as '<file>: <line>'. Filters are \
+            Hyperscan patterns, compiled off the event loop into one database for all \
+            clients; patterns that need backtracking (back-references, lookaround) are \
+            answered 'ERR unsupported pattern'.
             With no FILE, logcast tails a demo file it appends to itself.
             Try: logcast --listen 127.0.0.1:7070, then: nc 127.0.0.1 7070
-            """)
+            LOGCAST_DEBUG=1 in the environment is the same as --log-level debug.
+            """,
+        version: "logcast \(version)")
 
     @Argument(help: "Files to tail (like tail -F: rotation and truncation are followed; missing files are waited for).")
     var files: [String] = []
 
-    @Option(help: "Where to listen, HOST:PORT (port 0 picks a free port).")
+    @Option(help: "Where to listen, HOST:PORT (port 0...65535; 0 picks a free port).")
     var listen: String = "127.0.0.1:7070"
 
     @Option(help: "Seconds of silence before a client gets a HEARTBEAT line (0: never).")
@@ -28,51 +37,132 @@ struct LogcastCommand: ParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds without input or output before a client is closed (0: never).")
     var idleTimeout: Double = 600
 
-    @Option(name: .customLong("queue-limit"), help: "Bytes queued for one client before the slow-client policy applies.")
+    @Option(name: .customLong("queue-limit"), help: "Bytes a client may fall behind before the slow-client policy applies (at least 1).")
     var queueLimit: Int = 1 << 20
 
-    @Option(name: .customLong("slow-client"), help: "What to do with a client whose queue is full: drop (count and report) or disconnect.")
+    @Option(name: .customLong("slow-client"), help: "What to do with a client that fell too far behind: drop (its missed lines, counted and reported) or disconnect.")
     var slowClient: String = "drop"
 
     @Option(help: "Also send every line to an upstream logcast, HOST:PORT (reconnects with backoff).")
     var forward: String?
 
-    @Option(name: .customLong("forward-buffer"), help: "Lines held for the upstream while it is away.")
+    @Option(name: .customLong("forward-buffer"), help: "Lines held for the upstream while it is away (at least 1).")
     var forwardBuffer: Int = 100_000
 
-    @Option(name: .customLong("tick"), help: "Seconds between heartbeat and idle checks.")
+    @Option(name: .customLong("tick"), help: "Seconds between heartbeat, drop-report and idle checks (more than 0).")
     var tick: Double = 1
+
+    @Option(name: .customLong("grep-timeout"), help: "Seconds a GREP pattern may take to compile before it is refused (more than 0).")
+    var grepTimeout: Double = 10
+
+    @Option(name: .customLong("max-pattern"), help: "The longest GREP pattern, in bytes (1...1048576).")
+    var maxPattern: Int = 60 * 1024
+
+    @Option(name: .customLong("syslog-udp"), help: "Also accept syslog messages (RFC 5424 and RFC 3164) as datagrams on HOST:PORT; their lines are tagged 'syslog <sender>'.")
+    var syslogUDP: String?
+
+    @Option(name: .customLong("syslog-tcp"), help: "Also accept syslog messages over TCP on HOST:PORT (RFC 6587 octet counting or one message per line).")
+    var syslogTCP: String?
+
+    @Option(name: .customLong("tls-cert"), help: "Serve clients over TLS with this PEM certificate chain (with --tls-key).")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(name: .customLong("log-level"), help: "What logcast logs on standard error: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
+    var nats: NatsOptions
 
     func validate() throws {
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
+        if let syslogUDP { _ = try Self.parseAddress(syslogUDP, option: "--syslog-udp") }
+        if let syslogTCP { _ = try Self.parseAddress(syslogTCP, option: "--syslog-tcp") }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         guard LogcastConfig.SlowClientPolicy(rawValue: slowClient) != nil else {
-            throw ValidationError("--slow-client must be 'drop' or 'disconnect'")
+            throw ValidationError("--slow-client must be 'drop' or 'disconnect', got '\(slowClient)'")
         }
-        guard queueLimit > 0, forwardBuffer > 0, tick > 0, heartbeat >= 0, idleTimeout >= 0 else {
-            throw ValidationError("limits and intervals must be positive")
+        try Self.check(heartbeat, "--heartbeat", atLeast: 0)
+        try Self.check(idleTimeout, "--idle-timeout", atLeast: 0)
+        try Self.check(tick, "--tick", moreThan: 0)
+        try Self.check(grepTimeout, "--grep-timeout", moreThan: 0)
+        guard queueLimit >= 1 else { throw ValidationError("--queue-limit must be at least 1 (bytes), got \(queueLimit)") }
+        guard forwardBuffer >= 1 else { throw ValidationError("--forward-buffer must be at least 1 (lines), got \(forwardBuffer)") }
+        guard (1...(1 << 20)).contains(maxPattern) else {
+            throw ValidationError("--max-pattern must be in 1...1048576 (bytes), got \(maxPattern)")
+        }
+        if let logLevel, Logger.Level(rawValue: logLevel.lowercased()) == nil {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical; got '\(logLevel)'")
+        }
+    }
+
+    static func check(_ value: Double, _ option: String, atLeast minimum: Double) throws {
+        guard value >= minimum, value.isFinite else {
+            throw ValidationError("\(option) must be at least \(Int(minimum)) (seconds), got \(value)")
+        }
+    }
+
+    static func check(_ value: Double, _ option: String, moreThan minimum: Double) throws {
+        guard value > minimum, value.isFinite else {
+            throw ValidationError("\(option) must be more than \(Int(minimum)) (seconds), got \(value)")
         }
     }
 
     static func parseAddress(_ text: String, option: String) throws -> (host: String, port: Int) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (0...65535).contains(port) else {
-            throw ValidationError("\(option) must be HOST:PORT, got '\(text)'")
+        guard let colon = text.lastIndex(of: ":") else {
+            throw ValidationError("\(option) must be HOST:PORT (port 0...65535), got '\(text)'")
+        }
+        let portText = text[text.index(after: colon)...]
+        guard let port = Int(portText) else {
+            throw ValidationError("\(option): the port must be a number in 0...65535, got '\(portText)' in '\(text)'")
+        }
+        guard (0...65535).contains(port) else {
+            throw ValidationError("\(option): port \(port) is out of range 0...65535 in '\(text)'")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
+    /// Why a FILE cannot be tailed at start (a missing one can: it is waited for).
+    static func unusable(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return nil }
+            return "\(path): \(String(cString: strerror(errno)))"
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { return "\(path) is a directory, not a file" }
+        if access(path, R_OK) != 0 { return "\(path) is not readable: \(String(cString: strerror(errno)))" }
+        return nil
+    }
+
     func run() throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var level = Logger.Level.info
+        if getenv("LOGCAST_DEBUG") != nil { level = .debug }
+        if let logLevel { level = Logger.Level(rawValue: logLevel.lowercased()) ?? level }
+        let chosen = level
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = chosen
+            return handler
+        }
         var logger = Logger(label: "logcast")
-        logger.logLevel = getenv("LOGCAST_DEBUG") != nil ? .debug : .info
+        logger.logLevel = level
         let address = try Self.parseAddress(listen, option: "--listen")
 
-        var paths = files
+        for path in files {
+            if let problem = Self.unusable(path) {
+                Output.err("logcast: error: \(problem)\n")
+                throw ExitCode.failure
+            }
+        }
+        // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
+        var paths = nats.publish != nil ? [] : files
         var demo: Disposable?
-        if paths.isEmpty {
+        if paths.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -82,18 +172,42 @@ struct LogcastCommand: ParsableCommand {
             Output.err("logcast: \(path) does not exist yet; waiting for it to appear (like tail -F)\n")
         }
 
-        let config = LogcastConfig(
+        var config = LogcastConfig(
             files: paths, host: address.host, port: address.port, heartbeat: heartbeat, idleTimeout: idleTimeout,
             queueLimit: queueLimit, slowClient: LogcastConfig.SlowClientPolicy(rawValue: slowClient)!,
             tickInterval: tick)
+        config.compileTimeLimit = grepTimeout
+        config.tlsCertificate = tlsCert
+        config.tlsKey = tlsKey
+        config.maxPatternLength = maxPattern
+        config.maxCommandLength = max(config.maxCommandLength, maxPattern + 5)  // "GREP " + pattern
         let server = LogcastServer(config: config, logger: logger)
+        server.beforeFatalExit = { demo?.dispose() }
+        let natsRunning = try nats.start(server: server, files: files, logger: logger)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
-            Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
+            if tlsCert != nil {
+                Output.out("logcast: listening on \(bound); TLS, connect with: openssl s_client -quiet -connect \(bound)\n")
+            } else {
+                Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
+            }
+        }
+        server.startSyslog(
+            udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
+            tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
+        ) { kind, bound in
+            Output.out("logcast: syslog \(kind) on \(bound)\n")
         }
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)
         }
+        natsRunning.stop()
         demo?.dispose()
+        // Disposing closed the handles and cancelled the file requests, but their callbacks
+        // (close callbacks, a tail's read still in libuv's thread pool) run later and keep
+        // their subscriber graphs alive until they do: the tail's graph holds the published
+        // subject of `lines`. Run the loop until nothing is left, so everything is released
+        // before the process exits (LeakSanitizer, `make sanitize`, checks that it is).
+        EventLoop.main.run()
     }
 }

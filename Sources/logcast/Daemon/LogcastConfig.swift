@@ -14,6 +14,13 @@ struct LogcastConfig {
     var slowClient: SlowClientPolicy
     var maxCommandLength: Int = 64 * 1024
     var tickInterval: Double
+    /// How long compiling one batch of GREP patterns may take before they are refused.
+    var compileTimeLimit: Double = 10
+    /// The longest GREP pattern, in bytes.
+    var maxPatternLength: Int = 60 * 1024
+    /// Serve clients over TLS with this PEM certificate chain and key (--tls-cert/--tls-key).
+    var tlsCertificate: String?
+    var tlsKey: String?
     /// Puts a line forwarded by another logcast into this one's stream.
     var inject: (TaggedLine) -> Void = { _ in }
 }

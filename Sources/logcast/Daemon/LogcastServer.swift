@@ -2,13 +2,16 @@ import Glibc
 import Logging
 import ReactiveUV
 
-/// The daemon: tails the files, serves their lines, forwards them upstream.
+/// The daemon: sources feed one fan-out, clients are served from it.
 ///
 /// ```
-/// tails   = merge(FILE₁.tail.tag(FILE₁), FILE₂.tail.tag(FILE₂), …)
-/// lines   = merge(tails, injected).publish()          ← one shared stream, hot
-/// TCP.listen(host:port) → each connection → ClientSession(lines)
-/// tails → Forwarder (when --forward)
+/// sources:  FILE₁.tailChunks, FILE₂.tailChunks, …   ─┐
+///           LINE from forwarding logcasts            ├─► LineFanOut ─► ClientFeed ─► client
+///           (syslog, NATS: same two ingest calls)   ─┘   (blocks scanned once by the
+///                                                          FilterCompiler's FilterSet)
+/// TCP.listen(host:port) → accept(transport) → ClientSession  (another transport: accept it)
+/// FILE chunks → Forwarder (when --forward)
+/// one tick: heartbeats, DROPPED reports, idle cut-off, running out of descriptors
 /// SIGINT/SIGTERM → stop accepting, drain every client, exit 0
 /// ```
 final class LogcastServer: @unchecked Sendable {
@@ -16,48 +19,70 @@ final class LogcastServer: @unchecked Sendable {
     var config: LogcastConfig
     let stats = Stats()
     let logger: Logger
-    let injected = Subject<TaggedLine>()
+    let fanOut: LineFanOut
+    let compiler: FilterCompiler
     var sessions: [ObjectIdentifier: ClientSession] = [:]
     let running = CompoundDisposable()
     var listening: Disposable?
     var forwarder: Forwarder?
     var stopping = false
     var finished = false
+    /// Runs before a fatal exit (removes the demo log).
+    var beforeFatalExit: () -> Void = {}
+    /// Sources still able to produce lines; with none left logcast exits.
+    var liveSources = 0
+    /// `SINCE` handling and session ends, set by a NATS hub (NatsHub); nil without `--from`.
+    var since: ((ClientSession, String) -> Void)?
+    var sessionEnded: ((ClientSession) -> Void)?
+    /// Out of descriptors at the last tick (said once per episode).
+    var outOfDescriptors = false
+    /// The syslog listeners (--syslog-udp/--syslog-tcp), if any: SyslogSource.swift.
+    var syslog: SyslogSource?
+    /// TLS handshake counters when serving over TLS (--tls-cert): TLSClients.swift.
+    var tlsStats: TLSStats?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
         self.logger = logger
-        let injected = self.injected
-        self.config.inject = { injected.sendNext($0) }
+        fanOut = LineFanOut(stats: stats, queueLimit: config.queueLimit, disconnectSlowClients: config.slowClient == .disconnect)
+        compiler = FilterCompiler(timeLimit: config.compileTimeLimit, maxPatternLength: config.maxPatternLength)
+        let fanOut = self.fanOut
+        compiler.onInstall = { fanOut.filters = $0 }
+        self.config.inject = { line in fanOut.ingest(prefix: Array((line.file + ": ").utf8), line: line.text.utf8) }
     }
 
-    /// Starts tailing and listening; `onListening` gets the bound address.
-    func start(forward: (host: String, port: Int, buffer: Int)?, onListening: @escaping (SocketAddress) -> Void) {
-        let tails = config.files.map { path in
-            File.tail(path, from: .end)
-                .map { TaggedLine(file: path, text: $0) }
-                .catch { [logger] error in
-                    logger.error("tail \(path): \(error)")
-                    return Signal.never()
-                }
-        }
-        let local = Signal.merge(tails).publish()
-        let lines = Signal.merge([local.signal, injected]).doNext { [stats] _ in stats.linesRead += 1 }.publish()
+    /// The `STATS` reply.
+    func statsLine() -> String {
+        var line = stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
+        let extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "")
+        if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
+        return line
+    }
 
+    /// Starts the sources and the listener; `onListening` gets the bound address.
+    func start(forward: (host: String, port: Int, buffer: Int)?, onListening: @escaping (SocketAddress) -> Void) {
         if let forward {
             let forwarder = Forwarder(host: forward.host, port: forward.port, capacity: forward.buffer, stats: stats, logger: logger)
             self.forwarder = forwarder
-            running += local.signal.subscribeNext { forwarder.send($0) }
             forwarder.start()
         }
+        for path in config.files { startFile(path) }
 
-        listening = TCP.listen(host: config.host, port: config.port, onListening: onListening)
-            .subscribe(
-                next: { [weak self] connection in self?.accept(connection, lines: lines.signal) },
-                error: { [weak self] error in self?.fail("cannot listen on \(self?.config.host ?? ""):\(self?.config.port ?? 0): \(error)") })
-        running += lines.connect()
-        running += local.connect()
+        if let certificate = config.tlsCertificate, let key = config.tlsKey {
+            let tlsStats = TLSStats()
+            self.tlsStats = tlsStats
+            listening = listenTLS(certificate: certificate, key: key, tlsStats: tlsStats, onListening: onListening)
+        } else {
+            listening = TCP.listen(host: config.host, port: config.port, backlog: 4096, onListening: onListening)
+                .subscribe(
+                    next: { [weak self] connection in self?.accept(connection) },
+                    error: { [weak self] error in
+                        guard let self else { return }
+                        self.fail("cannot listen on \(self.config.host):\(self.config.port): \(error)")
+                    })
+        }
 
+        running += Signal.interval(config.tickInterval, on: Scheduler.main).subscribeNext { [weak self] now in self?.tick(now) }
         for signum in [SIGINT, SIGTERM] {
             running += UnixSignal.signal(signum).take(1).subscribeNext { [weak self] n in
                 self?.logger.info("signal \(n): shutting down")
@@ -66,19 +91,81 @@ final class LogcastServer: @unchecked Sendable {
         }
     }
 
-    func accept(_ connection: TCPConnection, lines: Signal<TaggedLine>) {
+    /// Follows one FILE into the fan-out (and the forwarder).
+    func startFile(_ path: String) {
+        let prefix = Array((path + ": ").utf8)
+        let fanOut = self.fanOut
+        let forwarder = self.forwarder
+        let source = FileSource(path: path) { [logger] notice in
+            // Rotation, truncation, appearing and disappearing are the file's normal life:
+            // notice level; bytes that could not be read are a loss: a warning.
+            if case .lost = notice { logger.warning("\(notice)") } else { logger.notice("\(notice)") }
+        }
+        liveSources += 1
+        running += source.start(
+            deliver: { chunk in
+                fanOut.ingest(prefix: prefix, chunk: chunk)
+                if let forwarder { Self.forEachLine(chunk) { forwarder.send(TaggedLine(file: path, text: $0)) } }
+            },
+            failed: { [weak self] error in self?.sourceEnded("\(path): \(error)") })
+    }
+
+    /// A source can produce no more lines; when none is left there is nothing to serve.
+    func sourceEnded(_ reason: String) {
+        logger.error("\(reason); no longer followed")
+        liveSources -= 1
+        if liveSources == 0 && !stopping { fail("no usable file remains (\(reason))") }
+    }
+
+    static func forEachLine(_ chunk: [UInt8], _ body: (String) -> Void) {
+        var start = 0
+        for (i, byte) in chunk.enumerated() where byte == 10 {
+            body(String(decoding: chunk[start..<i], as: UTF8.self))
+            start = i + 1
+        }
+        if start < chunk.count { body(String(decoding: chunk[start...], as: UTF8.self)) }
+    }
+
+    /// Serves one client over `transport` (a TCP connection, or any other transport).
+    func accept(_ transport: ClientTransport) {
         guard !stopping else {
-            connection.close()
+            transport.close()
             return
         }
         stats.clients += 1
-        logger.info("client \(connection) connected")
-        let session = ClientSession(connection: connection, config: config, stats: stats, logger: logger) { [weak self] ended in
+        logger.debug("client \(transport) connected")
+        let session = ClientSession(transport: transport, server: self) { [weak self] ended in
             guard let self else { return }
+            self.sessionEnded?(ended)
             if self.sessions.removeValue(forKey: ObjectIdentifier(ended)) != nil { self.stats.clients -= 1 }
         }
         sessions[ObjectIdentifier(session)] = session
-        session.start(lines: lines)
+        session.start()
+    }
+
+    func tick(_ now: SchedulerTime) {
+        for session in Array(sessions.values) { session.tick(now) }
+        checkDescriptors()
+    }
+
+    /// Says (once per episode) when the process has no descriptor left for a new client:
+    /// the listener then refuses connections while the clients it has are served.
+    func checkDescriptors() {
+        let probe = dup(2)
+        if probe >= 0 {
+            close(probe)
+            if outOfDescriptors {
+                outOfDescriptors = false
+                logger.notice("descriptors available again; accepting clients")
+            }
+            return
+        }
+        guard errno == EMFILE || errno == ENFILE, !outOfDescriptors else { return }
+        outOfDescriptors = true
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let message = "out of file descriptors with \(stats.clients) clients (RLIMIT_NOFILE \(limit.rlim_cur)): new connections are refused until clients leave; raise the limit (ulimit -n, systemd LimitNOFILE=)"
+        logger.error("\(message)")
     }
 
     /// Stops accepting, flushes what each client has queued, closes, and finishes.
@@ -88,8 +175,7 @@ final class LogcastServer: @unchecked Sendable {
         listening?.dispose()
         forwarder?.stop()
         let drains = sessions.values.map { session -> Signal<Void> in
-            session.flushes.sendNext(())
-            session.subscriptions.dispose()
+            session.reading?.dispose()
             return session.drain()
         }
         // Bounded: a client that never reads cannot hold the exit past the deadline.
@@ -103,9 +189,10 @@ final class LogcastServer: @unchecked Sendable {
         finished = true
     }
 
+    /// A fatal error: said once on standard error, then exit 1.
     func fail(_ message: String) {
-        logger.critical("\(message)")
-        Output.err("logcast: \(message)\n")
+        Output.err("logcast: error: \(message)\n")
+        beforeFatalExit()
         exit(1)
     }
 }

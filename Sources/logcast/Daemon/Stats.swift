@@ -1,18 +1,19 @@
 import ReactiveUV
 
-/// logcast's counters, shown by `STATS`. Updated on the main loop only (every pipeline
-/// delivers there), so plain integers suffice.
+/// logcast's counters, shown by `STATS`. Updated on the main loop only, so plain integers
+/// suffice. Every count is of lines.
 final class Stats: @unchecked Sendable {
     var linesRead = 0
     var linesSent = 0
+    /// Lines clients missed because they fell more than the queue limit behind.
     var linesDropped = 0
     var clients = 0
     var forwarded = 0
     let started = SchedulerTime.monotonicNow
 
     /// The `STATS` reply.
-    func line(now: SchedulerTime) -> String {
+    func line(now: SchedulerTime, patterns: Int, compiles: Int) -> String {
         let uptime = Int(started.distance(to: now))
-        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) uptime=\(uptime)s\n"
+        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) patterns=\(patterns) compiles=\(compiles) uptime=\(uptime)s\n"
     }
 }

@@ -97,6 +97,7 @@ int main(void) {
     CHECK(ruv_file_lines(NULL, NULL, &o) < 0);
     CHECK(ruv_file_read(NULL, NULL, &o) < 0);
     CHECK(ruv_unix_signal_watch(NULL, 0, &o) < 0);
+    CHECK(ruv_descriptor_poll(NULL, 0, RUV_POLL_READABLE, &o) < 0);
     CHECK(ruv_tcp_listen(NULL, NULL, 0, on_listening, on_connection, on_error, NULL, NULL) < 0);
     CHECK(ruv_tcp_connect(NULL, NULL, 0, on_connection, on_error, on_done, NULL, NULL) < 0);
     CHECK(ruv_connection_reads(NULL, &o) < 0);

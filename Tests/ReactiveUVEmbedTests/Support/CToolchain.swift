@@ -97,16 +97,83 @@ enum CToolchain {
         try errHandle.close()
         return Output(
             status: process.terminationStatus,
-            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+            stdout: readText(outURL.path),
+            stderr: readText(errURL.path),
             timedOut: timedOut)
+    }
+
+    /// A text file's contents ("" when it cannot be read), read with plain `read(2)`.
+    ///
+    /// Not `String(contentsOf:)`: on Linux, swift-foundation reads a file whose size is 0
+    /// into a 4 KiB buffer it never frees (`readBytesFromFile`, the `fileSize == 0` branch),
+    /// and a program's output file is often empty: LeakSanitizer (`make sanitize`) reports
+    /// every such read.
+    static func readText(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The warnings every C build of ours treats as errors.
     static let strictFlags = ["-Wall", "-Wextra", "-Werror"]
 
+    /// A sanitizer libreactiveuv.so was built with (`swift build --sanitize=thread|address`).
+    enum Sanitizer: String {
+        case thread, address
+
+        /// The clang flag that instruments a C program and links this sanitizer's runtime.
+        var flag: String { "-fsanitize=" + rawValue }
+    }
+
+    /// The sanitizer this build uses, or nil for a plain build.
+    ///
+    /// The test executable and libreactiveuv.so come out of the same `swift build`, so they
+    /// carry the same instrumentation. A sanitized Swift executable links the sanitizer's
+    /// runtime statically and exports its entry points (the sanitized .so leaves them
+    /// undefined and expects its executable to provide them), so they are visible here.
+    static let sanitizer: Sanitizer? = {
+        // A nil handle is glibc's RTLD_DEFAULT: the executable and every loaded library.
+        if dlsym(nil, "__tsan_init") != nil { return .thread }
+        if dlsym(nil, "__asan_init") != nil { return .address }
+        return nil
+    }()
+
+    /// The C compiler for programs linked against libreactiveuv.so.
+    ///
+    /// `cc` for a plain build. A sanitized library needs its sanitizer's runtime in the
+    /// program that loads it, and that runtime must be the one the Swift toolchain built
+    /// the library with (gcc's libtsan/libasan are other versions with another ABI): so
+    /// the toolchain's own clang, next to the `swift` that runs the tests, builds the
+    /// program with the same `-fsanitize=`, which also instruments the C side.
+    static let compiler: String = {
+        guard sanitizer != nil else { return "/usr/bin/cc" }
+        var candidates: [String] = []
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let swift = String(dir) + "/swift"
+            guard FileManager.default.isExecutableFile(atPath: swift) else { continue }
+            let real = URL(fileURLWithPath: swift).resolvingSymlinksInPath()
+            candidates.append(real.deletingLastPathComponent().appendingPathComponent("clang").path)
+            break
+        }
+        candidates.append("/opt/swift/usr/bin/clang")
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "clang"
+    }()
+
     /// Compiles and links C sources against reactiveuv.h and libreactiveuv.so, as a C user
     /// would (`-I`, `-L`, `-lreactiveuv`, an rpath to the library's directory).
+    ///
+    /// When the library is sanitized (``sanitizer``), the program is built by the
+    /// toolchain's clang with the same `-fsanitize=` (see ``compiler``), replacing any
+    /// `-fsanitize=` among `extraFlags`: one process holds one sanitizer runtime.
     ///
     /// - Returns: the path of the executable.
     static func buildProgram(
@@ -114,11 +181,22 @@ enum CToolchain {
         file: StaticString = #filePath, line: UInt = #line
     ) throws -> String {
         let output = directory.appendingPathComponent(name).path
+        var flags = extraFlags
+        if let sanitizer {
+            flags = flags.filter { !$0.hasPrefix("-fsanitize=") } + [sanitizer.flag, "-fno-omit-frame-pointer"]
+            if sanitizer == .thread {
+                // The toolchain's TSan runtime intercepts libdispatch and Blocks, so a program
+                // linking it statically needs both: the Swift runtime's own copies.
+                let swiftLibraries = URL(fileURLWithPath: compiler).deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("lib/swift/linux").path
+                flags += ["-L", swiftLibraries, "-ldispatch", "-lBlocksRuntime", "-Wl,-rpath," + swiftLibraries]
+            }
+        }
         let arguments =
-            ["-std=c11", "-g"] + strictFlags + extraFlags + ["-I", includeDirectory] + sources
+            ["-std=c11", "-g"] + strictFlags + flags + ["-I", includeDirectory] + sources
             + ["-o", output, "-L", binDirectory, "-lreactiveuv", "-luv", "-lpthread", "-Wl,-rpath," + binDirectory]
-        let result = try run("/usr/bin/cc", arguments, timeout: 60)
-        XCTAssertEqual(result.status, 0, "cc \(arguments.joined(separator: " ")) failed:\n\(result.stderr)", file: file, line: line)
+        let result = try run(compiler, arguments, timeout: 60)
+        XCTAssertEqual(result.status, 0, "\(compiler) \(arguments.joined(separator: " ")) failed:\n\(result.stderr)", file: file, line: line)
         if result.status != 0 { throw CBuildError(message: result.stderr) }
         return output
     }

@@ -39,8 +39,8 @@ final class RunningProgram {
     }
 
     /// What the program printed so far.
-    var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+    var stdout: String { CToolchain.readText(outURL.path) }
+    var stderr: String { CToolchain.readText(errURL.path) }
 
     /// Complete lines printed so far.
     var lines: [String] {

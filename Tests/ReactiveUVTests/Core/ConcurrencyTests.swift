@@ -81,7 +81,7 @@ import Testing
     @Test func reentrantSendFromSubscriberDoesNotDeadlock() {
         let subject = Subject<Int>()
         var got: [Int] = []
-        subject.subscribeNext { v in
+        subject.subscribeNext { [unowned subject] v in
             got.append(v)
             if v < 3 { subject.sendNext(v + 1) }
         }

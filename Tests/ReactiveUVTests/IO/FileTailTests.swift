@@ -29,8 +29,8 @@ class FileTailTests: XCTestCase {
             return File.tail(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
                              maxLineLength: maxLineLength, on: loop)
         }
-        return File.follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
-                           maxLineLength: maxLineLength, on: loop, readsCachedDataOnLoop: false) { send in .lines(send) }
+        return File.tail(path, from: start, options: poolReadOptions(pollInterval, rotationQuietPeriod, maxLineLength),
+                         notices: nil, on: loop)
     }
 
     /// A tail with short timings, so the tests spend little time waiting for polls.
@@ -336,7 +336,11 @@ class FileTailTests: XCTestCase {
         // The writer reopens the path: a new file.
         append(path, numbered(8..<12))
         XCTAssertTrue(run(loop, until: recorder, has: 12))
-        XCTAssertEqual(recorder.values, strings(0..<7) + ["7-unfinished"] + strings(8..<12))
+        // The new file is read at once, the old one to its end: each file's lines in order,
+        // the two files' lines interleaved as they were read.
+        let values = recorder.values
+        XCTAssertEqual(values.filter { !strings(8..<12).contains($0) }, strings(0..<7) + ["7-unfinished"])
+        XCTAssertEqual(values.filter { strings(8..<12).contains($0) }, strings(8..<12))
         subscription.dispose()
         assertLoopCleanAndClose(loop)
     }
@@ -359,7 +363,9 @@ class FileTailTests: XCTestCase {
         writeAll(old, "old-1\nold-2\n")
         close(old)
         XCTAssertTrue(run(loop, until: recorder, has: 4))
-        XCTAssertEqual(recorder.values, ["old-0", "old-1", "old-2", "new-0"])
+        // Each file's lines in order; the new file's line need not wait for the old file.
+        XCTAssertEqual(recorder.values.filter { $0.hasPrefix("old") }, ["old-0", "old-1", "old-2"])
+        XCTAssertEqual(recorder.values.filter { $0.hasPrefix("new") }, ["new-0"])
         subscription.dispose()
         assertLoopCleanAndClose(loop)
     }
@@ -445,6 +451,13 @@ class FileTailTests: XCTestCase {
 /// Every ``FileTailTests`` test again, with every read on libuv's pool (as on a file
 /// system that cannot promise reads that never wait, or for data not in the page cache):
 /// the pool's read-ahead, its cancellation and its errors.
+/// ``TailOptions`` with every read on libuv's pool (the tests of that path).
+func poolReadOptions(_ pollInterval: Double, _ rotationQuietPeriod: Double, _ maxLineLength: Int) -> TailOptions {
+    var options = File.options(pollInterval, rotationQuietPeriod, maxLineLength)
+    options.readsCachedDataOnLoop = false
+    return options
+}
+
 final class FileTailPoolReadTests: FileTailTests {
     override class var readsCachedDataOnLoop: Bool { false }
 

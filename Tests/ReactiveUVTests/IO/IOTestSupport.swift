@@ -201,8 +201,10 @@ func waitUntilNoIOResources(on loop: EventLoop, timeout seconds: Double = 60) ->
 }
 
 func isIOResource(_ resource: any LoopResource) -> Bool {
-    resource is TailFollower || resource is FileReader || resource is FileWatcher || resource is UnixSignalWatcher
-        || resource is DNSResolver
+    if let handle = resource as? UVHandleCore {
+        return !(handle.owner is LoopTimer)
+    }
+    return resource is TailFollower || resource is FileReader || resource is DNSResolver
 }
 
 /// The decimal number a test line starts with ("123 filler" → 123).

@@ -29,7 +29,10 @@ func userHandleCount(_ loop: EventLoop) -> Int {
 /// IO objects (streams, listeners, processes) registered on `loop`: for the shared loops,
 /// where other tests' timers may live too. Call on the loop's thread.
 func ioResourceCount(_ loop: EventLoop) -> Int {
-    loop.resources.values.filter { $0 is UVStream || $0 is StreamListener || $0 is SubprocessRun }.count
+    loop.resources.values.filter {
+        guard let owner = ($0 as? UVHandleCore)?.owner else { return false }
+        return owner is UVStream || owner is StreamListener || owner is SubprocessRun
+    }.count
 }
 
 /// Runs `loop` (this thread's) until every IO handle is closed and freed and no IO object

@@ -132,7 +132,7 @@ import Testing
         let source = Subject<Int>()
         var events: [Event<Bool>] = []
         source.any { $0 == 2 }.subscribeEvents { e in events.append(e) }
-        source.subscribeNext { v in if v == 1 { source.sendNext(2) } }
+        source.subscribeNext { [unowned source] v in if v == 1 { source.sendNext(2) } }
         source.sendNext(1)
         source.sendNext(2)
         #expect(events == [.next(true), .completed])

@@ -55,7 +55,7 @@ import ReactiveUVTestKit
         let source = Subject<Int>(), other = Subject<Int>()
         var got: [String] = []
         other.sendNext(0)
-        source.withLatestFrom(other).subscribeNext { v, u in
+        source.withLatestFrom(other).subscribeNext { [unowned other] v, u in
             got.append("\(v)\(u)")
             if v == 1 { other.sendNext(5) }
         }
@@ -213,7 +213,7 @@ import ReactiveUVTestKit
     @Test func collectCountUnderAReentrantSend() {
         let source = Subject<Int>()
         var got: [[Int]] = []
-        source.collect(count: 2).subscribeNext { chunk in
+        source.collect(count: 2).subscribeNext { [unowned source] chunk in
             got.append(chunk)
             if chunk == [1, 2] {
                 source.sendNext(3)

@@ -134,7 +134,7 @@ import Testing
     @Test func mergeReentrantSendIsDeliveredNested() {
         let a = Subject<Int>(), b = Subject<Int>()
         var got: [Int] = []
-        a.merge(b).subscribeNext { v in
+        a.merge(b).subscribeNext { [unowned a, unowned b] v in
             got.append(v)
             if v == 1 { b.sendNext(2) }
             if v == 2 { a.sendNext(3) }
@@ -208,7 +208,7 @@ import Testing
     @Test func zipReentrantSend() {
         let a = Subject<Int>(), b = Subject<Int>()
         var got: [String] = []
-        a.zip(with: b).subscribeNext { pair in
+        a.zip(with: b).subscribeNext { [unowned a, unowned b] pair in
             got.append("\(pair.0)\(pair.1)")
             if pair.0 == 1 {
                 a.sendNext(2)
@@ -303,7 +303,7 @@ import Testing
     @Test func combineLatestReentrantSendIsDeliveredNested() {
         let a = Subject<Int>(), b = Subject<Int>()
         var got: [String] = []
-        a.combineLatest(with: b).subscribeNext { pair in
+        a.combineLatest(with: b).subscribeNext { [unowned a] pair in
             got.append("\(pair.0)\(pair.1)")
             if pair.0 == 1 && pair.1 == 1 { a.sendNext(2) }
         }

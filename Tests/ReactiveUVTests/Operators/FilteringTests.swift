@@ -92,7 +92,7 @@ import Testing
         var got: [Int] = []
         var sentBack = false
         source.skip(2).subscribeNext { got.append($0) }
-        source.subscribeNext { v in
+        source.subscribeNext { [unowned source] v in
             if !sentBack {
                 sentBack = true
                 source.sendNext(v + 10)
@@ -186,7 +186,7 @@ import Testing
     @Test func distinctUntilChangedUnderReentrantSends() {
         let source = Subject<Int>()
         var got: [Int] = []
-        source.distinctUntilChanged().subscribeNext { v in
+        source.distinctUntilChanged().subscribeNext { [unowned source] v in
             got.append(v)
             if v == 1 { source.sendNext(1) }
         }

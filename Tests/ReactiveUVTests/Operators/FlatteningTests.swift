@@ -55,7 +55,7 @@ import Testing
     @Test func flattenReentrantNewInnerFromTheSubscriber() {
         let outer = Subject<Signal<Int>>()
         var got: [Int] = []
-        outer.flatten().subscribeNext { v in
+        outer.flatten().subscribeNext { [unowned outer] v in
             got.append(v)
             if v == 1 { outer.sendNext(.return(2)) }
         }
@@ -192,7 +192,7 @@ import Testing
     @Test func concatReentrantInnerFromTheSubscriberIsQueued() {
         let outer = Subject<Signal<Int>>()
         var got: [Int] = []
-        outer.concat().subscribeNext { v in
+        outer.concat().subscribeNext { [unowned outer] v in
             got.append(v)
             if v == 1 { outer.sendNext(.return(3)) }
         }
@@ -302,7 +302,7 @@ import Testing
         let outer = Subject<Signal<Int>>()
         let i1 = Subject<Int>()
         var got: [Int] = []
-        outer.switchToLatest().subscribeNext { v in
+        outer.switchToLatest().subscribeNext { [unowned outer] v in
             got.append(v)
             if v == 1 { outer.sendNext(.fromArray([2, 3])) }
         }

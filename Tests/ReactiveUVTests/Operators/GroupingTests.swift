@@ -9,7 +9,7 @@ import Testing
         var keys: [String] = []
         source.groupBy({ $0 % 2 == 0 ? "even" : "odd" }, transform: { $0 * 10 }).subscribeNext { g in
             keys.append(g.key)
-            g.subscribeNext { groups[g.key, default: []].append($0) }
+            g.subscribeNext { [key = g.key] in groups[key, default: []].append($0) }
         }
         for i in 1...5 { source.sendNext(i) }
         #expect(keys == ["odd", "even"])

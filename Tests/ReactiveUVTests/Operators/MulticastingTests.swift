@@ -64,7 +64,7 @@ import Testing
         let source = Subject<Int>()
         let connection = source.publish()
         var a: [Int] = [], b: [Int] = []
-        connection.signal.subscribeNext { v in
+        connection.signal.subscribeNext { [unowned source] v in
             a.append(v)
             if v == 1 { source.sendNext(2) }
         }
@@ -206,6 +206,12 @@ import Testing
         #expect(p.subscriptions == 1)
         #expect(a.values == [1, 2, 3])
         #expect(b.values == [2, 3])
+        // The last subscriber leaving disconnects (and frees the shared subject, which the
+        // live subscriptions and the share's state otherwise hold in a cycle).
+        a.dispose()
+        #expect(p.live == 1)
+        b.dispose()
+        #expect(p.live == 0)
     }
 
     @Test func shareWhileConnectedDisconnectsAtZeroAndRestartsFresh() {
@@ -221,6 +227,8 @@ import Testing
         #expect(b.events.isEmpty, "with a fresh buffer")
         source.sendNext(2)
         #expect(b.values == [2])
+        b.dispose()
+        #expect(p.live == 0)
     }
 
     @Test func shareWhileConnectedRestartsAfterTheSourceCompleted() {

@@ -35,7 +35,9 @@ final class OpLog<Value>: @unchecked Sendable {
 @discardableResult
 func opRecord<Value>(_ signal: Signal<Value>) -> OpLog<Value> {
     let log = OpLog<Value>()
-    log.subscription = signal.subscribeEvents { log.receive($0) }
+    // Weak: the log holds its subscription, so a strong capture would be a cycle that keeps
+    // the log, the subscription and the source alive after the test (LeakSanitizer).
+    log.subscription = signal.subscribeEvents { [weak log] in log?.receive($0) }
     return log
 }
 

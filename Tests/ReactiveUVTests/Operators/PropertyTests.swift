@@ -56,7 +56,7 @@ import Testing
     @Test func reentrantSetFromAnObserverIsDeliveredNested() {
         let p = MutableProperty(value: 0)
         var got: [Int] = []
-        p.changes.subscribeNext { v in
+        p.changes.subscribeNext { [unowned p] v in
             got.append(v)
             if v < 0 { p.value = 0 }  // clamp
         }
@@ -247,7 +247,7 @@ import Testing
         // two sides of the binding disagree (RACKVOChannel ignores only the next update).
         let p = MutableProperty(value: 0)
         let terminal = p.channelTerminal()
-        p.changes.subscribeNext { v in if v < 0 { p.value = 0 } }
+        p.changes.subscribeNext { [unowned p] v in if v < 0 { p.value = 0 } }
         let log = opRecord(terminal)
         terminal.sendNext(-5)
         #expect(p.value == 0)

@@ -37,7 +37,7 @@ final class SchedulingTests: XCTestCase {
     func testDeliverOnMainThreadQueuesAReentrantSendBehindTheCurrentDelivery() {
         let source = Subject<Int>()
         var got: [String] = []
-        source.deliverOnMainThread().subscribeNext { v in
+        source.deliverOnMainThread().subscribeNext { [unowned source] v in
             got.append("begin \(v)")
             if v == 1 { source.sendNext(2) }
             got.append("end \(v)")

@@ -58,7 +58,7 @@ import Testing
     @Test func reentrantSendIsDeliveredImmediatelyToEverySubscriber() {
         let subject = Subject<Int>()
         var a: [Int] = [], b: [Int] = []
-        subject.subscribeNext { v in
+        subject.subscribeNext { [unowned subject] v in
             a.append(v)
             if v == 1 { subject.sendNext(2) }
         }
@@ -128,7 +128,7 @@ import Testing
         // it is first given must see its own correction.
         let p = MutableProperty(value: -1)
         var got: [Int] = []
-        p.signal.subscribeNext { v in
+        p.signal.subscribeNext { [unowned p] v in
             got.append(v)
             if v < 0 { p.value = 0 }
         }
@@ -198,7 +198,7 @@ import Testing
         let subject = ReplaySubject<Int>()
         for i in 1...5 { subject.sendNext(i) }
         let subscriber = RecordingSubscriber<Int>()
-        subscriber.onNext = { v in if v == 2 { subscriber.disposables.forEach { $0.dispose() } } }
+        subscriber.onNext = { [unowned subscriber] v in if v == 2 { subscriber.disposables.forEach { $0.dispose() } } }
         subject.subscribe(subscriber)
         #expect(subscriber.events == [.next(1), .next(2)])
         subject.sendNext(6)
@@ -216,7 +216,7 @@ import Testing
     @Test func replaySubjectReentrantSendFromALiveSubscriber() {
         let subject = ReplaySubject<Int>()
         var got: [Int] = []
-        subject.subscribeNext { v in
+        subject.subscribeNext { [unowned subject] v in
             got.append(v)
             if v == 1 { subject.sendNext(2) }
         }
@@ -234,7 +234,7 @@ import Testing
             let subject = ReplaySubject<Int>(capacity: 1)
             for i in 1...count { subject.sendNext(i) }
             var got: [Int] = []
-            subject.subscribeNext { v in
+            subject.subscribeNext { [unowned subject] v in
                 got.append(v)
                 if v == count { subject.sendNext(count + 1) }
             }
@@ -250,7 +250,7 @@ import Testing
         let subject = Subject<Int>()
         var late: [Int] = []
         var added = false
-        subject.subscribeNext { _ in
+        subject.subscribeNext { [unowned subject] _ in
             if !added {
                 added = true
                 subject.subscribeNext { late.append($0) }
@@ -294,7 +294,7 @@ import Testing
     @Test func behaviorSubjectReentrantSendFromTheInitialValue() {
         let subject = BehaviorSubject(value: 0)
         var got: [Int] = []
-        subject.subscribeNext { v in
+        subject.subscribeNext { [unowned subject] v in
             got.append(v)
             if v == 0 { subject.sendNext(1) }
         }

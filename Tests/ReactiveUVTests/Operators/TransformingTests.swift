@@ -34,7 +34,7 @@ import Testing
     @Test func mapReentrantSendIsDeliveredNested() {
         let source = Subject<Int>()
         var got: [Int] = []
-        source.map { $0 * 10 }.subscribeNext { v in
+        source.map { $0 * 10 }.subscribeNext { [unowned source] v in
             got.append(v)
             if v == 10 { source.sendNext(2) }
             if v == 20 { got.append(-1) }
@@ -108,7 +108,7 @@ import Testing
     @Test func scanReentrantSendAccumulatesInDeliveryOrder() {
         let source = Subject<Int>()
         var got: [Int] = []
-        source.scan(start: 0, reduce: +).subscribeNext { v in
+        source.scan(start: 0, reduce: +).subscribeNext { [unowned source] v in
             got.append(v)
             if v == 1 { source.sendNext(10) }
         }
@@ -131,7 +131,7 @@ import Testing
     @Test func combinePreviousReentrantSendSeesUpdatedPrevious() {
         let source = Subject<Int>()
         var got: [String] = []
-        source.combinePrevious(start: 0) { "\($0)>\($1)" }.subscribeNext { v in
+        source.combinePrevious(start: 0) { "\($0)>\($1)" }.subscribeNext { [unowned source] v in
             got.append(v)
             if v == "0>1" { source.sendNext(2) }
         }

@@ -63,6 +63,7 @@ extension Row {
         .combineLatest,
         .zip,
         .throttle,
+    ] + Row.callForms + [
         .echo1,
         .echo100,
         .echo1000,

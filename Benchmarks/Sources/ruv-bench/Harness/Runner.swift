@@ -38,6 +38,8 @@ struct RowResult {
     /// Set when an implementation's checksum differs from ReactiveUV's (the workloads then
     /// do not do the same work and the comparison means nothing).
     var checksumMismatch: [Column] = []
+    /// Heap allocations per event, when a malloc counter is preloaded (see Allocations.swift).
+    var allocations: [Column: Double] = [:]
 
     func ratio(_ a: Column, _ b: Column) -> Double? {
         guard let x = medians[a], let y = medians[b], y > 0 else { return nil }
@@ -70,6 +72,16 @@ struct Runner {
                 printError("warning: \(row.name): \(column.header) checksum \(checksum) != \(columns[0].header)'s \(e)")
             }
             if expected == nil { expected = checksum }
+        }
+
+        // With a malloc counter preloaded: one more untimed run per column, counted.
+        if let counter = mallocCounter {
+            for column in columns {
+                let work = column.workload(of: row)!
+                let before = counter()
+                blackHole(work(opaque(n)))
+                result.allocations[column] = Double(counter() - before) / events
+            }
         }
 
         for run in 0..<options.runs {

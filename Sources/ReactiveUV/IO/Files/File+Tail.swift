@@ -21,65 +21,84 @@ public enum TailStart: Sendable, Equatable, Hashable {
 }
 
 extension File {
-    /// Follows a file like GNU `tail -F`: its lines, then every line appended, through
-    /// truncation and rotation, until disposed.
+    /// Follows every file that lives at `path`, by identity, like GNU `tail -F` but
+    /// without its losses: whole lines as ``TailChunk``s tagged with the file and byte
+    /// offset they came from, resumable from a ``TailCheckpointStore``, with every
+    /// rotation, truncation and loss told through `notices`.
     ///
-    /// **Following.** Appends are noticed through inotify (`uv_fs_event` on the file's
-    /// directory) and, because inotify misses events (network and some FUSE file
-    /// systems, a directory that does not exist yet), also by polling every
-    /// `pollInterval` seconds. What is already in the page cache is read on the loop's
-    /// thread without ever waiting for storage (`preadv2` with `RWF_NOWAIT`), 32 KiB per
-    /// loop turn; the rest on libuv's thread pool in 256 KiB reads, where a catch-up has
-    /// the next read running while the loop delivers the last one's lines.
+    /// **Files, not a path.** A file is its device and inode plus a fingerprint of its first
+    /// bytes (``FileIdentity``). The path's directory is watched (inotify): every file that
+    /// appears at the path is opened at once and read to its end by a reader of its own,
+    /// however many rotations happen while reading lags. After a rotation the new file is
+    /// read at once; the old one keeps being read — including lines its writer appends
+    /// after the rename — until it is deleted, quiet for `rotationQuietPeriod` while a
+    /// newer file is at the path, or replaced once more. Chunks of different files may
+    /// interleave; within a file they come in order, exactly once.
     ///
-    /// **Lines.** Split by ``LineBuffer``. A last line without its line break is held
-    /// until the break arrives, not sent early; when a rotation finishes the old file, its
-    /// unfinished last line is sent then (its writer has moved on, so it is complete as it
-    /// will ever be).
+    /// **Start.** What the path holds when `subscribe` runs is opened synchronously and
+    /// gets `start`; a file that appears later is read from its first byte, so lines
+    /// appended right after `subscribe` returns to a file created then are never skipped.
+    /// With `checkpoints`, remembered files are resumed instead (see ``TailCheckpointStore``):
+    /// first those rotated away while the process was down (found among the directory's
+    /// entries by identity), then the current one.
     ///
-    /// **Truncation** (the file at the path got smaller than our position): reading starts
-    /// again at offset 0, and an unfinished line from before the cut is dropped. This is
-    /// what `copytruncate` rotation (logrotate's) looks like: the tool copies the file and
-    /// truncates it in place. Lines written between the copy and the truncation are lost
-    /// for every reader of the file (they are in neither the copy nor the new contents);
-    /// lines delivered before the truncation stay delivered; after the truncation the file
-    /// is read from offset 0. A truncation that is followed by enough new writes to pass our
-    /// old position before we look (within one poll interval, or one inotify event) cannot
-    /// be told from growth, by us or by `tail -F`.
+    /// **Truncation** is checked at every change event and at every end of file: a file
+    /// smaller than our position, or whose first bytes changed (cut and written again past
+    /// our position between two looks), is read again from 0; a ``TailNotice/truncated(path:identity:at:)``
+    /// says so, and a ``TailNotice/lost(path:identity:range:reason:)`` names the bytes
+    /// that were in the file but not read yet (copy-truncate's window is lost to every
+    /// reader; this counts what we know was there).
     ///
-    /// **Rotation by rename** (the path now names another file, or nothing): the old file
-    /// stays open and is read to its end, *including lines its writer appends after the
-    /// rename and before it reopens the path* (`tail -F` loses those). The old file is
-    /// finished once it has had no new data for `rotationQuietPeriod` seconds and a new
-    /// file exists at the path; then the new file is followed from its start. If the path
-    /// stays empty, the old file keeps being followed. Files are read strictly in the
-    /// order they were at the path, so a single writer's lines arrive exactly once and in
-    /// order. A file that is created and renamed away again between two of our looks (an
-    /// inotify event or a poll) is never seen, as with `tail -F`.
-    ///
-    /// **Missing files.** A missing file, or a missing directory on its path, is waited for
-    /// (as `tail -F` retries): when it appears it is read from its start. Other failures end
-    /// the signal with a ``UVError`` naming the code, operation and path: a file we may not
-    /// read (`EACCES` during open; waiting would hide a permission mistake forever, while
-    /// a missing file is a normal moment of a rotation), a path through something that is not
-    /// a directory (`ENOTDIR` during stat), a directory (`EISDIR`), or a read error.
+    /// **Missing files** are waited for (``TailNotice/missing(path:)``, then
+    /// ``TailNotice/appeared(path:identity:)``). Where inotify cannot see changes (network
+    /// and FUSE file systems, a failing watch) the path is polled with `uv_fs_poll` and
+    /// ``TailNotice/polling(path:reason:)`` says so.
     ///
     /// - Parameters:
     ///   - path: the file to follow.
-    ///   - start: where to start in the file that exists now (default: the last 10 lines,
-    ///     like `tail -F`).
-    ///   - pollInterval: seconds between polls (the fallback for missed inotify events);
-    ///     must be positive.
-    ///   - rotationQuietPeriod: how long a rotated-away file must go without new data
-    ///     before it is finished and the new file is followed; at least 0.
+    ///   - start: where to start in the file the path holds now (ignored for files the
+    ///     store remembers).
+    ///   - checkpoints: durable positions to resume from; the follower also records each
+    ///     file it opens there (acknowledge with ``TailCheckpointStore/acknowledge(_:through:)``).
+    ///   - options: poll interval, quiet period, line limit, open-file limit, polling.
+    ///   - notices: called on the loop's thread, in order with the chunks.
+    ///   - loop: the loop to run on (see ``File``).
+    /// - Returns: a cold signal of chunks on the loop's thread; it never completes. It fails
+    ///   with a ``UVError`` (`EACCES during open`, `ENOTDIR during stat`, `EISDIR during
+    ///   open`, a read error), ``LineError/lineTooLong(maxLength:)``, or
+    ///   `SignalError.invalidArgument` for bad options. Disposal (any thread) stops every
+    ///   handle and closes every descriptor.
+    public static func follow(
+        _ path: String,
+        from start: TailStart = .lastLines(10),
+        checkpoints: TailCheckpointStore? = nil,
+        options: TailOptions = TailOptions(),
+        notices: ((TailNotice) -> Void)? = nil,
+        on loop: EventLoop? = nil
+    ) -> Signal<TailChunk> {
+        if let invalid = invalidTailArguments(path, options) { return .error(invalid) }
+        return followSignal(path, from: start, checkpoints: checkpoints, options: options, notices: notices, on: loop) {
+            send in send
+        }
+    }
+
+    /// Follows a file like GNU `tail -F`: its lines, then every line appended, through
+    /// truncation and rotation, until disposed. ``follow(_:from:checkpoints:options:notices:on:)``
+    /// with each chunk split into `String` lines (``LineBuffer``'s rules: one `\r` before
+    /// the break dropped, invalid UTF-8 replaced); see there for rotation, truncation,
+    /// missing files and errors. A last line without its break is held until the break
+    /// arrives; a rotated file's unfinished last line is sent when the file is finished.
+    ///
+    /// - Parameters:
+    ///   - path: the file to follow.
+    ///   - start: where to start in the file that exists now (default: the last 10 lines).
+    ///   - pollInterval: seconds between checks besides inotify's events; positive.
+    ///   - rotationQuietPeriod: how long a rotated-away file is read after its last new
+    ///     data while a newer file is at the path; at least 0.
     ///   - maxLineLength: the longest line accepted, in bytes.
     ///   - loop: the loop to run on (see ``File``).
-    /// - Returns: a cold signal of lines. Events arrive on the loop's thread. It never
-    ///   completes; it fails with a ``UVError`` as described above, with
-    ///   ``LineError/lineTooLong(maxLength:)``, or with `SignalError.invalidArgument` for a
-    ///   non-positive poll interval or a negative quiet period. Disposal (from any thread)
-    ///   stops the timer and the watch, cancels the request in flight if libuv still can,
-    ///   and closes every descriptor.
+    /// - Returns: a cold signal of lines on the loop's thread; never completes; fails as
+    ///   ``follow(_:from:checkpoints:options:notices:on:)`` does.
     public static func tail(
         _ path: String,
         from start: TailStart = .lastLines(10),
@@ -88,19 +107,38 @@ extension File {
         maxLineLength: Int = LineBuffer.defaultMaxLength,
         on loop: EventLoop? = nil
     ) -> Signal<String> {
-        if let invalid = invalidTailArguments(path, pollInterval, rotationQuietPeriod) { return .error(invalid) }
-        return follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
-                      maxLineLength: maxLineLength, on: loop) { send in .lines(send) }
+        tail(path, from: start, options: options(pollInterval, rotationQuietPeriod, maxLineLength), notices: nil, on: loop)
+    }
+
+    /// ``tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)`` with all of
+    /// ``TailOptions`` and the ``TailNotice``s (missing, appeared, replaced, truncated,
+    /// lost, polling) for a caller that reports them.
+    ///
+    /// - Parameters:
+    ///   - path: the file to follow.
+    ///   - start: where to start in the file that exists now.
+    ///   - options: how to follow.
+    ///   - notices: called on the loop's thread, in order with the lines.
+    ///   - loop: the loop to run on (see ``File``).
+    /// - Returns: a cold signal of lines on the loop's thread; never completes.
+    public static func tail(
+        _ path: String, from start: TailStart = .lastLines(10), options: TailOptions,
+        notices: ((TailNotice) -> Void)?, on loop: EventLoop? = nil
+    ) -> Signal<String> {
+        if let invalid = invalidTailArguments(path, options) { return .error(invalid) }
+        return followSignal(path, from: start, checkpoints: nil, options: options, notices: notices, on: loop) { send in
+            var lines = LineBuffer(maxLength: options.maxLineLength)
+            // Whole lines already checked against the limit: this cannot throw.
+            return { chunk in try? lines.append(chunk.bytes, send) }
+        }
     }
 
     /// ``tail(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)`` delivering whole
     /// lines as byte chunks instead of one `String` per line: each value holds one or more
     /// complete lines, each ending with `\n`, bytes exactly as in the file (a rotated
     /// file's unfinished last line gets a `\n` added). Same rotation, truncation, waiting
-    /// and error semantics. For consumers that pass lines on as bytes — a terminal, a
-    /// socket — it avoids the per-line allocation that dominates `tail`'s cost, and a
-    /// chunk is the very array the read went into (cut at its last line break), so no byte
-    /// is copied between the read and the subscriber.
+    /// and error semantics. A chunk is the very array the read went into (cut at its last
+    /// line break), so no byte is copied between the read and the subscriber.
     ///
     /// - Returns: a cold signal of byte chunks, on the loop's thread; never completes.
     public static func tailChunks(
@@ -111,18 +149,48 @@ extension File {
         maxLineLength: Int = LineBuffer.defaultMaxLength,
         on loop: EventLoop? = nil
     ) -> Signal<[UInt8]> {
-        if let invalid = invalidTailArguments(path, pollInterval, rotationQuietPeriod) { return .error(invalid) }
-        return follow(path, from: start, pollInterval: pollInterval, rotationQuietPeriod: rotationQuietPeriod,
-                      maxLineLength: maxLineLength, on: loop) { send in .chunks(send) }
+        tailChunks(path, from: start, options: options(pollInterval, rotationQuietPeriod, maxLineLength), notices: nil, on: loop)
     }
 
-    /// The argument errors `tail` and `tailChunks` report instead of trapping.
-    static func invalidTailArguments(_ path: String, _ pollInterval: Double, _ rotationQuietPeriod: Double) -> (any Error)? {
-        if !(pollInterval > 0) || !pollInterval.isFinite {
-            return SignalError.invalidArgument("File.tail(pollInterval: \(pollInterval)): must be positive")
+    /// ``tailChunks(_:from:pollInterval:rotationQuietPeriod:maxLineLength:on:)`` with all of
+    /// ``TailOptions`` and the ``TailNotice``s.
+    ///
+    /// - Parameters:
+    ///   - path: the file to follow.
+    ///   - start: where to start in the file that exists now.
+    ///   - options: how to follow.
+    ///   - notices: called on the loop's thread, in order with the chunks.
+    ///   - loop: the loop to run on (see ``File``).
+    /// - Returns: a cold signal of byte chunks, on the loop's thread; never completes.
+    public static func tailChunks(
+        _ path: String, from start: TailStart = .lastLines(10), options: TailOptions,
+        notices: ((TailNotice) -> Void)?, on loop: EventLoop? = nil
+    ) -> Signal<[UInt8]> {
+        if let invalid = invalidTailArguments(path, options) { return .error(invalid) }
+        return followSignal(path, from: start, checkpoints: nil, options: options, notices: notices, on: loop) { send in
+            { chunk in send(chunk.bytes) }
         }
-        if !(rotationQuietPeriod >= 0) || !rotationQuietPeriod.isFinite {
-            return SignalError.invalidArgument("File.tail(rotationQuietPeriod: \(rotationQuietPeriod)): must be at least 0")
+    }
+
+    static func options(_ pollInterval: Double, _ rotationQuietPeriod: Double, _ maxLineLength: Int) -> TailOptions {
+        var options = TailOptions()
+        options.pollInterval = pollInterval
+        options.rotationQuietPeriod = rotationQuietPeriod
+        options.maxLineLength = maxLineLength
+        return options
+    }
+
+    /// The argument errors the tails report instead of trapping.
+    static func invalidTailArguments(_ path: String, _ options: TailOptions) -> (any Error)? {
+        if !(options.pollInterval > 0) || !options.pollInterval.isFinite {
+            return SignalError.invalidArgument("File.tail(pollInterval: \(options.pollInterval)): must be positive")
+        }
+        if !(options.rotationQuietPeriod >= 0) || !options.rotationQuietPeriod.isFinite {
+            return SignalError.invalidArgument(
+                "File.tail(rotationQuietPeriod: \(options.rotationQuietPeriod)): must be at least 0")
+        }
+        if options.maxOpenFiles < 1 {
+            return SignalError.invalidArgument("File.tail(maxOpenFiles: \(options.maxOpenFiles)): must be at least 1")
         }
         if containsNUL(path) {
             return UVError(code: UV_EINVAL.rawValue, operation: "File.tail: a path with a NUL byte", target: path)
@@ -130,22 +198,37 @@ extension File {
         return nil
     }
 
-    /// The subscription behind `tail` and `tailChunks`. `readsCachedDataOnLoop: false`
-    /// sends every read to the pool (for tests of that path; see ``TailFollower``).
-    static func follow<Value>(
-        _ path: String, from start: TailStart, pollInterval: Double, rotationQuietPeriod: Double,
-        maxLineLength: Int, on loop: EventLoop?, readsCachedDataOnLoop: Bool = true,
-        output: @escaping (@escaping (Value) -> Void) -> TailFollower.Output
+    /// The subscription behind every tail: the synchronous start (``TailFollower/plan(_:start:store:sendsUnfinishedLastLine:)``)
+    /// on the subscribing thread, then a ``TailFollower`` on the loop; `output` is given
+    /// the subscription's `send` and makes what each chunk goes to (once per subscription,
+    /// so it may keep state, such as a ``LineBuffer``).
+    static func followSignal<Value>(
+        _ path: String, from start: TailStart, checkpoints: TailCheckpointStore?, options: TailOptions,
+        notices: ((TailNotice) -> Void)?, on loop: EventLoop?,
+        output: @escaping (@escaping (Value) -> Void) -> (TailChunk) -> Void
     ) -> Signal<Value> {
-        return AnonymousSignal { observer, lifetime in
+        AnonymousSignal { observer, lifetime in
+            let plan: TailPlan
+            switch TailFollower.plan(
+                path, start: start, store: checkpoints, sendsUnfinishedLastLine: options.sendsUnfinishedLastLineAtStart)
+            {
+            case .failure(let error):
+                observer(.error(error))
+                return
+            case .success(let made):
+                plan = made
+            }
+            var madeFollower = false
             EventLoop.startWatcher(
                 on: loop, operation: "File.tail", target: path, observer: observer, lifetime: lifetime
             ) { loop, send, fail in
-                TailFollower(
-                    loop: loop, path: path, start: start, pollInterval: pollInterval,
-                    quietPeriod: rotationQuietPeriod, maxLineLength: maxLineLength, output: output(send),
-                    readsCachedDataOnLoop: readsCachedDataOnLoop, fail: fail)
+                madeFollower = true
+                return TailFollower(
+                    loop: loop, path: path, plan: plan, options: options, store: checkpoints,
+                    emit: output(send), notices: notices, fail: fail)
             }
+            // A closed loop: no follower took the descriptors.
+            if !madeFollower { plan.closeAll() }
         }
     }
 }

@@ -8,10 +8,9 @@ import Glibc
 ///
 /// Requests run on libuv's thread pool and complete on the loop's thread. One request is
 /// in flight at a time; its owner (a ``FileReader`` or ``TailFollower``) chains the next
-/// one from the completion. The `uv_fs_t` lives in heap memory that never moves; while a
-/// request is in flight it holds a retain on this object (released in the callback), so
-/// neither the object nor the `uv_fs_t` can go away under libuv, and `deinit` (which frees
-/// the memory) can only run once no request is pending.
+/// one from the completion. The `uv_fs_t` is a ``UVRequest``: heap memory that never moves,
+/// holding itself (and, through its owner, this object) while an operation is in flight, so
+/// neither can go away under libuv.
 ///
 /// Besides the fs requests there is one read of another kind,
 /// ``read(_:count:at:after:splittingAtLastLineBreak:_:)``: a `pread` into a new array, run with `uv_queue_work` on
@@ -22,12 +21,14 @@ import Glibc
 final class FileRequest {
     /// The loop the requests run on.
     let loop: EventLoop
-    /// The libuv request, reused for every operation after `uv_fs_req_cleanup`.
-    private let request: UnsafeMutablePointer<uv_fs_t>
+    /// The libuv request, reused for every operation after `uv_fs_req_cleanup` (its
+    /// ``UVRequest/owner`` is this object while an operation is in flight).
+    private let request = UVRequest<uv_fs_t>(UV_FS)
     /// The completion of the request in flight.
     private var completion: ((Int) -> Void)?
-    /// The work request of array reads, made at the first one.
-    private var work: UnsafeMutablePointer<uv_work_t>?
+    /// The work request of array reads, made at the first one (its owner is the job in
+    /// flight).
+    private var work: UVRequest<uv_work_t>?
     /// Whether the request in flight is an array read (on `work`), not an fs request.
     private var workInFlight = false
     /// Whether the last request was a stat, so its `statbuf` is worth keeping.
@@ -39,19 +40,6 @@ final class FileRequest {
 
     init(loop: EventLoop) {
         self.loop = loop
-        request = UnsafeMutablePointer<uv_fs_t>.allocate(capacity: 1)
-        // Zeroed, so a cleanup after a submission libuv refused reads no garbage.
-        request.initialize(to: uv_fs_t())
-    }
-
-    deinit {
-        // Reachable only with no request in flight (an in-flight request retains us).
-        request.deinitialize(count: 1)
-        request.deallocate()
-        if let work {
-            work.deinitialize(count: 1)
-            work.deallocate()
-        }
     }
 
     /// `uv_fs_open(path, flags)`; `done` gets the file descriptor or a negative code.
@@ -101,8 +89,7 @@ final class FileRequest {
             return
         }
         let work = self.work ?? {
-            let made = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
-            made.initialize(to: uv_work_t())
+            let made = UVRequest<uv_work_t>(UV_WORK)
             self.work = made
             return made
         }()
@@ -111,14 +98,17 @@ final class FileRequest {
             split: splittingAtLastLineBreak, done: done)
         inFlight = true
         workInFlight = true
-        // The job holds us (and so `work`) until the after-work callback.
-        work.pointee.data = Unmanaged.passRetained(job).toOpaque()
-        let rc = uv_queue_work(loop.uvLoop, work, FileRequest.workCallback, FileRequest.afterWorkCallback)
-        if rc < 0 {
+        // The job holds us until the after-work callback.
+        work.owner = job
+        do {
+            try work.submit("read", on: loop) {
+                uv_queue_work(loop.uvLoop, $0, FileRequest.workCallback, FileRequest.afterWorkCallback)
+            }
+        } catch {
             inFlight = false
             workInFlight = false
-            Unmanaged<ArrayRead>.fromOpaque(work.pointee.data).release()
-            done(ArrayReadResult(count: Int(rc), bytes: prefix, partialLine: nil))
+            work.owner = nil
+            done(ArrayReadResult(count: Int((error as? UVError)?.code ?? UV_EINVAL.rawValue), bytes: prefix, partialLine: nil))
         }
     }
 
@@ -161,14 +151,18 @@ final class FileRequest {
     }
 
     /// Runs on a pool thread: touches the job only.
+    /// Runs on a pool thread: the job is reached through the request (held until the
+    /// after-work callback, which runs on the loop thread after this returned).
     private static let workCallback: uv_work_cb = { req in
         guard let req, let data = req.pointee.data else { return }
-        Unmanaged<ArrayRead>.fromOpaque(data).takeUnretainedValue().run()
+        Unmanaged<UVRequest<uv_work_t>>.fromOpaque(data).takeUnretainedValue().owner(as: ArrayRead.self).run()
     }
 
     private static let afterWorkCallback: uv_after_work_cb = { req, status in
-        guard let req, let data = req.pointee.data else { return }
-        let job = Unmanaged<ArrayRead>.fromOpaque(data).takeRetainedValue()
+        guard let req else { return }
+        let request = UVRequest<uv_work_t>.finish(req)
+        let job = request.owner(as: ArrayRead.self)
+        request.owner = nil
         let owner = job.owner
         owner.inFlight = false
         owner.workInFlight = false
@@ -200,10 +194,11 @@ final class FileRequest {
     /// A request already running finishes normally. The completion runs either way.
     func cancel() {
         guard inFlight else { return }
+        // EBUSY (already running or done) is expected: the callback then comes as usual.
         if workInFlight, let work {
-            _ = uv_cancel(UnsafeMutableRawPointer(work).assumingMemoryBound(to: uv_req_t.self))
+            work.cancel()
         } else {
-            _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
+            request.cancel()
         }
     }
 
@@ -221,28 +216,30 @@ final class FileRequest {
         completion = done
         wantsStat = stat
         inFlight = true
-        let me = Unmanaged.passRetained(self)
-        request.pointee.data = me.toOpaque()
-        let rc = start(loop.uvLoop, request, FileRequest.callback)
-        if rc < 0 {
+        request.owner = self
+        do {
+            try request.submit("fs", on: loop) { start(loop.uvLoop, $0, FileRequest.callback) }
+        } catch {
             // libuv refused the request: no callback will come, so undo and report now.
             inFlight = false
-            me.release()
-            uv_fs_req_cleanup(request)
+            request.owner = nil
             completion = nil
-            done(Int(rc))
+            done(Int((error as? UVError)?.code ?? UV_EINVAL.rawValue))
         }
     }
 
     private static let callback: uv_fs_cb = { req in
-        guard let req, let data = req.pointee.data else { return }
-        Unmanaged<FileRequest>.fromOpaque(data).takeRetainedValue().complete()
+        guard let req else { return }
+        let request = UVRequest<uv_fs_t>.finish(req)
+        let me = request.owner(as: FileRequest.self)
+        request.owner = nil
+        me.complete()
     }
 
     private func complete() {
-        let result = request.pointee.result
-        if wantsStat && result == 0 { lastStat = request.pointee.statbuf }
-        uv_fs_req_cleanup(request)
+        let result = request.pointer.pointee.result
+        if wantsStat && result == 0 { lastStat = request.pointer.pointee.statbuf }
+        uv_fs_req_cleanup(request.pointer)
         inFlight = false
         let done = completion
         completion = nil
@@ -348,21 +345,4 @@ final class ArrayRead: @unchecked Sendable {
             : filled
         return ArrayReadResult(count: n, bytes: compact, partialLine: partialLine)
     }
-}
-
-/// Which file a descriptor or path refers to: device and inode, as `tail -F` compares them
-/// to notice that a path now names another file.
-struct FileIdentity: Equatable {
-    let device: UInt64
-    let inode: UInt64
-
-    init(_ stat: uv_stat_t) {
-        device = stat.st_dev
-        inode = stat.st_ino
-    }
-}
-
-/// Whether a `uv_stat_t` describes a directory (`S_ISDIR`).
-func isDirectory(_ stat: uv_stat_t) -> Bool {
-    stat.st_mode & 0o170000 == 0o040000
 }

@@ -77,16 +77,16 @@ extension File {
     }
 }
 
-/// One subscription of ``File/watch(_:on:)``: a heap `uv_fs_event_t` that holds this
-/// object until its close callback, which also frees the memory.
+/// One subscription of ``File/watch(_:on:)``: a `uv_fs_event_t` owned by a ``UVHandle``,
+/// which keeps this object alive until the handle's close callback.
 ///
 /// Thread-safety: loop-thread confined.
-final class FileWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
+final class FileWatcher: LoopSourceWatcher, @unchecked Sendable {
     let loop: EventLoop
     let path: String
     let send: (FileChange) -> Void
     let fail: (any Error) -> Void
-    private var handle: UnsafeMutablePointer<uv_fs_event_t>?
+    private var handle: UVHandle<uv_fs_event_t>?
     private var stopped = false
 
     init(loop: EventLoop, path: String, send: @escaping (FileChange) -> Void, fail: @escaping (any Error) -> Void) {
@@ -98,25 +98,20 @@ final class FileWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     func start() {
         if stopped { return }
-        let h = UnsafeMutablePointer<uv_fs_event_t>.allocate(capacity: 1)
-        let rc = uv_fs_event_init(loop.uvLoop, h)
-        if rc < 0 {
-            h.deallocate()
-            stopped = true
-            return fail(UVError(code: rc, operation: "uv_fs_event_init", target: path))
-        }
-        h.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        handle = h
-        loop.register(self)
-        let started = path.withCString { p in
-            uv_fs_event_start(h, { h, filename, events, status in
-                guard let h, let data = h.pointee.data else { return }
-                let watcher = Unmanaged<FileWatcher>.fromOpaque(data).takeUnretainedValue()
-                watcher.fired(filename: filename.map { String(cString: $0) }, events: events, status: status)
-            }, p, 0)
-        }
-        if started < 0 {
-            let error = UVError(code: started, operation: "watch", target: path)
+        do {
+            let h = try UVHandle<uv_fs_event_t>(loop: loop, type: UV_FS_EVENT, operation: "uv_fs_event_init", target: path) {
+                uv_fs_event_init(loop.uvLoop, $0)
+            }
+            h.owner = self
+            handle = h
+            try path.withCString { p in
+                try h.started(uv_fs_event_start(h.pointer, { h, filename, events, status in
+                    guard let h else { return }
+                    UVHandleCore.owner(of: h, as: FileWatcher.self)
+                        .fired(filename: filename.map { String(cString: $0) }, events: events, status: status)
+                }, p, 0), "watch")
+            }
+        } catch {
             stop()
             fail(error)
         }
@@ -136,18 +131,7 @@ final class FileWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     func stop() {
         if stopped { return }
         stopped = true
-        guard let h = handle else { return }
+        handle?.close()
         handle = nil
-        uv_fs_event_stop(h)
-        uv_close(EventLoop.handle(h)) { h in
-            guard let h else { return }
-            if let data = h.pointee.data {
-                let watcher = Unmanaged<FileWatcher>.fromOpaque(data).takeRetainedValue()
-                watcher.loop.unregister(watcher)
-            }
-            UnsafeMutableRawPointer(h).deallocate()
-        }
     }
-
-    func closeForLoopShutdown() { stop() }
 }

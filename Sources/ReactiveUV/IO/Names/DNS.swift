@@ -99,8 +99,8 @@ public enum DNS {
 }
 
 /// One `uv_getaddrinfo` request, for ``DNS/resolve(_:port:on:)`` and for TCP's name
-/// resolution (`AddressResolution`): a heap `uv_getaddrinfo_t` that holds this object while
-/// it is in flight; the callback frees both the answer and the memory.
+/// resolution (`AddressResolution`): a ``UVRequest`` that holds this object while it is in
+/// flight; the callback frees the answer, and the request's memory goes with the request.
 ///
 /// Thread-safety: loop-thread confined.
 final class DNSResolver: LoopResource, @unchecked Sendable {
@@ -111,7 +111,7 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
     let operation: String
     let target: String
     let finish: (Result<[SocketAddress], UVError>) -> Void
-    private var request: UnsafeMutablePointer<uv_getaddrinfo_t>?
+    private var request: UVRequest<uv_getaddrinfo_t>?
     private var stopped = false
 
     /// - Parameters:
@@ -133,34 +133,29 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
 
     func start() {
         if stopped { return }
-        let req = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
-        req.initialize(to: uv_getaddrinfo_t())
-        let me = Unmanaged.passRetained(self)
-        req.pointee.data = me.toOpaque()
+        let request = UVRequest<uv_getaddrinfo_t>(UV_GETADDRINFO, owner: self)
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_flags = AI_NUMERICSERV
-        let rc = host.withCString { node in
-            String(port).withCString { service in
-                uv_getaddrinfo(loop.uvLoop, req, { req, status, result in
-                    guard let req, let data = req.pointee.data else { return }
-                    let resolver = Unmanaged<DNSResolver>.fromOpaque(data).takeRetainedValue()
-                    req.deinitialize(count: 1)
-                    req.deallocate()
-                    resolver.answered(status: status, result: result)
-                }, node, service, &hints)
+        do {
+            try host.withCString { node in
+                try String(port).withCString { service in
+                    try request.submit(operation, target) { req in
+                        uv_getaddrinfo(loop.uvLoop, req, { req, status, result in
+                            guard let req else { return }
+                            UVRequest<uv_getaddrinfo_t>.finish(req).owner(as: DNSResolver.self)
+                                .answered(status: status, result: result)
+                        }, node, service, &hints)
+                    }
+                }
             }
-        }
-        if rc < 0 {
+        } catch {
             // libuv refused the request: no callback will come.
-            me.release()
-            req.deinitialize(count: 1)
-            req.deallocate()
             stopped = true
-            return finish(.failure(UVError(code: rc, operation: operation, target: target)))
+            return finish(.failure(error as? UVError ?? UVError(code: UV_EINVAL.rawValue, operation: operation, target: target)))
         }
-        request = req
+        self.request = request
         loop.register(self)
     }
 
@@ -192,9 +187,8 @@ final class DNSResolver: LoopResource, @unchecked Sendable {
     func stop() {
         if stopped { return }
         stopped = true
-        if let request {
-            _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
-        }
+        // EBUSY (the lookup is running or done) is expected: its answer is dropped.
+        request?.cancel()
     }
 
     func closeForLoopShutdown() { stop() }

@@ -85,10 +85,10 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Calls `body` with the address as a `sockaddr` pointer (for bind and connect).
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) throws -> R) rethrows -> R {
         var copy = storage
-        return withUnsafePointer(to: &copy) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1, body)
+        return try withUnsafePointer(to: &copy) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1, body)
         }
     }
 

@@ -138,7 +138,8 @@ final class DescriptorFileReader: @unchecked Sendable {
     let name: String
     let observer: Sink<[UInt8]>
     let lifetime: CompoundDisposable
-    let request = UnsafeMutablePointer<uv_fs_t>.allocate(capacity: 1)
+    /// The one `uv_fs_t`, reused; its owner is this reader while a read is in flight.
+    let request = UVRequest<uv_fs_t>(UV_FS)
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: UVStream.readBufferSize, alignment: 16)
     var inFlight = false
 
@@ -151,13 +152,13 @@ final class DescriptorFileReader: @unchecked Sendable {
     }
 
     deinit {
-        request.deallocate()
         buffer.deallocate()
     }
 
     func start() {
         lifetime.add(Disposable { [self] in
-            loop.perform { if self.inFlight { _ = uv_cancel(uvCast(UnsafeMutableRawPointer(self.request))) } }
+            // EBUSY (the read is running) is expected: its result is dropped.
+            loop.perform { if self.inFlight { self.request.cancel() } }
         })
         readNext()
     }
@@ -165,18 +166,23 @@ final class DescriptorFileReader: @unchecked Sendable {
     private func readNext() {
         var buf = uv_buf_init(buffer.assumingMemoryBound(to: CChar.self), UInt32(UVStream.readBufferSize))
         // The request holds the reader until its callback.
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        let rc = uv_fs_read(loop.uvLoop, request, fd, &buf, 1, -1) { request in
-            guard let request else { return }
-            let reader = Unmanaged<DescriptorFileReader>.fromOpaque(request.pointee.data).takeRetainedValue()
-            let result = request.pointee.result
-            uv_fs_req_cleanup(request)
-            reader.inFlight = false
-            reader.finished(result)
-        }
-        if rc < 0 {
-            Unmanaged<DescriptorFileReader>.fromOpaque(request.pointee.data).release()
-            fail(UVError(code: rc, operation: "read", target: name))
+        request.owner = self
+        do {
+            try request.submit("read", name) { request in
+                uv_fs_read(loop.uvLoop, request, fd, &buf, 1, -1) { request in
+                    guard let request else { return }
+                    let uvRequest = UVRequest<uv_fs_t>.finish(request)
+                    let reader = uvRequest.owner(as: DescriptorFileReader.self)
+                    uvRequest.owner = nil
+                    let result = request.pointee.result
+                    uv_fs_req_cleanup(request)
+                    reader.inFlight = false
+                    reader.finished(result)
+                }
+            }
+        } catch {
+            request.owner = nil
+            fail(error as? UVError ?? UVError(code: UV_EINVAL.rawValue, operation: "read", target: name))
             return
         }
         inFlight = true

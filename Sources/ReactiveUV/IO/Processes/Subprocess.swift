@@ -58,10 +58,10 @@ public enum Subprocess {
 /// One running child: its process handle, its pipes, and what is left before `exit` can be
 /// sent. Loop thread only.
 ///
-/// The process handle is heap memory whose `data` holds a +1 reference to this object
-/// until its close callback, which runs only after the child was reaped (the exit
-/// callback) or at loop shutdown (after `SIGKILL` and `waitpid`).
-final class SubprocessRun: LoopResource, @unchecked Sendable {
+/// The process handle is a ``UVHandle`` that keeps this object alive until its close
+/// callback, which runs only after the child was reaped (the exit callback) or at loop
+/// shutdown (after `SIGKILL` and `waitpid`).
+final class SubprocessRun: @unchecked Sendable {
     // Thread-safety: loop thread only; the disposal hops there.
     let loop: EventLoop
     /// The program, for errors.
@@ -70,8 +70,7 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
     let observer: Sink<SubprocessEvent>
     let lifetime: CompoundDisposable
 
-    var process: UnsafeMutableRawPointer?
-    var processClosing = false
+    var process: UVHandle<uv_process_t>?
     var pid: Int32 = 0
     var stdinPipe: UVStream?
     var outputPipes: [UVStream] = []
@@ -131,7 +130,6 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
             stdio[index + 1].data.stream = pipe.uvStream
         }
 
-        let handle = allocateHandle(UV_PROCESS)
         // Only needed while uv_spawn runs: it forks and execs before returning.
         var cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var cEnvironment: [UnsafeMutablePointer<CChar>?]? = environmentList.map { $0.map { strdup($0) } + [nil] }
@@ -141,14 +139,13 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
             cEnvironment?.forEach { free($0) }
             cDirectory.map { free($0) }
         }
-        let process: UnsafeMutablePointer<uv_process_t> = uvCast(handle)
-        let rc: Int32 = cArguments.withUnsafeMutableBufferPointer { argv in
+        func spawn(_ process: UnsafeMutablePointer<uv_process_t>) -> Int32 {
+            cArguments.withUnsafeMutableBufferPointer { argv in
             stdio.withUnsafeMutableBufferPointer { stdioBuffer in
                 var options = uv_process_options_t()
                 options.exit_cb = { process, status, signal in
                     guard let process else { return }
-                    Unmanaged<SubprocessRun>.fromOpaque(process.pointee.data).takeUnretainedValue()
-                        .exited(status: status, signal: signal)
+                    UVHandleCore.owner(of: process, as: SubprocessRun.self).exited(status: status, signal: signal)
                 }
                 options.file = UnsafePointer(argv[0])
                 options.args = argv.baseAddress
@@ -163,17 +160,22 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
                 }
                 return uv_spawn(loop.uvLoop, process, &options)
             }
+            }
         }
-        // Even a failed spawn leaves an initialized handle that must be closed.
-        self.process = handle
-        process.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
-        if rc < 0 {
-            closeProcess()
-            fail(UVError(code: rc, operation: "spawn", target: target))
+        let process: UVHandle<uv_process_t>
+        do {
+            // Even a failed spawn leaves an initialized handle that must be closed.
+            process = try UVHandle(
+                loop: loop, type: UV_PROCESS, operation: "spawn", target: target, initializedOnFailure: true, initialize: spawn)
+        } catch {
+            fail(error)
             return
         }
-        pid = process.pointee.pid
+        loop.noteWatcherStarted()  // the child's pipes
+        self.process = process
+        process.owner = self
+        process.onLoopShutdown = { [unowned self] in shutDownForLoopClose() }
+        pid = process.pointer.pointee.pid
         lifetime.add(Disposable { [self] in loop.perform { self.cancel() } })
 
         openOutputs = outputPipes.count
@@ -242,37 +244,40 @@ final class SubprocessRun: LoopResource, @unchecked Sendable {
         finished = true
         for pipe in outputPipes { pipe.close() }
         stdinPipe?.close()
-        guard let process, exit == nil, !processClosing, pid != 0 else { return }
-        _ = uv_process_kill(uvCast(process), SIGTERM)
+        guard let process, exit == nil, !process.isClosing, pid != 0 else { return }
+        killChild(process, SIGTERM)
         // Between 0 and a day: a negative, NaN or infinite period must not trap.
         let seconds = killGracePeriod.isNaN ? 0 : min(max(0, killGracePeriod), 86_400)
         let grace = UInt64(seconds * 1e9)
         killTimer = loop.scheduleTimer(at: csys_monotonic_ns() + grace, repeatEvery: nil) { [self] in
             killTimer = nil
-            if let process = self.process, exit == nil, !processClosing {
-                _ = uv_process_kill(uvCast(process), SIGKILL)
+            if let process = self.process, exit == nil, !process.isClosing {
+                killChild(process, SIGKILL)
             }
         }
     }
 
-    private func closeProcess() {
-        guard let process, !processClosing else { return }
-        processClosing = true
-        uv_close(uvCast(process)) { handle in
-            guard let handle else { return }
-            let run = Unmanaged<SubprocessRun>.fromOpaque(handle.pointee.data).takeRetainedValue()
-            run.process = nil
-            UnsafeMutableRawPointer(handle).deallocate()
-            run.loop.unregister(run)
+    /// Sends `signum` to the child. `ESRCH` (it exited and its exit callback is on its way)
+    /// is expected; anything else is a failure of the run.
+    private func killChild(_ process: UVHandle<uv_process_t>, _ signum: Int32) {
+        do {
+            try process.check(uv_process_kill(process.pointer, signum), "kill (signal \(signum))")
+        } catch UVError.noSuchProcess {
+        } catch {
+            fail(error)
         }
     }
 
-    /// ``LoopResource``: the loop is closing. Kill a child still running and reap it here,
-    /// since libuv stops watching it once its handle is closed.
-    func closeForLoopShutdown() {
+    private func closeProcess() {
+        process?.close { [self] in process = nil }
+    }
+
+    /// The loop is closing. Kill a child still running and reap it here, since libuv stops
+    /// watching it once its handle is closed.
+    private func shutDownForLoopClose() {
         finished = true
         killTimer?.dispose()
-        if exit == nil && pid > 0 && !processClosing {
+        if exit == nil && pid > 0 {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -35,16 +35,16 @@ public enum UnixSignal {
     }
 }
 
-/// One subscription of ``UnixSignal/signal(_:on:)``: a heap `uv_signal_t` that holds this
-/// object until its close callback, which also frees the memory.
+/// One subscription of ``UnixSignal/signal(_:on:)``: a `uv_signal_t` owned by a
+/// ``UVHandle``, which keeps this object alive until the handle's close callback.
 ///
 /// Thread-safety: loop-thread confined.
-final class UnixSignalWatcher: LoopResource, LoopSourceWatcher, @unchecked Sendable {
+final class UnixSignalWatcher: LoopSourceWatcher, @unchecked Sendable {
     let loop: EventLoop
     let signum: Int32
     let send: (Int32) -> Void
     let fail: (any Error) -> Void
-    private var handle: UnsafeMutablePointer<uv_signal_t>?
+    private var handle: UVHandle<uv_signal_t>?
     private var stopped = false
 
     init(loop: EventLoop, signum: Int32, send: @escaping (Int32) -> Void, fail: @escaping (any Error) -> Void) {
@@ -56,23 +56,18 @@ final class UnixSignalWatcher: LoopResource, LoopSourceWatcher, @unchecked Senda
 
     func start() {
         if stopped { return }
-        let h = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
-        let rc = uv_signal_init(loop.uvLoop, h)
-        if rc < 0 {
-            h.deallocate()
-            stopped = true
-            return fail(UVError(code: rc, operation: "uv_signal_init", target: "signal \(signum)"))
-        }
-        h.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        handle = h
-        loop.register(self)
-        let started = uv_signal_start(h, { h, signum in
-            guard let h, let data = h.pointee.data else { return }
-            let watcher = Unmanaged<UnixSignalWatcher>.fromOpaque(data).takeUnretainedValue()
-            if !watcher.stopped { watcher.send(signum) }
-        }, signum)
-        if started < 0 {
-            let error = UVError(code: started, operation: "signal", target: "signal \(signum)")
+        do {
+            let h = try UVHandle<uv_signal_t>(
+                loop: loop, type: UV_SIGNAL, operation: "uv_signal_init", target: "signal \(signum)"
+            ) { uv_signal_init(loop.uvLoop, $0) }
+            h.owner = self
+            handle = h
+            try h.started(uv_signal_start(h.pointer, { h, signum in
+                guard let h else { return }
+                let watcher = UVHandleCore.owner(of: h, as: UnixSignalWatcher.self)
+                if !watcher.stopped { watcher.send(signum) }
+            }, signum), "signal")
+        } catch {
             stop()
             fail(error)
         }
@@ -82,18 +77,7 @@ final class UnixSignalWatcher: LoopResource, LoopSourceWatcher, @unchecked Senda
     func stop() {
         if stopped { return }
         stopped = true
-        guard let h = handle else { return }
+        handle?.close()
         handle = nil
-        uv_signal_stop(h)
-        uv_close(EventLoop.handle(h)) { h in
-            guard let h else { return }
-            if let data = h.pointee.data {
-                let watcher = Unmanaged<UnixSignalWatcher>.fromOpaque(data).takeRetainedValue()
-                watcher.loop.unregister(watcher)
-            }
-            UnsafeMutableRawPointer(h).deallocate()
-        }
     }
-
-    func closeForLoopShutdown() { stop() }
 }

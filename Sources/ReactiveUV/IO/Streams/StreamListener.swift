@@ -4,16 +4,17 @@ import Glibc
 /// A listening socket (TCP or Unix domain) and the connections it accepted: the state of
 /// one `listen` subscription.
 ///
-/// It owns the listening handle (heap memory, freed in its close callback; `data` holds a
-/// +1 reference to this object until then) and every accepted connection still open.
+/// It owns the listening handle (through a ``UVHandle``, which keeps this object alive until
+/// the handle's close callback) and every accepted connection still open.
 /// ``close()`` closes the handle **and** those connections: they belong to the
 /// subscription. Accepted connections that close on their own are forgotten at once, so a
 /// long-running server holds only live connections.
-final class StreamListener: LoopResource, @unchecked Sendable {
+final class StreamListener: @unchecked Sendable {
     // Thread-safety: loop thread only.
 
     let loop: EventLoop
-    let handle: UnsafeMutableRawPointer
+    /// The listening handle's owner.
+    let uv: UVHandle<uv_stream_t>
     let type: uv_handle_type
     /// The address or path listened on, for errors.
     let target: String
@@ -34,36 +35,37 @@ final class StreamListener: LoopResource, @unchecked Sendable {
         makeClient: @escaping () throws -> UVStream, wrap: @escaping (UVStream) -> StreamConnection,
         initialize: (UnsafeMutableRawPointer) -> Int32
     ) throws {
-        let memory = allocateHandle(type)
-        let rc = initialize(memory)
-        if rc < 0 {
-            memory.deallocate()
-            throw UVError(code: rc, operation: "listen", target: target)
+        self.uv = try UVHandle(loop: loop, type: type, operation: "listen", target: target) {
+            initialize(UnsafeMutableRawPointer($0))
         }
         self.loop = loop
-        self.handle = memory
         self.type = type
         self.target = target
         self.observer = observer
         self.lifetime = lifetime
         self.makeClient = makeClient
         self.wrap = wrap
-        uvHandle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
+        uv.owner = self
+        uv.onLoopShutdown = { [unowned self] in
+            // The loop is closing (the connections are closed as handles of their own).
+            for connection in connections.values { connection.stream.silent = true }
+            close()
+        }
     }
 
-    var uvHandle: UnsafeMutablePointer<uv_handle_t> { uvCast(handle) }
+    /// The listening handle's memory.
+    var handle: UnsafeMutableRawPointer { uv.memory }
 
     /// Starts listening (`uv_listen`).
     ///
     /// - Throws: ``UVError`` (`EADDRINUSE` surfaces here for TCP: libuv reports bind
     ///   errors when listening).
     func listen(backlog: Int) throws {
-        let rc = uv_listen(uvCast(handle), Int32(clamping: backlog)) { server, status in
+        let rc = uv_listen(uv.pointer, Int32(clamping: backlog)) { server, status in
             guard let server else { return }
-            Unmanaged<StreamListener>.fromOpaque(server.pointee.data).takeUnretainedValue().accept(status)
+            UVHandleCore.owner(of: server, as: StreamListener.self).accept(status)
         }
-        try uvCheck(rc, "listen", target)
+        try uv.started(rc, "listen")
     }
 
     private func accept(_ status: Int32) {
@@ -84,7 +86,7 @@ final class StreamListener: LoopResource, @unchecked Sendable {
             fail(error as? UVError ?? UVError(code: UV_ENOMEM.rawValue, operation: "accept", target: target))
             return
         }
-        let rc = uv_accept(uvCast(handle), client.uvStream)
+        let rc = uv_accept(uv.pointer, client.uvStream)
         if rc < 0 {
             client.close()
             if StreamListener.transientAcceptErrors.contains(rc) { return }
@@ -117,17 +119,6 @@ final class StreamListener: LoopResource, @unchecked Sendable {
         let open = Array(connections.values)
         connections = [:]
         for connection in open { connection.stream.close() }
-        uv_close(uvHandle) { handle in
-            guard let handle else { return }
-            let listener = Unmanaged<StreamListener>.fromOpaque(handle.pointee.data).takeRetainedValue()
-            listener.handle.deallocate()
-            listener.loop.unregister(listener)
-        }
-    }
-
-    /// ``LoopResource``: the loop is closing (the connections are resources of their own).
-    func closeForLoopShutdown() {
-        for connection in connections.values { connection.stream.silent = true }
-        close()
+        uv.close()
     }
 }

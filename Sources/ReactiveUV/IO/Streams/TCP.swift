@@ -180,20 +180,19 @@ final class TCPConnectAttempt: @unchecked Sendable {
             return
         }
         self.stream = stream
-        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        let rc = address.withSockaddr { sockaddr in
-            uv_tcp_connect(request, uvCast(stream.handle), sockaddr) { request, status in
-                guard let request else { return }
-                let attempt = Unmanaged<TCPConnectAttempt>.fromOpaque(request.pointee.data).takeRetainedValue()
-                request.deallocate()
-                attempt.connected(status)
+        // The request holds this attempt until its callback.
+        let request = UVRequest<uv_connect_t>(UV_CONNECT, owner: self)
+        do {
+            try address.withSockaddr { sockaddr in
+                try request.submit("connect", target, on: loop) { request in
+                    uv_tcp_connect(request, uvCast(stream.handle), sockaddr) { request, status in
+                        guard let request else { return }
+                        UVRequest<uv_connect_t>.finish(request).owner(as: TCPConnectAttempt.self).connected(status)
+                    }
+                }
             }
-        }
-        if rc < 0 {
-            Unmanaged<TCPConnectAttempt>.fromOpaque(request.pointee.data).release()
-            request.deallocate()
-            failed(UVError(code: rc, operation: "connect", target: target))
+        } catch {
+            failed(error as? UVError ?? UVError(code: UV_EINVAL.rawValue, operation: "connect", target: target))
         }
     }
 

@@ -79,15 +79,18 @@ extension UVStream {
         guard state == .open else { return }
         let wanted = !readEOF && (reader.map { !$0.paused } ?? false)
         if wanted && !isReading {
-            let rc = uv_read_start(uvStream, UVStream.allocCallback, UVStream.readCallback)
-            if rc < 0 {
-                close(UVError(code: rc, operation: "read", target: target))
+            do {
+                try uv.started(uv_read_start(uvStream, UVStream.allocCallback, UVStream.readCallback), "read")
+            } catch {
+                close(error)
                 return
             }
             isReading = true
         } else if !wanted && isReading {
-            uv_read_stop(uvStream)
             isReading = false
+            // uv_read_stop cannot fail on an open stream (it returns 0 since libuv 1.x);
+            // checked all the same.
+            do { try uv.check(uv_read_stop(uvStream), "read stop") } catch { close(error) }
         }
     }
 

@@ -87,18 +87,15 @@ extension UVStream {
             }
         }
 
+        // The bytes the kernel did not take are copied behind the request, in its memory;
+        // the request holds the waiter until the write callback.
         let rest = bytes.count - offset
-        let header = UVStream.writeRequestHeader
-        let block = UnsafeMutableRawPointer.allocate(byteCount: header + rest, alignment: 16)
-        (block + header).copyMemory(from: base + offset, byteCount: rest)
-        let request: UnsafeMutablePointer<uv_write_t> = uvCast(block)
-        request.pointee.data = waiter.map { Unmanaged.passRetained($0).toOpaque() }
-        var buffer = uv_buf_t(base: (block + header).assumingMemoryBound(to: CChar.self), len: rest)
-        let rc = uv_write(request, uvStream, &buffer, 1, UVStream.writeCallback)
-        if rc < 0 {
-            if let data = request.pointee.data { Unmanaged<WriteWaiter>.fromOpaque(data).release() }
-            block.deallocate()
-            let error = UVError(code: rc, operation: "write", target: target)
+        let request = UVRequest<uv_write_t>(UV_WRITE, owner: waiter, extraBytes: rest)
+        request.extra.copyMemory(from: base + offset, byteCount: rest)
+        var buffer = uv_buf_t(base: request.extra.assumingMemoryBound(to: CChar.self), len: rest)
+        do {
+            try request.submit("write", target, on: loop) { uv_write($0, uvStream, &buffer, 1, UVStream.writeCallback) }
+        } catch {
             close(error)
             return .failed(error)
         }
@@ -111,9 +108,6 @@ extension UVStream {
     /// did not pause (one that cannot, or bytes already in flight) and disconnects.
     static let pauseSourceOverflowFactor = 4
 
-    /// Room for the `uv_write_t` in front of a write's bytes, rounded to 16.
-    static let writeRequestHeader = (uv_req_size(UV_WRITE) + 15) & ~15
-
     /// The error for a queue past its limit; closes the stream with it.
     private func overflow(queued: Int, limit: Int) -> any Error {
         let error = WriteQueueFullError(queuedBytes: queued, limit: limit, policy: policy, target: target)
@@ -124,9 +118,9 @@ extension UVStream {
     /// Frees the request, then tells its waiter and the stream.
     private static let writeCallback: uv_write_cb = { request, status in
         guard let request else { return }
-        let stream = UVStream.from(request.pointee.handle)
-        let waiter = request.pointee.data.map { Unmanaged<WriteWaiter>.fromOpaque($0).takeRetainedValue() }
-        UnsafeMutableRawPointer(request).deallocate()
+        let stream = UVStream.from(request.pointee.handle!)
+        let finished = UVRequest<uv_write_t>.finish(request)
+        let waiter = finished.owner.map { unsafeDowncast($0, to: WriteWaiter.self) }
         stream.writeRequestFinished(status, waiter)
     }
 
@@ -186,16 +180,18 @@ extension UVStream {
         case .pending:
             shutdownWaiters.append(done)
         case .none:
-            let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-            let rc = uv_shutdown(request, uvStream) { request, status in
-                guard let request else { return }
-                let stream = UVStream.from(request.pointee.handle)
-                request.deallocate()
-                stream.shutdownFinished(status)
-            }
-            if rc < 0 {
-                request.deallocate()
-                done(UVError(code: rc, operation: "shutdown", target: target))
+            let request = UVRequest<uv_shutdown_t>(UV_SHUTDOWN)
+            do {
+                try request.submit("shutdown", target, on: loop) {
+                    uv_shutdown($0, uvStream) { request, status in
+                        guard let request else { return }
+                        let stream = UVStream.from(request.pointee.handle!)
+                        _ = UVRequest<uv_shutdown_t>.finish(request)
+                        stream.shutdownFinished(status)
+                    }
+                }
+            } catch {
+                done(error)
                 return
             }
             shutdownState = .pending

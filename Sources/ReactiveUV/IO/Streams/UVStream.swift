@@ -12,38 +12,32 @@ import Glibc
 /// - the write requests in flight (each one heap block: `uv_write_t` followed by the bytes
 ///   it writes, freed in its write callback).
 ///
-/// The handle's `data` holds a +1 reference to this object from `init` until the close
-/// callback, so libuv can always call back into a live object. It registers with its loop
-/// as a ``LoopResource``, so ``EventLoop/close()`` can close it.
+/// The handle is held by a ``UVHandle`` (`uv`), which keeps this object alive until the close
+/// callback, so libuv can always call back into a live object, and closes it (silently) when
+/// the loop closes.
 ///
 /// Reading, writing and the backpressure bookkeeping live in `UVStream+Reading.swift` and
 /// `UVStream+Writing.swift`.
-final class UVStream: LoopResource, @unchecked Sendable {
+final class UVStream: @unchecked Sendable {
     // Thread-safety: every stored `var` belongs to `loop`'s thread. The atomics (`closedFlag`,
     // the limits and the counters) may be read or set from any thread. The fields used on
     // every read and write are `@exclusivity(unchecked)`: confinement to one thread already
     // rules out overlapping access, and the dynamic check would cost more than the field
     // access on the per-chunk path.
 
-    /// Where the handle is in its life.
-    enum State {
-        /// Usable.
-        case open
-        /// `uv_close` was called; the close callback has not run yet.
-        case closing
-        /// The close callback ran; `handle` is freed.
-        case closed
-    }
+    /// Where the handle is in its life (the ``UVHandle``'s state).
+    typealias State = UVHandleState
 
     let loop: EventLoop
-    /// The handle's memory (`uv_handle_size(type)` bytes).
-    let handle: UnsafeMutableRawPointer
+    /// The handle's owner: memory, `data`, close, loop shutdown.
+    let uv: UVHandle<uv_stream_t>
     /// `UV_TCP`, `UV_NAMED_PIPE` or `UV_TTY`.
     let type: uv_handle_type
     /// What errors name as their target: `127.0.0.1:7070`, a socket path, `stdin`.
-    var target: String
+    var target: String {
+        didSet { uv.target = target }
+    }
 
-    @exclusivity(unchecked) var state = State.open
     /// Why the stream closed: `nil` for a close we asked for or a clean end.
     var closeReason: (any Error)?
     /// Set when the loop shuts down: deliver nothing more to user code.
@@ -101,20 +95,20 @@ final class UVStream: LoopResource, @unchecked Sendable {
         limits: WriteLimits = WriteLimits(),
         initialize: (UnsafeMutableRawPointer) -> Int32
     ) throws {
-        let memory = allocateHandle(type)
-        let rc = initialize(memory)
-        if rc < 0 {
-            memory.deallocate()
-            throw UVError(code: rc, operation: operation, target: target)
+        self.uv = try UVHandle(loop: loop, type: type, operation: operation, target: target) {
+            initialize(UnsafeMutableRawPointer($0))
         }
         self.loop = loop
-        self.handle = memory
         self.type = type
         self.target = target
         self.highWaterMark = UnsafeAtomicInt(max(1, limits.highWaterMark))
         self.policyRaw = UnsafeAtomicInt(limits.policy.rawValue)
-        uvHandle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
+        uv.owner = self
+        uv.onLoopShutdown = { [unowned self] in
+            // The loop is closing: close without telling anyone.
+            silent = true
+            close()
+        }
     }
 
     deinit {
@@ -126,24 +120,24 @@ final class UVStream: LoopResource, @unchecked Sendable {
         writeQueueSnapshot.destroy()
     }
 
+    /// Where the handle is in its life.
+    var state: State {
+        @inline(__always) get { uv.state }
+    }
+    /// The handle's memory (valid until the close callback).
+    var handle: UnsafeMutableRawPointer { uv.memory }
     /// The handle as a stream.
-    var uvStream: UnsafeMutablePointer<uv_stream_t> { uvCast(handle) }
+    var uvStream: UnsafeMutablePointer<uv_stream_t> { uv.pointer }
     /// The handle as a handle.
-    var uvHandle: UnsafeMutablePointer<uv_handle_t> { uvCast(handle) }
+    var uvHandle: UnsafeMutablePointer<uv_handle_t> { uv.uvHandle }
 
     /// Whether closing has started. Safe from any thread.
     var isClosed: Bool { closedFlag.load() != 0 }
 
     /// The stream behind a handle's `data` (callbacks only: valid until the close callback).
     @inline(__always)
-    static func from(_ handle: UnsafeMutablePointer<uv_handle_t>) -> UVStream {
-        Unmanaged<UVStream>.fromOpaque(handle.pointee.data).takeUnretainedValue()
-    }
-
-    /// The stream behind a stream pointer (see ``from(_:)``).
-    @inline(__always)
-    static func from(_ stream: UnsafeMutablePointer<uv_stream_t>) -> UVStream {
-        Unmanaged<UVStream>.fromOpaque(stream.pointee.data).takeUnretainedValue()
+    static func from<T>(_ handle: UnsafeMutablePointer<T>) -> UVStream {
+        UVHandleCore.owner(of: handle, as: UVStream.self)
     }
 
     // MARK: - Closing
@@ -161,10 +155,10 @@ final class UVStream: LoopResource, @unchecked Sendable {
     ///   - reset: for TCP, close with `RST` (`uv_tcp_close_reset`, `SO_LINGER` 0) instead of FIN.
     func close(_ reason: (any Error)? = nil, reset: Bool = false) {
         guard state == .open else { return }
-        state = .closing
         closeReason = reason
         closedFlag.store(1)
         isReading = false
+        uv.close(reset: reset && shutdownState == .none) { [self] in didClose() }
         if let reader {
             self.reader = nil
             if !silent && !reader.lifetime.isDisposed {
@@ -175,30 +169,20 @@ final class UVStream: LoopResource, @unchecked Sendable {
         let listeners = drainListeners
         drainListeners = []
         for listener in listeners { listener() }
-        if reset && type == UV_TCP && shutdownState == .none
-            && uv_tcp_close_reset(uvCast(handle), UVStream.closeCallback) == 0
-        {
-            return
-        }
-        uv_close(uvHandle, UVStream.closeCallback)
     }
 
-    /// Frees everything and lets go of the object (runs after every request callback).
-    private static let closeCallback: uv_close_cb = { handle in
-        guard let handle else { return }
-        let stream = Unmanaged<UVStream>.fromOpaque(handle.pointee.data).takeRetainedValue()
-        stream.state = .closed
-        if let buffer = stream.readBuffer {
-            stream.readBuffer = nil
+    /// Run by the handle's close callback (after every request callback): frees the read
+    /// buffer and runs the close handlers.
+    private func didClose() {
+        if let buffer = readBuffer {
+            readBuffer = nil
             buffer.deallocate()
         }
-        stream.handle.deallocate()
-        stream.writeQueueSnapshot.store(0)
-        stream.loop.unregister(stream)
-        let handlers = stream.closeHandlers
-        stream.closeHandlers = []
-        if !stream.silent {
-            for handler in handlers { handler(stream.closeReason) }
+        writeQueueSnapshot.store(0)
+        let handlers = closeHandlers
+        closeHandlers = []
+        if !silent {
+            for handler in handlers { handler(closeReason) }
         }
     }
 
@@ -214,12 +198,6 @@ final class UVStream: LoopResource, @unchecked Sendable {
     /// The error for an operation on a stream that is closing or closed.
     func closedError(_ operation: String) -> any Error {
         closeReason ?? UVError(code: UV_ENOTCONN.rawValue, operation: "\(operation) (already closed)", target: target)
-    }
-
-    /// ``LoopResource``: the loop is closing; close without telling anyone.
-    func closeForLoopShutdown() {
-        silent = true
-        close()
     }
 }
 

@@ -152,14 +152,16 @@ final class UnixConnectAttempt: @unchecked Sendable {
                 self.stream?.close()
             }
         })
-        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        // uv_pipe_connect reports every failure through the callback.
-        uv_pipe_connect(request, uvCast(stream.handle), path) { request, status in
-            guard let request else { return }
-            let attempt = Unmanaged<UnixConnectAttempt>.fromOpaque(request.pointee.data).takeRetainedValue()
-            request.deallocate()
-            attempt.connected(status)
+        // The request holds this attempt until its callback. uv_pipe_connect returns void
+        // and reports every failure through the callback, so the submission is always
+        // accepted (the 0 handed to the check).
+        let request = UVRequest<uv_connect_t>(UV_CONNECT, owner: self)
+        try? request.submit("connect", path, on: loop) { request in
+            uv_pipe_connect(request, uvCast(stream.handle), path) { request, status in
+                guard let request else { return }
+                UVRequest<uv_connect_t>.finish(request).owner(as: UnixConnectAttempt.self).connected(status)
+            }
+            return 0
         }
     }
 

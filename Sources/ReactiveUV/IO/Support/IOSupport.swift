@@ -67,14 +67,3 @@ enum IOProcessSetup {
     /// Runs the one-time setup (cheap after the first call).
     static func once() { _ = ignoreSIGPIPE }
 }
-
-/// Heap memory for a libuv handle of `type` (freed in its close callback).
-func allocateHandle(_ type: uv_handle_type) -> UnsafeMutableRawPointer {
-    UnsafeMutableRawPointer.allocate(byteCount: uv_handle_size(type), alignment: 16)
-}
-
-/// Views libuv handle or request memory as the C type a call wants.
-@inline(__always)
-func uvCast<T>(_ pointer: UnsafeMutableRawPointer) -> UnsafeMutablePointer<T> {
-    UnsafeMutablePointer<T>(OpaquePointer(pointer))
-}

@@ -239,30 +239,85 @@ extension Signal where Value == [UInt8] {
     /// Splits byte chunks into UTF-8 lines (see ``LineBuffer`` for the rules). A last line
     /// without a break is sent at completion; a line over `maxLength` bytes fails the signal
     /// with ``LineError/lineTooLong(maxLength:)``.
+    ///
+    /// Disposal from inside a line's delivery (`take(1)`, `first()`, a `dispose()` in the
+    /// callback) stops the rest of the chunk at once; a terminal event the source sends
+    /// while a chunk is being split (a stream closed by that disposal) is handled after the
+    /// split, never by the splitter in the middle of its work.
     public func lines(maxLength: Int = LineBuffer.defaultMaxLength) -> Signal<String> {
         let source = self
         return AnonymousSignal { observer, lifetime in
-            var buffer = LineBuffer(maxLength: maxLength)
-            var failed = false
-            source.attach({ event in
-                if failed { return }
-                switch event {
-                case .next(let chunk):
-                    do {
-                        try buffer.append(chunk) { line in
-                            if !lifetime.isDisposed { observer(.next(line)) }
-                        }
-                    } catch {
-                        failed = true
-                        observer(.error(error))
-                        lifetime.dispose()
-                    }
-                case .error(let e): observer(.error(e))
-                case .completed:
-                    if let last = buffer.finish(), !lifetime.isDisposed { observer(.next(last)) }
-                    if !lifetime.isDisposed { observer(.completed) }
+            let splitter = LineSplitter(maxLength: maxLength, observer: observer, lifetime: lifetime)
+            source.attach({ event in splitter.receive(event) }, lifetime)
+        }
+    }
+}
+
+/// The state of one ``Signal/lines(maxLength:)`` subscription: a ``LineBuffer`` and the
+/// re-entrance guard around it.
+///
+/// Why a guard: a line's subscriber may end the subscription from its callback, and that
+/// can make the source send its terminal event synchronously (disposing a stream's read
+/// closes the stream, which completes its reader) while `append` is still iterating the
+/// chunk. Finishing the buffer then would touch it during its own mutation (an exclusivity
+/// abort); the terminal event is kept and handled when the split returns.
+///
+/// Thread-safety: events to one subscriber are serialized (the threading contract), so it
+/// is touched by one thread at a time.
+final class LineSplitter {
+    private var buffer: LineBuffer
+    private let observer: Sink<String>
+    private let lifetime: CompoundDisposable
+    /// Whether `append` is running.
+    private var splitting = false
+    /// A terminal event that arrived during a split.
+    private var deferredEnd: Event<[UInt8]>?
+    /// Set once a terminal event was handled.
+    private var ended = false
+
+    init(maxLength: Int, observer: @escaping Sink<String>, lifetime: CompoundDisposable) {
+        self.buffer = LineBuffer(maxLength: maxLength)
+        self.observer = observer
+        self.lifetime = lifetime
+    }
+
+    func receive(_ event: Event<[UInt8]>) {
+        if ended { return }
+        switch event {
+        case .next(let chunk):
+            if splitting { return }  // a re-entrant chunk while ending: nothing may follow
+            splitting = true
+            let observer = self.observer
+            let lifetime = self.lifetime
+            var failure: (any Error)?
+            do {
+                try buffer.append(chunk) { line in
+                    if !lifetime.isDisposed { observer(.next(line)) }
                 }
-            }, lifetime)
+            } catch {
+                failure = error
+            }
+            splitting = false
+            if let failure {
+                ended = true
+                if !lifetime.isDisposed { observer(.error(failure)) }
+                lifetime.dispose()
+            } else if let end = deferredEnd {
+                deferredEnd = nil
+                receive(end)
+            }
+        case .error, .completed:
+            if splitting {
+                deferredEnd = event
+                return
+            }
+            ended = true
+            if case .error(let error) = event {
+                if !lifetime.isDisposed { observer(.error(error)) }
+            } else {
+                if let last = buffer.finish(), !lifetime.isDisposed { observer(.next(last)) }
+                if !lifetime.isDisposed { observer(.completed) }
+            }
         }
     }
 }

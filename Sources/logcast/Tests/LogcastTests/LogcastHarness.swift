@@ -36,8 +36,26 @@ final class LogcastProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
-    var errors: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+    var output: String { readText(outPath) }
+    var errors: String { readText(errPath) }
+
+    /// A file's text read with `read(2)`: on Linux `String(contentsOfFile:)` leaks a 4 KiB
+    /// buffer for every empty file it reads (swift-foundation's `readBytesFromFile`), which
+    /// LeakSanitizer reports (`make sanitize`), and the output files start empty.
+    private func readText(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// Waits for "listening on HOST:PORT" and returns the port.
     func waitUntilListening(timeout: Double = 30) throws -> Int {
@@ -79,8 +97,8 @@ enum HarnessError: Error {
     case socket(String)
 }
 
-/// A blocking line-oriented TCP client.
-final class LineClient {
+/// A blocking line-oriented TCP client (one thread at a time).
+final class LineClient: @unchecked Sendable {
     let fd: Int32
     private var pending: [UInt8] = []
     private(set) var closedByPeer = false
@@ -178,4 +196,71 @@ func appendLines(_ path: String, _ lines: [String]) {
 func temporaryDirectory() -> String {
     var template = Array("/tmp/logcast-test-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}
+
+/// A client on its own thread that sends `STATS` and waits for the reply, again and again,
+/// recording each round trip, until stopped: how long any other client's input held the
+/// daemon up. It PAUSEs first, so only replies come back.
+final class StatsProbe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopped = false
+    private var times: [Double] = []
+    private var unanswered = 0
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(port: Int) throws {
+        let client = try LineClient(port: port)
+        _ = client.command("PAUSE", reply: "OK PAUSE")
+        let runner = Thread { [unowned self] in
+            while !self.isStopped {
+                let start = Date()
+                let reply = client.command("STATS", reply: "STATS").last ?? ""
+                let elapsed = Date().timeIntervalSince(start)
+                self.lock.lock()
+                if reply.hasPrefix("STATS") { self.times.append(elapsed) } else { self.unanswered += 1 }
+                self.lock.unlock()
+                usleep(5_000)
+            }
+            self.finished.signal()
+        }
+        runner.start()
+    }
+
+    private var isStopped: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopped
+    }
+
+    /// Waits for at least `count` answered round trips (bounded by `timeout`).
+    func waitForRoundTrips(_ count: Int, timeout: Double = 60) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            lock.lock()
+            let n = times.count
+            lock.unlock()
+            if n >= count { return }
+            usleep(10_000)
+        }
+    }
+
+    /// Stops the probe; returns the round trips (seconds) and how many got no answer.
+    func stop() -> (times: [Double], unanswered: Int) {
+        lock.lock()
+        stopped = true
+        lock.unlock()
+        _ = finished.wait(timeout: .now() + 120)
+        lock.lock()
+        defer { lock.unlock() }
+        return (times, unanswered)
+    }
+}
+
+/// Runs `logcast` with `arguments` until it exits (bounded); its status and output.
+func runToExit(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32?, out: String, err: String) {
+    let p = try LogcastProcess(arguments)
+    let status = p.waitForExit(timeout: timeout)
+    let result = (status, p.output, p.errors)
+    p.stop()
+    return result
 }

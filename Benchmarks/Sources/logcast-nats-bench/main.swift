@@ -1,0 +1,197 @@
+// logcast-nats-bench: lines per second from a file into a JetStream stream (1 node, and a
+// 3-node cluster with 3 replicas) through `logcast FILE --publish`, and from the stream to
+// a hub client (`logcast --from … --listen`, client `SINCE 1`).
+//
+// Build logcast first (release), then run this (release):
+//
+//     swift build -c release --package-path Sources/logcast
+//     swift run -c release --package-path Benchmarks logcast-nats-bench [LINES]
+//
+// Each row: a fresh nats-server (or three) on loopback ports, store directories in a
+// temporary directory, a file of LINES lines of 87 bytes written beforehand; the clock runs
+// from the edge's start until the stream's last message names the file's last byte
+// (`Logcast-Range`), or until the client has received every line. Every process is stopped
+// by its pid at the end.
+import Foundation
+import Glibc
+import ReactiveUV
+import ReactiveUVNATS
+
+let lineCount = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 1_000_000 : 1_000_000
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().path
+let logcast = root + "/Sources/logcast/.build/release/logcast"
+guard access(logcast, X_OK) == 0 else {
+    print("build logcast first: swift build -c release --package-path Sources/logcast (\(logcast) missing)")
+    exit(1)
+}
+let natsServer = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].first { access($0, X_OK) == 0 } ?? "nats-server"
+
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 } }
+    return Int(UInt16(bigEndian: a.sin_port))
+}
+
+var children: [Process] = []
+func spawn(_ path: String, _ args: [String], log: String) throws -> Process {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    FileManager.default.createFile(atPath: log, contents: nil)
+    let h = FileHandle(forWritingAtPath: log)
+    p.standardOutput = h
+    p.standardError = h
+    try p.run()
+    children.append(p)
+    return p
+}
+func stopAll() {
+    for p in children where p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+    children = []
+}
+func waitForText(_ path: String, _ text: String, timeout: Double = 60) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let s = try? String(contentsOfFile: path, encoding: .utf8), s.contains(text) { return true }
+        usleep(20_000)
+    }
+    return false
+}
+
+/// Starts `count` servers (a cluster when more than one); returns their URLs.
+func startServers(_ count: Int, dir: String) throws -> [String] {
+    let ports = (0..<count).map { _ in freePort() }
+    let routes = (0..<count).map { _ in freePort() }
+    for i in 0..<count {
+        var conf = "server_name: n\(i + 1)\nlisten: 127.0.0.1:\(ports[i])\njetstream { store_dir: \"\(dir)/n\(i + 1)\" }\n"
+        if count > 1 {
+            let others = routes.enumerated().filter { $0.offset != i }.map { "nats-route://127.0.0.1:\($0.element)" }
+            conf += "cluster { name: bench, listen: 127.0.0.1:\(routes[i]), routes: [\(others.joined(separator: ", "))] }\n"
+        }
+        try conf.write(toFile: "\(dir)/n\(i + 1).conf", atomically: true, encoding: .utf8)
+        _ = try spawn(natsServer, ["-c", "\(dir)/n\(i + 1).conf"], log: "\(dir)/n\(i + 1).log")
+    }
+    for i in 0..<count where !waitForText("\(dir)/n\(i + 1).log", "Server is ready") {
+        throw NSError(domain: "nats-server n\(i + 1) did not start", code: 1)
+    }
+    return ports.map { "nats://127.0.0.1:\($0)" }
+}
+
+/// The end offset named by the stream's last message, polled on the main loop.
+final class StreamProbe {
+    var js: JetStream?
+    var connection: Disposable?
+    init(_ urls: [String]) {
+        connection = NATS.connect(urls).subscribe(next: { [weak self] c in self?.js = try? c.jetStream() }, error: { print("probe: \($0)") })
+        _ = EventLoop.main.run(until: { self.js != nil }, timeout: 30)
+    }
+    func lastEnd(_ stream: String) -> Int64 {
+        guard let js else { return -1 }
+        var result: Int64 = -1
+        var done = false
+        let d = js.streamInfo(stream).flattenMap { info -> Signal<NATSMessage> in
+            info.lastSequence == 0 ? .empty() : js.message(stream: stream, sequence: info.lastSequence)
+        }.subscribe(next: { m in
+            result = Int64(m.headers["Logcast-Range"]?.split(separator: "-").last ?? "") ?? -1
+        }, error: { _ in done = true }, completed: { done = true })
+        _ = EventLoop.main.run(until: { done }, timeout: 30)
+        d.dispose()
+        return result
+    }
+}
+
+/// file → stream through the edge; returns lines/s.
+func fileToStream(replicas: Int, dir: String, file: String, size: Int64) throws -> (Double, [String]) {
+    let urls = try startServers(replicas, dir: dir)
+    let probe = StreamProbe(urls)
+    let start = Date()
+    _ = try spawn(logcast, [file, "--publish", urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.bench",
+                            "--stream-replicas", "\(replicas)", "--state-dir", dir + "/state", "--listen", "127.0.0.1:0"],
+                  log: dir + "/edge.log")
+    while probe.lastEnd("LOGS") < size {
+        if Date().timeIntervalSince(start) > 600 { throw NSError(domain: "timed out", code: 2) }
+        _ = EventLoop.main.run(until: { false }, timeout: 0.05)
+    }
+    let seconds = Date().timeIntervalSince(start)
+    probe.connection?.dispose()
+    return (Double(lineCount) / seconds, urls)
+}
+
+/// stream → hub client with SINCE 1; returns lines/s.
+func streamToClient(urls: [String], dir: String) throws -> Double {
+    _ = try spawn(logcast, ["--from", urls[0], "--stream", "LOGS", "--listen", "127.0.0.1:0"], log: dir + "/hub.log")
+    guard waitForText(dir + "/hub.log", "listening on") else { throw NSError(domain: "hub did not listen", code: 3) }
+    let text = try String(contentsOfFile: dir + "/hub.log", encoding: .utf8)
+    let portText = text.components(separatedBy: "listening on ")[1].components(separatedBy: ";")[0].split(separator: ":").last!
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_port = in_port_t(UInt16(portText)!).bigEndian
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard ok == 0 else { throw NSError(domain: "connect to hub", code: 4) }
+    // Wait until the hub has its stream (it answers SINCE once connected to NATS).
+    let start = Date()
+    _ = "SINCE 1\n".withCString { write(fd, $0, 8) }
+    var lines = 0
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while lines < lineCount + 1 {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        for i in 0..<n where buffer[i] == 10 { lines += 1 }
+        if Date().timeIntervalSince(start) > 600 { break }
+    }
+    close(fd)
+    return Double(lines - 1) / Date().timeIntervalSince(start)
+}
+
+func withDirectory<T>(_ body: (String) throws -> T) rethrows -> T {
+    var template = Array("/tmp/logcast-nats-bench-XXXXXX".utf8CString)
+    let dir = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
+    defer {
+        stopAll()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+    return try body(dir)
+}
+
+func writeFile(_ path: String) -> Int64 {
+    let padding = Array((" " + String(repeating: "x", count: 80) + "\n").utf8)
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(lineCount * 90)
+    for n in 0..<lineCount {
+        bytes.append(UInt8(ascii: "L"))
+        bytes.append(contentsOf: Array(String(n).utf8))
+        bytes.append(contentsOf: padding)
+    }
+    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    return Int64(bytes.count)
+}
+
+print("logcast-nats-bench: \(lineCount) lines of ~87 bytes per row")
+do {
+    try withDirectory { dir in
+        let file = dir + "/app.log"
+        let size = writeFile(file)
+        let (rate, urls) = try fileToStream(replicas: 1, dir: dir, file: file, size: size)
+        print(String(format: "file → JetStream, 1 node (R1):            %9.0f lines/s", rate))
+        let client = try streamToClient(urls: urls, dir: dir)
+        print(String(format: "stream → hub client (SINCE 1), 1 node:    %9.0f lines/s", client))
+    }
+    try withDirectory { dir in
+        let file = dir + "/app.log"
+        let size = writeFile(file)
+        let (rate, _) = try fileToStream(replicas: 3, dir: dir, file: file, size: size)
+        print(String(format: "file → JetStream, 3 nodes (R3):           %9.0f lines/s", rate))
+    }
+} catch {
+    print("logcast-nats-bench: \(error)")
+    stopAll()
+    exit(1)
+}

@@ -1,0 +1,352 @@
+import Glibc
+
+// The durable positions of tails: per file identity, the offset up to which the consumer
+// has acknowledged lines. Saved the way Filebeat's registry, Fluent Bit's and rsyslog's
+// state files are: the whole state into a temporary file, `fsync`, `rename` over the old
+// file, `fsync` of the directory — so a crash at any moment leaves either the old state
+// or the new one on disk, never a torn mix.
+//
+// Why a text file of one record per line: it is a few records (the files of a few paths
+// and their rotated siblings), it is read once at start, and an operator can read it.
+
+/// One remembered position: a file, the path it was followed as, and the offset up to
+/// which its lines were acknowledged.
+public struct TailCheckpoint: Sendable, Equatable {
+    /// The file.
+    public let identity: FileIdentity
+    /// The path followed when the file was read (the file may have been renamed since).
+    public let path: String
+    /// The offset just after the last acknowledged byte: a resumed tail reads from here.
+    public let offset: Int64
+    /// Where the file ended when the tail finished it (rotated away and read to its end),
+    /// or `nil` while it may still grow. Once the acknowledged offset reaches it, the
+    /// record is dropped: nothing of that file is left to deliver.
+    public let finalOffset: Int64?
+}
+
+/// Durable tail positions in a state directory: what ``File/follow(_:from:checkpoints:options:notices:on:)``
+/// resumes from after a restart.
+///
+/// **Acknowledge, then save.** ``acknowledge(_:through:)`` records in memory that the
+/// consumer is done with a file's bytes up to an offset (``TailChunk/endOffset``); the
+/// acknowledgement is the consumer's, made when its downstream has the lines (a line
+/// written to a socket is not yet delivered; a line acknowledged by the peer is).
+/// ``save()`` writes every position to `DIRECTORY/tail-checkpoints` durably (temporary file,
+/// `fsync`, `rename`, `fsync` of the directory). After a crash, a resumed tail delivers
+/// again at most what was acknowledged after the last save plus what was never
+/// acknowledged, and loses nothing.
+///
+/// **Resuming.** A tail given the store looks up, at subscription, every file it has a
+/// position for under the followed path: the file now at the path, or one rotated away
+/// while the process was down, found by device, inode and fingerprint among the path's
+/// directory entries (`app.log.1`, `app.log-20260101`, ...). Those are read on from their
+/// positions, oldest first, before the current file. A remembered file found nowhere is
+/// reported lost from its position on. A file the store does not know is new: it is read
+/// from its start if the store knew other files of the path (it appeared while the process
+/// was down), or from the tail's start position if the path is new to the store.
+///
+/// A follower also records in the store each file it opens (at the offset it starts at),
+/// so a file whose lines were never acknowledged is resumed from where reading began.
+///
+/// Thread-safety: every method may be called from any thread (one lock guards the
+/// records); ``save()`` does blocking file IO on the calling thread — call it where that is
+/// acceptable (a timer every second on a loop thread costs one small write and two
+/// `fsync`s).
+public final class TailCheckpointStore: @unchecked Sendable {
+    /// The state directory.
+    public let directory: String
+    /// The state file: `directory/tail-checkpoints`.
+    public let file: String
+
+    /// A record and the order it was made in (resumption goes oldest first).
+    struct Record {
+        var identity: FileIdentity
+        var path: String
+        var offset: Int64
+        var finalOffset: Int64?
+        var order: UInt64
+    }
+
+    // Thread-safety: `lock` guards `records`, `nextOrder` and `dirty`.
+    private let lock = UnsafeLock()
+    private var records: [Record] = []
+    private var nextOrder: UInt64 = 0
+    private var dirty = false
+
+    /// Opens (or creates) the store in `directory`, reading the positions saved there.
+    ///
+    /// - Parameter directory: the state directory; made (one level, mode 0700) if missing.
+    /// - Throws: a ``UVError`` when the directory cannot be made or the state file cannot
+    ///   be read, or `SignalError.invalidArgument` naming the line of a state file that is
+    ///   not one of ours.
+    public init(directory: String) throws {
+        self.directory = directory
+        file = directory + "/tail-checkpoints"
+        // (A throw from here on still runs `deinit`, which destroys the lock.)
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw UVError(code: errno, operation: "mkdir", target: directory)
+        }
+        try load()
+    }
+
+    deinit { lock.destroy() }
+
+    /// Every remembered position, oldest record first.
+    public var checkpoints: [TailCheckpoint] {
+        lock.withLock { records.map(TailCheckpointStore.checkpoint) }
+    }
+
+    /// The acknowledged offset of `identity` (or of the same file, grown), if known.
+    ///
+    /// - Parameter identity: the file.
+    /// - Returns: the offset to resume from, or `nil`.
+    public func offset(for identity: FileIdentity) -> Int64? {
+        lock.withLock { index(of: identity).map { records[$0].offset } }
+    }
+
+    /// Records that the consumer is done with `identity`'s bytes before `offset` (pass a
+    /// chunk's ``TailChunk/endOffset``). Takes effect on disk at the next ``save()``.
+    ///
+    /// Acknowledgements are positions, not increments: the last one given for a file
+    /// counts, so acknowledge in the order chunks arrived. A file the store does not know
+    /// yet is added under its chunk's path by the follower; here an unknown identity is
+    /// added with an empty path (it is then never resumed by path, only by identity).
+    ///
+    /// - Parameters:
+    ///   - identity: the file (``TailChunk/identity``).
+    ///   - offset: the offset after the last acknowledged byte.
+    public func acknowledge(_ identity: FileIdentity, through offset: Int64) {
+        lock.withLock {
+            if let i = index(of: identity) {
+                records[i].offset = offset
+                if let final = records[i].finalOffset, offset >= final { records.remove(at: i) }
+            } else {
+                appendRecord(Record(identity: identity, path: "", offset: offset, finalOffset: nil, order: 0))
+            }
+            dirty = true
+        }
+    }
+
+    /// Forgets `identity` (the next tail treats the file as new).
+    ///
+    /// - Parameter identity: the file.
+    public func forget(_ identity: FileIdentity) {
+        lock.withLock {
+            if let i = index(of: identity) {
+                records.remove(at: i)
+                dirty = true
+            }
+        }
+    }
+
+    /// Writes every position to ``file`` durably: into `file.tmp`, `fsync`, `rename` over
+    /// ``file``, `fsync` of the directory. Does nothing when nothing changed since the last
+    /// save. Blocking IO on the calling thread.
+    ///
+    /// - Throws: a ``UVError`` naming the failing call and path (`ENOSPC during write on
+    ///   …/tail-checkpoints.tmp`); the positions stay in memory, marked unsaved.
+    public func save() throws {
+        let (text, wasDirty): (String, Bool) = lock.withLock {
+            let was = dirty
+            dirty = false
+            return (was ? serialize() : "", was)
+        }
+        if !wasDirty { return }
+        do {
+            try TailCheckpointStore.writeDurably(text, to: file, in: directory)
+        } catch {
+            lock.withLock { dirty = true }
+            throw error
+        }
+    }
+
+    // MARK: - For the follower
+
+    /// Records for `path`, oldest first.
+    func records(for path: String) -> [TailCheckpoint] {
+        lock.withLock { records.filter { $0.path == path }.map(TailCheckpointStore.checkpoint) }
+    }
+
+    /// Adds `identity` at `offset` unless the store knows it (a known file keeps its
+    /// acknowledged offset); an unknown path of a known identity is filled in.
+    func register(_ identity: FileIdentity, path: String, offset: Int64) {
+        lock.withLock {
+            if let i = index(of: identity) {
+                if records[i].path.isEmpty {
+                    records[i].path = path
+                    dirty = true
+                }
+                return
+            }
+            appendRecord(Record(identity: identity, path: path, offset: offset, finalOffset: nil, order: 0))
+            dirty = true
+        }
+    }
+
+    /// The file was truncated: its position starts again at 0.
+    func truncated(_ identity: FileIdentity) {
+        lock.withLock {
+            if let i = index(of: identity) {
+                records[i].offset = 0
+                records[i].finalOffset = nil
+                dirty = true
+            }
+        }
+    }
+
+    /// The follower finished the file at `offset` (rotated away, read to its end): once
+    /// acknowledged that far, the record goes.
+    func finished(_ identity: FileIdentity, at offset: Int64) {
+        lock.withLock {
+            guard let i = index(of: identity) else { return }
+            if records[i].offset >= offset {
+                records.remove(at: i)
+            } else {
+                records[i].finalOffset = offset
+            }
+            dirty = true
+        }
+    }
+
+    // MARK: - Internals (under the lock unless said otherwise)
+
+    private static func checkpoint(_ r: Record) -> TailCheckpoint {
+        TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset)
+    }
+
+    private func index(of identity: FileIdentity) -> Int? {
+        records.firstIndex { $0.identity.isSameFile(as: identity) }
+    }
+
+    private func appendRecord(_ record: Record) {
+        var record = record
+        record.order = nextOrder
+        nextOrder += 1
+        records.append(record)
+    }
+
+    static let header = "ruv-tail-checkpoints 1"
+
+    /// One line per record: `device inode offset final fingerprint-hex path-hex`
+    /// (`final` is `-` while unknown; an empty fingerprint or path is `-`).
+    private func serialize() -> String {
+        var text = TailCheckpointStore.header + "\n"
+        for r in records {
+            let fields = [
+                String(r.identity.device), String(r.identity.inode), String(r.offset),
+                r.finalOffset.map(String.init) ?? "-",
+                hex(r.identity.fingerprint), hex(Array(r.path.utf8)),
+            ]
+            text += fields.joined(separator: " ") + "\n"
+        }
+        return text
+    }
+
+    /// Reads ``file`` (not under the lock: only `init` calls it).
+    private func load() throws {
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return }
+            throw UVError(code: errno, operation: "open", target: file)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw UVError(code: errno, operation: "read", target: file)
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: buffer[0..<n])
+        }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
+        guard let first = lines.first else { return }
+        guard first == TailCheckpointStore.header else {
+            throw SignalError.invalidArgument("\(file): not a tail checkpoint file (first line '\(first)')")
+        }
+        for (number, line) in lines.enumerated().dropFirst() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count == 6,
+                let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let offset = Int64(fields[2]),
+                let fingerprint = unhex(fields[4]), let path = unhex(fields[5])
+            else {
+                throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
+            }
+            let final: Int64? = fields[3] == "-" ? nil : Int64(fields[3])
+            appendRecord(Record(
+                identity: FileIdentity(device: device, inode: inode, fingerprint: fingerprint),
+                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0))
+        }
+    }
+
+    /// Temporary file, `fsync`, `rename`, `fsync` of the directory.
+    static func writeDurably(_ text: String, to file: String, in directory: String) throws {
+        let temporary = file + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        if fd < 0 { throw UVError(code: errno, operation: "open", target: temporary) }
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                close(fd)
+                throw UVError(code: code, operation: "write", target: temporary)
+            }
+            done += n
+        }
+        if fsync(fd) != 0 {
+            let code = errno
+            close(fd)
+            throw UVError(code: code, operation: "fsync", target: temporary)
+        }
+        close(fd)
+        if rename(temporary, file) != 0 { throw UVError(code: errno, operation: "rename", target: file) }
+        // The rename itself is durable only once the directory is.
+        let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            _ = fsync(dirFD)
+            close(dirFD)
+        }
+        bytes.removeAll()
+    }
+}
+
+/// Lower-case hex, `-` for nothing.
+private func hex(_ bytes: [UInt8]) -> String {
+    if bytes.isEmpty { return "-" }
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// The bytes of ``hex(_:)``'s text, or `nil` for text that is not hex.
+private func unhex(_ text: Substring) -> [UInt8]? {
+    if text == "-" { return [] }
+    let utf8 = Array(text.utf8)
+    guard utf8.count % 2 == 0 else { return nil }
+    func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+    var out = [UInt8]()
+    out.reserveCapacity(utf8.count / 2)
+    var i = 0
+    while i < utf8.count {
+        guard let hi = value(utf8[i]), let lo = value(utf8[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+        i += 2
+    }
+    return out
+}

@@ -1,0 +1,383 @@
+import CLibUV
+import CSystemShims
+import Glibc
+
+/// One file a ``TailFollower`` reads: its descriptor, identity, position and partial line,
+/// and the read state machine, independent of every other file of the tail. Files never
+/// wait for one another: the new file after a rotation is read at once while the old one
+/// is read to its end, so a rotation costs the new file's lines no latency.
+///
+/// **Steps.** The reader is *idle* (at its end, nothing in flight) or *busy* with one step
+/// at a time:
+///
+/// - a read of what the page cache holds, on the loop thread without ever waiting for
+///   storage (``FileRequest/readIfCached(_:count:at:after:splittingAtLastLineBreak:)``),
+///   32 KiB, then the next one on the loop's next turn (so sockets and timers keep their
+///   turns during a catch-up);
+/// - otherwise a 256 KiB read on libuv's pool; one that fills its buffer (a catch-up from
+///   storage) starts the next at once on a second request, before its own lines are
+///   delivered, so a pool thread reads while the loop thread delivers;
+/// - at the end (a read of 0 bytes), a check of the file: `fstat` for its size and link
+///   count, and its first bytes against the fingerprint. Smaller than our position, or
+///   other first bytes, is a truncation: reading starts again at 0 and what was not read
+///   is reported lost. Larger: read on.
+///
+/// A *poke* (an inotify event, a poll, the timer) on an idle reader starts a step; on a
+/// busy one it is remembered, and the end-of-file check that closes the step covers it
+/// (the check runs after every event the loop has seen). So truncation is checked at
+/// every change event.
+///
+/// **Whole lines.** Each read makes a new array starting with the partial line carried
+/// over and cut at its last line break (on the pool thread for pool reads): that array,
+/// when it holds any whole line, is the chunk sent, tagged with the byte offset of its
+/// first byte. No byte is copied on the loop thread.
+///
+/// Thread-safety: loop-thread confined, like its follower.
+final class TailFileReader {
+    let follower: TailFollower
+    let fd: Int32
+    let identity: FileIdentity
+    /// The path the file had when it was opened.
+    let path: String
+    /// The file's first bytes as last seen (grows up to the fingerprint length while the
+    /// file is young); compared at each end of file to notice a rewrite.
+    private(set) var head: [UInt8]
+    /// The next read's position.
+    private(set) var offset: Int64
+    /// The offset of the partial line carried (``offset`` minus its length): where the
+    /// next chunk starts.
+    private var lineStart: Int64
+    /// The largest size seen (at open, and by `fstat` at each end): what was known to be
+    /// there when a truncation is found.
+    private var lastKnownSize: Int64
+    private var lines: LineBuffer
+    /// Line breaks still to skip (`.line(k)` past the end of the file at the start).
+    private var skipLines: Int
+    /// Whether the partial line found at the first end of file is sent as it is (GNU
+    /// `tail -n N` counts an unfinished last line as a line).
+    private var sendsUnfinishedLineAtFirstEnd: Bool
+
+    /// When the file left the path (monotonic ns), or `nil` while it is there.
+    private(set) var rotatedAt: UInt64?
+    /// Yet another file replaced the path after this one left: finish at the end, without
+    /// waiting for the quiet period (a resumed file counts as superseded too).
+    var superseded = false
+    /// Reading waits (a current file waits for resumed older ones to be finished).
+    var held = false
+    /// When a read last found data (or the file was opened), monotonic ns.
+    private var lastData: UInt64
+    private var deleted = false
+    private var readsCachedDataOnLoop: Bool
+
+    private var request: FileRequest
+    private var spareRequest: FileRequest?
+    /// A step is under way (a request in flight, or a read waiting for the next turn).
+    private var busy = false
+    /// Waiting in the follower's next-turn queue (nothing in flight).
+    var waitingForTurn = false
+    /// The tail is stopping: close once nothing is in flight.
+    private var stopping = false
+    private(set) var closed = false
+
+    init(
+        follower: TailFollower, fd: Int32, identity: FileIdentity, path: String, offset: Int64, size: Int64,
+        skipLines: Int, sendsUnfinishedLine: Bool, readsCachedDataOnLoop: Bool, maxLineLength: Int
+    ) {
+        self.lastKnownSize = size
+        self.follower = follower
+        self.fd = fd
+        self.identity = identity
+        self.path = path
+        self.head = identity.fingerprint
+        self.offset = offset
+        self.lineStart = offset
+        self.skipLines = skipLines
+        self.sendsUnfinishedLineAtFirstEnd = sendsUnfinishedLine
+        self.readsCachedDataOnLoop = readsCachedDataOnLoop
+        self.lines = LineBuffer(maxLength: maxLineLength)
+        self.lastData = csys_monotonic_ns()
+        request = FileRequest(loop: follower.loop)
+    }
+
+    /// Whether the file is being read (not yet finished or closed).
+    var isOpen: Bool { !closed && !stopping }
+
+    // MARK: - Events
+
+    /// Something may have changed: read or check now, or after the step under way.
+    func poke() {
+        if closed || stopping || busy || held { return }
+        busy = true
+        readNext(onPool: false)
+    }
+
+    /// ``poke()`` on the loop's next turn (the first read of a subscription: lines never
+    /// arrive inside `subscribe`, before the caller holds its disposable).
+    func pokeOnNextTurn() {
+        if closed || stopping || busy || held { return }
+        busy = true
+        waitingForTurn = true
+        follower.waitForNextTurn(self)
+    }
+
+    /// The file left the path (renamed away or deleted).
+    func leftPath() {
+        if rotatedAt == nil { rotatedAt = csys_monotonic_ns() }
+    }
+
+    /// The file is at the path again (renamed back).
+    func returnedToPath() {
+        rotatedAt = nil
+        superseded = false
+    }
+
+    /// The loop's next turn, asked for by a read on the loop thread.
+    func turnCame() {
+        waitingForTurn = false
+        if stopping { return closeWhenIdle() }
+        readNext(onPool: false)
+    }
+
+    // MARK: - Reading
+
+    private func readNext(onPool: Bool) {
+        if stopping { return closeWhenIdle() }
+        var carried = lines.takePartialLine()
+        if !onPool && readsCachedDataOnLoop {
+            // At least as much as is carried: a line longer than a chunk then doubles what
+            // each read holds (linear copying, not quadratic).
+            let count = max(TailFollower.cachedChunkSize, carried.count)
+            switch FileRequest.readIfCached(fd, count: count, at: offset, after: carried, splittingAtLastLineBreak: true) {
+            case .read(let read):
+                return readDone(read, requested: count, onLoop: true)
+            case .wouldWait(let prefix):
+                carried = prefix
+            case .unsupported(let prefix):
+                readsCachedDataOnLoop = false
+                carried = prefix
+            }
+        }
+        let count = max(TailFollower.chunkSize, carried.count)
+        request.read(fd, count: count, at: offset, after: carried, splittingAtLastLineBreak: true) { [self] read in
+            readDone(read, requested: count, onLoop: false)
+        }
+    }
+
+    private func readDone(_ read: ArrayReadResult, requested: Int, onLoop: Bool) {
+        let n = read.count
+        if stopping {
+            busy = false
+            return closeWhenIdle()
+        }
+        if n < 0 {
+            busy = false
+            return follower.readerFailed(UVError(code: Int32(n), operation: "read", target: path))
+        }
+        if n == 0 {
+            lines.restorePartialLine(read.bytes)
+            return atEnd()
+        }
+        offset += Int64(n)
+        lastData = csys_monotonic_ns()
+        let whole: [UInt8]?
+        let wholeStart = lineStart
+        do {
+            if let partial = read.partialLine {
+                whole = try lines.acceptWholeLines(read.bytes, partial: partial)
+            } else {
+                whole = try lines.acceptWholeLines([], partial: read.bytes)
+            }
+        } catch {
+            // The lines before the one over the limit are delivered first, as a line
+            // reader would have sent them one by one before meeting it.
+            let valid = TailFileReader.prefixOfLines(read.bytes, within: lines.maxLength)
+            if valid > 0 { deliver(Array(read.bytes[..<valid]), at: lineStart) }
+            busy = false
+            return follower.readerFailed(error)
+        }
+        if let whole { lineStart += Int64(whole.count) }
+        // A full read on the pool: more is very likely there, so the next read starts
+        // before this chunk is delivered (a pool thread reads while the loop delivers).
+        let readAhead = !onLoop && n == requested
+        if readAhead { startReadAhead() }
+        if let whole { deliver(whole, at: wholeStart) }
+        if readAhead { return }  // the read-ahead's completion carries on (or closes)
+        if stopping {
+            busy = false
+            return closeWhenIdle()
+        }
+        if onLoop {
+            // More may be cached: read on at the next turn.
+            waitingForTurn = true
+            return follower.waitForNextTurn(self)
+        }
+        atEnd()
+    }
+
+    /// How many leading bytes of `bytes` are whole lines within `maxLength` (not counting
+    /// one `\r` before a break): the part of a chunk before a line over the limit.
+    static func prefixOfLines(_ bytes: [UInt8], within maxLength: Int) -> Int {
+        var lineStart = 0
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 10 {
+                let length = index - lineStart - (index > lineStart && bytes[index - 1] == 13 ? 1 : 0)
+                if length > maxLength { return lineStart }
+                lineStart = index + 1
+            }
+            index += 1
+        }
+        return lineStart
+    }
+
+    /// Sends whole lines that start at `start`, minus lines still to be skipped.
+    private func deliver(_ whole: [UInt8], at start: Int64) {
+        var bytes = whole
+        var from = start
+        if skipLines > 0 {
+            var cut = 0
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                while skipLines > 0, cut < buffer.count, let hit = memchrNewline(base + cut, buffer.count - cut) {
+                    skipLines -= 1
+                    cut = hit - base + 1
+                }
+            }
+            if cut == bytes.count { return }
+            bytes = Array(bytes[cut...])
+            from += Int64(cut)
+        }
+        follower.deliver(TailChunk(identity: identity, path: path, offset: from, endOffset: from + Int64(bytes.count), bytes: bytes))
+    }
+
+    /// Starts the read after a full one on the spare request, which becomes the step's.
+    private func startReadAhead() {
+        let next = spareRequest ?? FileRequest(loop: follower.loop)
+        spareRequest = request
+        request = next
+        // On the pool even if the next chunk is cached: read on the loop thread it would
+        // be delivered before this one.
+        readNext(onPool: true)
+    }
+
+    /// At the end of what was there: check for truncation, growth, and the end of a
+    /// rotated file; then idle until the next poke.
+    private func atEnd() {
+        var info = stat()
+        if fstat(fd, &info) != 0 {
+            busy = false
+            return follower.readerFailed(UVError(code: errno, operation: "fstat", target: path))
+        }
+        let size = Int64(info.st_size)
+        if size < offset || headChanged(size: size) {
+            truncated(size: size)
+            return readNext(onPool: false)
+        }
+        lastKnownSize = max(lastKnownSize, size)
+        if size > offset { return readNext(onPool: false) }
+        deleted = info.st_nlink == 0
+        if sendsUnfinishedLineAtFirstEnd {
+            sendsUnfinishedLineAtFirstEnd = false
+            let partial = lines.takePartialLine()
+            if !partial.isEmpty {
+                let at = lineStart
+                lineStart += Int64(partial.count)
+                follower.deliver(TailChunk(identity: identity, path: path, offset: at, endOffset: lineStart, bytes: partial))
+                if stopping {
+                    busy = false
+                    return closeWhenIdle()
+                }
+            }
+        }
+        busy = false
+        if let rotatedAt {
+            let quietSince = max(rotatedAt, lastData)
+            if deleted || superseded || csys_monotonic_ns() &- quietSince >= follower.quietNanoseconds {
+                if deleted || superseded || follower.hasCurrentFile { follower.finish(self) }
+            }
+        }
+    }
+
+    /// Whether the file's first bytes are no longer the ones it started with: truncated
+    /// and written again past our position between two looks (`fstat` alone would see
+    /// growth). One read of at most 64 bytes.
+    private func headChanged(size: Int64) -> Bool {
+        if head.isEmpty && size == 0 { return false }
+        let want = Int(min(Int64(FileIdentity.fingerprintLength), size))
+        if want < head.count { return true }  // shorter than its known head: truncated
+        var now = [UInt8](repeating: 0, count: want)
+        let n = now.withUnsafeMutableBytes { raw in
+            var got: Int
+            repeat { got = pread(fd, raw.baseAddress, want, 0) } while got < 0 && errno == EINTR
+            return got
+        }
+        if n < 0 { return false }
+        now.removeSubrange(n...)
+        if !now.starts(with: head) { return true }
+        head = now
+        return false
+    }
+
+    /// Starts again at 0 after a truncation, reporting what was not read.
+    private func truncated(size: Int64) {
+        let lostUpTo = max(offset, lastKnownSize)
+        follower.notify(.truncated(path: path, identity: identity, at: offset))
+        // copytruncate made a copy first: what we had not read yet is read from there.
+        let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart) ?? lineStart
+        if lostUpTo > recoveredUpTo {
+            follower.lost(TailNotice.lost(
+                path: path, identity: identity, range: TailByteRange(recoveredUpTo, lostUpTo), reason: .truncatedBeforeRead))
+        }
+        follower.rememberHead(head)
+        follower.store?.truncated(identity)
+        offset = 0
+        lineStart = 0
+        lastKnownSize = size
+        lines.reset()
+        skipLines = 0
+        head = []
+        sendsUnfinishedLineAtFirstEnd = false
+        lastData = csys_monotonic_ns()
+    }
+
+    // MARK: - Finishing and stopping
+
+    /// The rotated file is done: its unfinished last line is as complete as it will get
+    /// and is sent with a line break added.
+    func finishLines() {
+        if let partial = lines.finishWholeLines() {
+            let at = lineStart
+            lineStart = offset
+            follower.deliver(TailChunk(identity: identity, path: path, offset: at, endOffset: offset, bytes: partial))
+        }
+    }
+
+    /// The bytes known to be unread (for a reader given up): from the carried line to the
+    /// last known size.
+    var unreadRange: TailByteRange {
+        var info = stat()
+        let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : lastKnownSize
+        return TailByteRange(lineStart, max(size, offset))
+    }
+
+    /// Stops reading and closes the descriptor once nothing is in flight.
+    func stop() {
+        if closed || stopping { return }
+        stopping = true
+        if waitingForTurn { waitingForTurn = false; busy = false }
+        if request.inFlight || (spareRequest?.inFlight ?? false) {
+            request.cancel()
+            spareRequest?.cancel()
+            return
+        }
+        busy = false
+        closeWhenIdle()
+    }
+
+    private func closeWhenIdle() {
+        if closed || request.inFlight || (spareRequest?.inFlight ?? false) || waitingForTurn { return }
+        closed = true
+        _ = Glibc.close(fd)
+        follower.readerClosed(self)
+    }
+}

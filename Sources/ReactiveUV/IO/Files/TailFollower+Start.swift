@@ -1,0 +1,268 @@
+import CLibUV
+import Glibc
+
+// What a tail starts with, decided synchronously in `subscribe` from what the path holds
+// at that moment.
+//
+// Why synchronously: the choice between "from the start position" (a file that was there)
+// and "from byte 0" (a file that appeared later) used to be made by an asynchronous first
+// `stat` on the loop; a file created between `subscribe` and that `stat` was taken for one
+// that had been there, and its first lines were skipped (logcast: every time lines were
+// appended right after it said it was listening). Opening the path in `subscribe` itself
+// makes the rule exact: what `subscribe` found gets the start position; anything that
+// appears after it returns is new and is read from its beginning. The cost is an `open`,
+// an `fstat`, a 64-byte read and, for "the last n lines", reads backwards from the end
+// (one 64 KiB read for usual line lengths), on the subscribing thread.
+
+/// The files a tail starts with and the notices to send once it runs.
+struct TailPlan {
+    /// A file opened at subscription and where to start reading it.
+    struct Opened {
+        let fd: Int32
+        let identity: FileIdentity
+        let path: String
+        var offset: Int64
+        /// Its size when opened.
+        let size: Int64
+        /// Line breaks still to skip when `.line(k)` reaches beyond the file's end now.
+        var skipLines = 0
+        /// The file at the path (the rest were rotated away while we were down).
+        let isCurrent: Bool
+    }
+
+    /// Rotated files resumed from the checkpoint store (oldest first), then the current file.
+    var files: [Opened] = []
+    var notices: [TailNotice] = []
+    /// Whether an unfinished last line counts as one of `.lastLines(n)` (then the reader
+    /// sends it at its first end of file).
+    var unfinishedLineAtStart = false
+
+    /// Closes every descriptor (a subscription disposed before it started).
+    func closeAll() {
+        for file in files { _ = Glibc.close(file.fd) }
+    }
+}
+
+extension TailFollower {
+    /// Opens what `path` holds now (and, with a store, the files it remembers for the
+    /// path) and works out where each is read from.
+    ///
+    /// - Returns: the plan, or the error that ends the subscription at once (`EACCES
+    ///   during open`, `EISDIR during open`, `ENOTDIR during stat`, ...).
+    static func plan(
+        _ path: String, start: TailStart, store: TailCheckpointStore?, sendsUnfinishedLastLine: Bool
+    ) -> Result<TailPlan, UVError> {
+        var plan = TailPlan()
+        var current: (fd: Int32, identity: FileIdentity, size: Int64)?
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            switch FileIdentity.of(descriptor: fd) {
+            case .failure(let error):
+                _ = close(fd)
+                return .failure(UVError(code: error.code, operation: error.operation, target: path))
+            case .success(let (identity, size, isDir)):
+                if isDir {
+                    _ = close(fd)
+                    return .failure(UVError(code: UV_EISDIR.rawValue, operation: "open", target: path))
+                }
+                current = (fd, identity, size)
+            }
+        } else {
+            let code = errno
+            if code != ENOENT {
+                // ENOTDIR: a path through something that is not a directory; EACCES: a
+                // permission mistake that waiting would hide forever.
+                return .failure(UVError(code: code, operation: code == ENOTDIR ? "stat" : "open", target: path))
+            }
+            plan.notices.append(.missing(path: path))
+        }
+
+        let remembered = store?.records(for: path) ?? []
+        var currentOffset: Int64?
+        var siblings: [(name: String, device: UInt64, inode: UInt64)]?
+        for record in remembered {
+            if let finalOffset = record.finalOffset, record.offset >= finalOffset { continue }
+            if let current, record.identity.isSameFile(as: current.identity) {
+                if record.offset > current.size {
+                    plan.notices.append(.lost(
+                        path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
+                        reason: .truncatedWhileStopped))
+                    currentOffset = 0
+                } else {
+                    currentOffset = record.offset
+                }
+                plan.notices.append(.resumed(path: path, identity: current.identity, offset: currentOffset ?? 0))
+                continue
+            }
+            // Rotated away while we were down: look for it among the directory's entries.
+            if siblings == nil { siblings = directoryEntries(parentDirectory(of: path)) }
+            var found: TailPlan.Opened?
+            for entry in siblings ?? [] where entry.device == record.identity.device && entry.inode == record.identity.inode {
+                let siblingFD = open(entry.name, O_RDONLY | O_CLOEXEC)
+                if siblingFD < 0 { continue }
+                guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: siblingFD),
+                    !isDir, identity.isSameFile(as: record.identity)
+                else {
+                    _ = close(siblingFD)
+                    continue
+                }
+                var offset = record.offset
+                if offset > size {
+                    plan.notices.append(.lost(
+                        path: entry.name, identity: identity, range: TailByteRange(size, offset),
+                        reason: .truncatedWhileStopped))
+                    offset = 0
+                }
+                // Keep the identity the store knows (and chunks were acknowledged under).
+                found = TailPlan.Opened(
+                    fd: siblingFD, identity: record.identity, path: path, offset: offset, size: size, isCurrent: false)
+                plan.notices.append(.resumed(path: entry.name, identity: record.identity, offset: offset))
+                break
+            }
+            if let found {
+                plan.files.append(found)
+            } else {
+                plan.notices.append(.lost(
+                    path: path, identity: record.identity, range: TailByteRange(record.offset, record.finalOffset),
+                    reason: .deletedBeforeRead))
+                store?.forget(record.identity)
+            }
+        }
+
+        guard let current else { return .success(plan) }
+        var opened = TailPlan.Opened(
+            fd: current.fd, identity: current.identity, path: path, offset: 0, size: current.size, isCurrent: true)
+        if let currentOffset {
+            opened.offset = currentOffset
+        } else if !remembered.isEmpty {
+            // The store knew this path but not this file: it appeared while we were down.
+            opened.offset = 0
+        } else {
+            switch startOffset(current.fd, size: current.size, start: start, unfinishedCounts: sendsUnfinishedLastLine) {
+            case .failure(let error):
+                plan.closeAll()
+                _ = close(current.fd)
+                return .failure(UVError(code: error.code, operation: error.operation, target: path))
+            case .success(let (offset, skip)):
+                opened.offset = offset
+                opened.skipLines = skip
+                if case .lastLines(let n) = start, n > 0, sendsUnfinishedLastLine { plan.unfinishedLineAtStart = true }
+            }
+        }
+        store?.register(current.identity, path: path, offset: opened.offset)
+        plan.files.append(opened)
+        return .success(plan)
+    }
+
+    /// Where `start` puts the first read of a file of `size` bytes, and how many line
+    /// breaks are still to be skipped after it (`.line(k)` past the end).
+    static func startOffset(
+        _ fd: Int32, size: Int64, start: TailStart, unfinishedCounts: Bool
+    ) -> Result<(Int64, Int), UVError> {
+        switch start {
+        case .beginning:
+            return .success((0, 0))
+        case .line(let k):
+            if k <= 1 { return .success((0, 0)) }
+            return scanForward(fd, size: size, breaks: k - 1)
+        case .end:
+            return scanBack(fd, before: size, breaksWanted: 1, skipTrailingBreak: false).map { ($0, 0) }
+        case .lastLines(let n):
+            if n <= 0 { return scanBack(fd, before: size, breaksWanted: 1, skipTrailingBreak: false).map { ($0, 0) } }
+            if n == Int.max { return .success((0, 0)) }
+            // The last n complete lines start after the (n+1)-th break from the end. When
+            // an unfinished last line counts as a line (GNU tail's `-n`), the break ending
+            // the file is the first of those n+1 only if there is one: an unfinished line
+            // takes the place of the first complete one.
+            return scanBack(fd, before: size, breaksWanted: n + 1, skipTrailingBreak: unfinishedCounts).map { ($0, 0) }
+        }
+    }
+
+    /// Reads backwards from `end`, counting line breaks, and returns the offset just after
+    /// the `breaksWanted`-th one from the end (0 if there are fewer). With
+    /// `skipTrailingBreak`, a file that does not end with a break counts its unfinished
+    /// last line as one line (one break fewer is wanted).
+    static func scanBack(_ fd: Int32, before end: Int64, breaksWanted: Int, skipTrailingBreak: Bool) -> Result<Int64, UVError> {
+        var wanted = breaksWanted
+        var found = 0
+        var end = end
+        let chunk = 64 * 1024
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var first = true
+        while end > 0 {
+            let length = Int(min(Int64(chunk), end))
+            let from = end - Int64(length)
+            let n = buffer.withUnsafeMutableBytes { raw in
+                var got: Int
+                repeat { got = pread(fd, raw.baseAddress, length, off_t(from)) } while got < 0 && errno == EINTR
+                return got
+            }
+            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
+            if n < length { return .success(0) }  // shrank meanwhile: truncation handling sorts it out
+            if first {
+                first = false
+                if skipTrailingBreak && buffer[n - 1] != 10 { wanted -= 1 }
+                if wanted <= 0 { return .success(from + Int64(n)) }
+            }
+            var index = n - 1
+            while index >= 0 {
+                if buffer[index] == 10 {
+                    found += 1
+                    if found == wanted { return .success(from + Int64(index) + 1) }
+                }
+                index -= 1
+            }
+            end = from
+        }
+        return .success(0)
+    }
+
+    /// Reads forwards from 0, counting `breaks` line breaks; returns the offset after the
+    /// last one found and how many are still missing.
+    static func scanForward(_ fd: Int32, size: Int64, breaks: Int) -> Result<(Int64, Int), UVError> {
+        var remaining = breaks
+        var position: Int64 = 0
+        var after: Int64 = 0
+        let chunk = 64 * 1024
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        while remaining > 0 && position < size {
+            let n = buffer.withUnsafeMutableBytes { raw in
+                var got: Int
+                repeat { got = pread(fd, raw.baseAddress, chunk, off_t(position)) } while got < 0 && errno == EINTR
+                return got
+            }
+            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
+            if n == 0 { break }
+            var index = 0
+            while index < n && remaining > 0 {
+                if buffer[index] == 10 {
+                    remaining -= 1
+                    after = position + Int64(index) + 1
+                }
+                index += 1
+            }
+            position += Int64(n)
+        }
+        return .success((after, remaining))
+    }
+
+    /// Every entry of `directory` with its device and inode (`stat`, following links),
+    /// as full paths; empty when the directory cannot be read.
+    static func directoryEntries(_ directory: String) -> [(name: String, device: UInt64, inode: UInt64)] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var entries: [(String, UInt64, UInt64)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            let full = directory == "/" ? "/" + name : directory + "/" + name
+            var info = stat()
+            if stat(full, &info) == 0 && info.st_mode & S_IFMT == S_IFREG {
+                entries.append((full, UInt64(info.st_dev), UInt64(info.st_ino)))
+            }
+        }
+        return entries
+    }
+}

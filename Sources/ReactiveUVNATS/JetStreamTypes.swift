@@ -1,0 +1,110 @@
+import CNATS
+
+/// The configuration of a JetStream stream (the subset a log pipeline needs).
+public struct JetStreamConfig: Sendable, Equatable {
+    /// Where a stream keeps its messages.
+    public enum Storage: Sendable, Equatable {
+        /// On disk in the servers' store directories (survives restarts).
+        case file
+        /// In memory only.
+        case memory
+    }
+
+    /// The stream's name (no spaces, dots or wildcards).
+    public var name: String
+    /// The subjects it stores (wildcards allowed), e.g. `["logs.>"]`.
+    public var subjects: [String]
+    /// How many servers keep a copy (1, 3 or 5; more than 1 needs a cluster).
+    public var replicas: Int = 1
+    /// File or memory storage.
+    public var storage: Storage = .file
+    /// Messages older than this many seconds are removed; `nil` keeps them.
+    public var maxAge: Double?
+    /// The stream keeps at most this many bytes (oldest removed first); `nil` for no limit.
+    public var maxBytes: Int64?
+    /// The window, in seconds, in which a repeated `Nats-Msg-Id` is recognised as a
+    /// duplicate (the server's default is two minutes).
+    public var duplicateWindow: Double = 120
+
+    /// A stream named `name` storing `subjects`.
+    public init(name: String, subjects: [String], replicas: Int = 1, storage: Storage = .file,
+                maxAge: Double? = nil, maxBytes: Int64? = nil, duplicateWindow: Double = 120) {
+        self.name = name
+        self.subjects = subjects
+        self.replicas = replicas
+        self.storage = storage
+        self.maxAge = maxAge
+        self.maxBytes = maxBytes
+        self.duplicateWindow = duplicateWindow
+    }
+}
+
+/// A stream's state as the server reported it.
+public struct JetStreamInfo: Sendable {
+    /// The stream's name.
+    public let name: String
+    /// The subjects it stores.
+    public let subjects: [String]
+    /// Messages stored.
+    public let messages: UInt64
+    /// Bytes stored.
+    public let bytes: UInt64
+    /// The first and last sequence numbers stored (0 when empty).
+    public let firstSequence: UInt64
+    /// The last sequence number stored.
+    public let lastSequence: UInt64
+    /// The cluster node leading the stream (`nil` without a cluster).
+    public let leader: String?
+    /// The other nodes holding replicas.
+    public let replicaNames: [String]
+
+    init(_ si: UnsafeMutablePointer<jsStreamInfo>) {
+        let config = si.pointee.Config
+        name = config.map { String(cString: $0.pointee.Name) } ?? ""
+        var subjects: [String] = []
+        if let config, let list = config.pointee.Subjects {
+            for i in 0..<Int(config.pointee.SubjectsLen) { if let s = list[i] { subjects.append(String(cString: s)) } }
+        }
+        self.subjects = subjects
+        messages = si.pointee.State.Msgs
+        bytes = si.pointee.State.Bytes
+        firstSequence = si.pointee.State.FirstSeq
+        lastSequence = si.pointee.State.LastSeq
+        if let cluster = si.pointee.Cluster {
+            leader = cluster.pointee.Leader.map { String(cString: $0) }
+            var names: [String] = []
+            if let replicas = cluster.pointee.Replicas {
+                for i in 0..<Int(cluster.pointee.ReplicasLen) {
+                    if let peer = replicas[i], let n = peer.pointee.Name { names.append(String(cString: n)) }
+                }
+            }
+            replicaNames = names
+        } else {
+            leader = nil
+            replicaNames = []
+        }
+    }
+}
+
+/// The server's acknowledgement of a JetStream publish.
+public struct JetStreamAck: Sendable, Equatable {
+    /// The stream that stored the message.
+    public let stream: String
+    /// Its sequence number there.
+    public let sequence: UInt64
+    /// Whether the stream already had a message with this id (inside its duplicate
+    /// window): nothing new was stored, and `sequence` is the first copy's.
+    public let duplicate: Bool
+}
+
+/// Where a stream consumer starts.
+public enum JetStreamStart: Sendable, Equatable {
+    /// From the first message stored.
+    case all
+    /// From messages stored after the consumer was made.
+    case new
+    /// From this sequence number on.
+    case sequence(UInt64)
+    /// From the first message stored at or after this time (nanoseconds since the epoch).
+    case time(Int64)
+}

@@ -1,0 +1,351 @@
+import CLibUV
+import CNATS
+import CNATSLibuv
+import Glibc
+import ReactiveUV
+
+/// One connection to a NATS server (or cluster), made by ``NATS/connect(_:options:on:)``.
+///
+/// Its socket IO runs on ``loop`` through cnats's libuv adapter; its events
+/// (``events``), messages (``subscribe(_:queue:)``) and JetStream acknowledgements arrive on
+/// that loop's thread, whichever cnats thread produced them. Its methods may be called from
+/// any thread (they hop to the loop). It closes when the subscription that made it is
+/// disposed, or with ``close()``.
+public final class NATSConnection: @unchecked Sendable {
+    // Thread-safety: every mutable property is touched only on `loop`'s thread; cnats's
+    // threads reach this object only through `loop.execute` (see the callbacks below).
+
+    /// The loop this connection's IO and events run on.
+    public let loop: EventLoop
+    /// The server list it was made with (comma-separated), for error messages.
+    public let servers: String
+    /// cnats's connection; `nil` once destroyed.
+    var nc: OpaquePointer?
+    /// Set by ``close()``; the close completes in cnats's closed callback.
+    private(set) var closeRequested = false
+    /// Set when cnats reported the connection closed (then `nc` is destroyed).
+    public private(set) var isClosed = false
+    private let eventSubject = Subject<NATSConnectionEvent>()
+    /// Called once when the connection has closed (the connect signal completes then).
+    var onClosed: (() -> Void)?
+    /// JetStream contexts made on this connection, destroyed when it closes.
+    var contexts: [ObjectIdentifier: JetStream] = [:]
+
+    init(loop: EventLoop, servers: String) {
+        self.loop = loop
+        self.servers = servers
+    }
+
+    /// Disconnects, reconnects and the final close, on the loop's thread. A hot signal:
+    /// a subscriber sees what happens after it subscribed; it completes when the
+    /// connection has closed.
+    public var events: Signal<NATSConnectionEvent> { eventSubject }
+
+    /// The URL of the server currently connected to, or `nil` while disconnected.
+    public var connectedURL: String? {
+        guard let nc, !isClosed else { return nil }
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard natsConnection_GetConnectedUrl(nc, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Whether the connection is up right now (not reconnecting, not closed).
+    public var isConnected: Bool {
+        guard let nc, !isClosed else { return false }
+        return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED
+    }
+
+    /// Closes the connection (any thread; idempotent). Subscriptions end, unacknowledged
+    /// JetStream publishes fail with `NATS_CONNECTION_CLOSED`, and cnats's handles on the
+    /// loop are closed; ``events`` sends ``NATSConnectionEvent/closed`` when it is done.
+    public func close() {
+        loop.natsPerform { [self] in
+            guard !closeRequested, !isClosed, let nc else { return }
+            closeRequested = true
+            for context in contexts.values { context.connectionClosing() }
+            natsConnection_Close(nc)
+        }
+    }
+
+    // MARK: - Publishing and subscribing
+
+    /// Publishes `payload` to `subject` (core NATS: at most once, no acknowledgement).
+    ///
+    /// The signal completes once cnats has taken the bytes (they leave on the loop's next
+    /// turn) and fails with a ``NATSError`` when the connection is closed or the subject
+    /// is invalid. For acknowledged, de-duplicated publishing use ``JetStream``.
+    ///
+    /// - Parameters:
+    ///   - subject: a subject without wildcards.
+    ///   - payload: the bytes.
+    /// - Returns: a cold signal that completes or fails.
+    public func publish(_ subject: String, payload: [UInt8]) -> Signal<Void> {
+        Signal.create { [self] subscriber in
+            loop.natsPerform { [self] in
+                guard let nc, !isClosed, !closeRequested else {
+                    subscriber.sendError(NATSError(status: .connectionClosed, operation: "publish", target: subject))
+                    return
+                }
+                let status = payload.withUnsafeBytes {
+                    natsConnection_Publish(nc, subject, $0.baseAddress, Int32($0.count))
+                }
+                if status == NATS_OK {
+                    subscriber.sendCompleted()
+                } else {
+                    subscriber.sendError(NATSError(status, "publish", subject))
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Subscribes to `subject` (wildcards allowed) and sends every message, on the loop's
+    /// thread, until disposed.
+    ///
+    /// cnats delivers on a thread of its own; each message is copied and handed to the
+    /// loop. When the loop falls behind by more than `bufferLimit` messages, cnats's
+    /// delivery thread waits for it, so memory stays bounded and cnats's own pending
+    /// limits then apply (a slow consumer is reported on ``events``). Disposing
+    /// unsubscribes. It completes when the connection closes and fails with a
+    /// ``NATSError`` when the subject is invalid or the connection is already closed.
+    ///
+    /// - Parameters:
+    ///   - subject: the subject, `*` and `>` allowed.
+    ///   - queue: a queue group name: the messages are spread over its members.
+    ///   - bufferLimit: messages handed to the loop and not yet delivered, at most.
+    /// - Returns: a cold signal of messages.
+    public func subscribe(_ subject: String, queue: String? = nil, bufferLimit: Int = 8192) -> Signal<NATSMessage> {
+        Signal.create { [self] subscriber in
+            let relay = MessageRelay(loop: loop, subscriber: subscriber, jetStream: false, bufferLimit: bufferLimit)
+            loop.natsPerform { [self] in
+                guard !subscriber.isDisposed else { return }
+                guard let nc, !isClosed, !closeRequested else {
+                    subscriber.sendError(NATSError(status: .connectionClosed, operation: "subscribe", target: subject))
+                    return
+                }
+                let closure = Unmanaged.passRetained(relay).toOpaque()
+                var sub: OpaquePointer?
+                let status: natsStatus
+                if let queue {
+                    status = natsConnection_QueueSubscribe(&sub, nc, subject, queue, MessageRelay.onMessage, closure)
+                } else {
+                    status = natsConnection_Subscribe(&sub, nc, subject, MessageRelay.onMessage, closure)
+                }
+                guard status == NATS_OK, let sub else {
+                    Unmanaged<MessageRelay>.fromOpaque(closure).release()
+                    subscriber.sendError(NATSError(status, "subscribe", subject))
+                    return
+                }
+                relay.attach(sub, closure: closure)
+            }
+            return Disposable { relay.stop() }
+        }
+    }
+
+    /// A JetStream context on this connection, for stream management, acknowledged
+    /// publishing and consumers (call on any thread; it is used on the loop's).
+    ///
+    /// - Parameter requestTimeout: how long management requests and publish
+    ///   acknowledgements may take, in seconds.
+    /// - Returns: the context; it lives until the connection closes.
+    /// - Throws: a ``NATSError`` when the connection is closed.
+    public func jetStream(requestTimeout: Double = 5, window: Int = 256) throws -> JetStream {
+        guard let nc, !isClosed, !closeRequested else {
+            throw NATSError(status: .connectionClosed, operation: "JetStream context", target: servers)
+        }
+        let context = try JetStream(connection: self, nc: nc, requestTimeout: requestTimeout, window: window)
+        contexts[ObjectIdentifier(context)] = context
+        return context
+    }
+
+    // MARK: - Opening and cnats's callbacks
+
+    /// Connects on the loop's thread (see ``NATS/connect(_:options:on:)``).
+    static func open(servers: [String], options: NATSOptions, loop: EventLoop, target: String,
+                     onClosed: @escaping () -> Void) throws -> NATSConnection {
+        var optsOut: OpaquePointer?
+        try NATSError.check(natsOptions_Create(&optsOut), "connect (options)", target)
+        guard let opts = optsOut else { throw NATSError(status: .generic, operation: "connect (options)", target: target) }
+        defer { natsOptions_Destroy(opts) }
+        let urls = CStringArray(servers)
+        try NATSError.check(natsOptions_SetServers(opts, urls.pointers, Int32(urls.count)), "connect (server list)", target)
+        natsOptions_SetNoRandomize(opts, true)
+        natsOptions_SetTimeout(opts, milliseconds(options.connectTimeout))
+        natsOptions_SetAllowReconnect(opts, true)
+        natsOptions_SetMaxReconnect(opts, Int32(options.maxReconnects))
+        natsOptions_SetReconnectWait(opts, milliseconds(options.reconnectWait))
+        natsOptions_SetReconnectBufSize(opts, Int32(options.reconnectBufferBytes))
+        natsOptions_SetPingInterval(opts, milliseconds(options.pingInterval))
+        if let name = options.name { natsOptions_SetName(opts, name) }
+        if let tls = options.tls {
+            try NATSError.check(natsOptions_SetSecure(opts, true), "connect (TLS)", target)
+            if let ca = tls.caFile {
+                try NATSError.check(natsOptions_LoadCATrustedCertificates(opts, ca), "connect (loading CA file)", ca)
+            }
+            if let cert = tls.certificateFile, let key = tls.keyFile {
+                try NATSError.check(natsOptions_LoadCertificatesChain(opts, cert, key), "connect (loading certificate)", cert)
+            }
+            if let host = tls.expectedHostname { natsOptions_SetExpectedHostname(opts, host) }
+        }
+        ruvnats_libuv_init()
+        ruvnats_libuv_set_thread_loop(loop.uvLoop)
+        try NATSError.check(ruvnats_options_set_libuv_loop(opts, loop.uvLoop), "connect (event loop)", target)
+
+        let connection = NATSConnection(loop: loop, servers: target)
+        connection.onClosed = onClosed
+        // cnats's callbacks hold this reference until the closed callback (`didClose`).
+        let me = Unmanaged.passRetained(connection).toOpaque()
+        natsOptions_SetClosedCB(opts, { _, closure in
+            NATSConnection.from(closure).hop { $0.didClose() }
+        }, me)
+        natsOptions_SetDisconnectedCB(opts, { _, closure in
+            NATSConnection.from(closure).hop { $0.emit(.disconnected) }
+        }, me)
+        natsOptions_SetReconnectedCB(opts, { nc, closure in
+            let url = NATSConnection.url(of: nc)
+            NATSConnection.from(closure).hop { $0.emit(.reconnected(url)) }
+        }, me)
+        natsOptions_SetErrorHandler(opts, { _, sub, status, closure in
+            let error = NATSError(status: .init(rawValue: status.rawValue), operation: sub == nil ? "connection" : "subscription")
+            NATSConnection.from(closure).hop { $0.emit(.error(error)) }
+        }, me)
+        var nc: OpaquePointer?
+        let status = natsConnection_Connect(&nc, opts)
+        guard status == NATS_OK, let nc else {
+            let error = NATSError(status, "connect", target)
+            if let nc { natsConnection_Destroy(nc) }
+            Unmanaged<NATSConnection>.fromOpaque(me).release()
+            throw error
+        }
+        connection.nc = nc
+        return connection
+    }
+
+    private static func from(_ closure: UnsafeMutableRawPointer?) -> NATSConnection {
+        Unmanaged<NATSConnection>.fromOpaque(closure!).takeUnretainedValue()
+    }
+
+    private static func url(of nc: OpaquePointer?) -> String {
+        guard let nc else { return "" }
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard natsConnection_GetConnectedUrl(nc, &buffer, buffer.count) == NATS_OK else { return "" }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Hands a callback from a cnats thread to the loop.
+    private func hop(_ body: @escaping @Sendable (NATSConnection) -> Void) {
+        loop.execute { [self] in body(self) }
+    }
+
+    private func emit(_ event: NATSConnectionEvent) {
+        guard !isClosed else { return }
+        eventSubject.sendNext(event)
+    }
+
+    /// Destroys cnats's connection once the adapter's wake-up handle has left the loop.
+    ///
+    /// Why wait: the adapter may still hold poll updates queued before the close; one that
+    /// fails (the socket is gone) makes it call `natsConnection_Close(nc)` from its async
+    /// callback. Destroyed before that, `nc` would be used after free (it happened here,
+    /// under load). Once its handle is off the loop the adapter never touches `nc` again.
+    private func destroyWhenDetached(_ nc: OpaquePointer) {
+        let handle = ruvnats_adapter_handle(nc)
+        if let handle, ruvnats_loop_has_handle(loop.uvLoop, handle) {
+            let pointer = NATSUnchecked(nc)
+            loop.execute { [self] in destroyWhenDetached(pointer.value) }
+            return
+        }
+        ruvnats_adapter_forget(nc)
+        natsConnection_Destroy(nc)
+    }
+
+    /// cnats closed the connection (loop thread): destroy it and release cnats's reference.
+    private func didClose() {
+        guard !isClosed else { return }
+        isClosed = true
+        for context in contexts.values { context.connectionClosed() }
+        contexts.removeAll()
+        if let nc { destroyWhenDetached(nc) }
+        nc = nil
+        eventSubject.sendNext(.closed)
+        eventSubject.sendCompleted()
+        let done = onClosed
+        onClosed = nil
+        done?()
+        Unmanaged.passUnretained(self).release()
+    }
+}
+
+/// Hands one subscription's messages from cnats's delivery thread to the loop.
+final class MessageRelay: @unchecked Sendable {
+    // Thread-safety: `queued` and `stopped` are atomics shared with cnats's delivery
+    // thread; `sub` and `closure` are touched only on the loop's thread.
+    let loop: EventLoop
+    let subscriber: Subscriber<NATSMessage>
+    let jetStream: Bool
+    let bufferLimit: Int64
+    let queued = NATSCounter()
+    let stopped = NATSCounter()
+    var sub: OpaquePointer?
+
+    init(loop: EventLoop, subscriber: Subscriber<NATSMessage>, jetStream: Bool, bufferLimit: Int) {
+        self.loop = loop
+        self.subscriber = subscriber
+        self.jetStream = jetStream
+        self.bufferLimit = Int64(max(1, bufferLimit))
+    }
+
+    /// cnats's subscription is made (loop thread): the relay's retained reference is now
+    /// released by cnats's completion callback, after its last message callback.
+    func attach(_ sub: OpaquePointer, closure: UnsafeMutableRawPointer) {
+        self.sub = sub
+        let status = natsSubscription_SetOnCompleteCB(sub, { closure in
+            // The last message callback has returned: the subscription ended (unsubscribed,
+            // or the connection closed). Complete on the loop, after the messages queued there.
+            let relay = Unmanaged<MessageRelay>.fromOpaque(closure!).takeRetainedValue()
+            relay.loop.execute { relay.ended() }
+        }, closure)
+        if status != NATS_OK { Unmanaged<MessageRelay>.fromOpaque(closure).release() }
+        if stopped.value != 0 { unsubscribe() }
+    }
+
+    /// Disposal (any thread): no more deliveries; unsubscribe on the loop.
+    func stop() {
+        if stopped.add(1) != 1 { return }
+        loop.natsPerform { [self] in unsubscribe() }
+    }
+
+    private func unsubscribe() {
+        guard let sub else { return }
+        self.sub = nil
+        natsSubscription_Unsubscribe(sub)
+        natsSubscription_Destroy(sub)
+    }
+
+    /// cnats's message callback (a cnats thread).
+    static let onMessage: natsMsgHandler = { _, _, msg, closure in
+        guard let msg else { return }
+        let relay = Unmanaged<MessageRelay>.fromOpaque(closure!).takeUnretainedValue()
+        let message = NATSMessage(copying: msg, jetStream: relay.jetStream)
+        natsMsg_Destroy(msg)
+        relay.deliver(message)
+    }
+
+    /// Bounded hand-over: waits (on cnats's thread) while the loop has `bufferLimit`
+    /// messages of this subscription still to deliver.
+    private func deliver(_ message: NATSMessage) {
+        while queued.value >= bufferLimit && stopped.value == 0 { usleep(200) }
+        if stopped.value != 0 { return }
+        queued.add(1)
+        loop.execute { [self] in
+            queued.add(-1)
+            if stopped.value == 0 { subscriber.sendNext(message) }
+        }
+    }
+
+    /// The subscription ended in cnats (loop thread): completes unless disposed.
+    func ended() {
+        unsubscribe()  // frees cnats's subscription object (unsubscribing a closed one is harmless)
+        subscriber.sendCompleted()
+    }
+}

@@ -1,0 +1,23 @@
+import Logging
+import ReactiveUV
+
+/// One FILE as a source of lines: its chunks of whole lines go into the fan-out as they were
+/// read (bytes, never decoded), and to the forwarder when there is one.
+///
+/// A source calls `deliver(chunk)` with chunks of whole lines; the server wires that to
+/// ``LineFanOut/ingest(prefix:chunk:)``. Other sources (syslog, NATS) follow the same shape:
+/// they need no more than the fan-out's two `ingest` calls on the main loop.
+struct FileSource {
+    let path: String
+    /// Told when the file is missing, appears, is replaced (rotated), truncated, or loses
+    /// bytes it could not read: the follower's notices (`TailNotice`), in order with the
+    /// chunks. The server logs them.
+    let notice: (TailNotice) -> Void
+
+    /// Follows the file from its end (a missing file is waited for and read from its
+    /// start). `deliver` gets each chunk; `failed` the error that ends the file.
+    func start(deliver: @escaping ([UInt8]) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
+        File.tailChunks(path, from: .end, options: TailOptions(), notices: notice)
+            .subscribe(next: deliver, error: failed)
+    }
+}

@@ -1,0 +1,114 @@
+import Glibc
+
+/// Lines read in one loop turn, formatted once for every client: `<file>: <text>\n` each.
+///
+/// A block is the unit the fan-out shares. It is built once (one copy of the bytes the file
+/// gave, with the file name put in front of every line), scanned once by the filter set,
+/// and then referenced — never copied — by every client that has not yet been written its
+/// lines: a client that takes everything is written `bytes` itself; a filtered client is
+/// written the slices its pattern matched. It is freed when the last client has passed it.
+final class LineBlock {
+    /// The formatted lines, each ending with `\n`.
+    let bytes: [UInt8]
+    /// Line i's text (after `<file>: `, without the `\n`) is `textStarts[i] ..< ends[i] - 1`;
+    /// the whole formatted line is `lineStarts[i] ..< ends[i]`.
+    let lineStarts: [UInt32]
+    let textStarts: [UInt32]
+    let ends: [UInt32]
+    /// Its place in the stream of all blocks.
+    let sequence: Int
+    /// Bytes of all blocks before this one (how far behind a client is, in bytes).
+    var streamStart = 0
+    /// Line indexes each pattern (by ``PatternID``) matched, ascending; filled by the scan.
+    var matches: [PatternID: [UInt32]] = [:]
+
+    var lineCount: Int { ends.count }
+
+    init(bytes: [UInt8], lineStarts: [UInt32], textStarts: [UInt32], ends: [UInt32], sequence: Int) {
+        self.bytes = bytes
+        self.lineStarts = lineStarts
+        self.textStarts = textStarts
+        self.ends = ends
+        self.sequence = sequence
+    }
+
+    /// How many lines `pattern` takes from this block (`nil`: every line).
+    func count(for pattern: PatternID?) -> Int {
+        guard let pattern else { return lineCount }
+        return matches[pattern]?.count ?? 0
+    }
+
+    /// Appends the lines `pattern` takes (`nil`: all of them) to `output`; returns how many.
+    func append(for pattern: PatternID?, to output: inout [UInt8]) -> Int {
+        guard let pattern else {
+            output.append(contentsOf: bytes)
+            return lineCount
+        }
+        guard let lines = matches[pattern], !lines.isEmpty else { return 0 }
+        bytes.withUnsafeBufferPointer { all in
+            for line in lines {
+                let start = Int(lineStarts[Int(line)]), end = Int(ends[Int(line)])
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: all[start..<end]))
+            }
+        }
+        return lines.count
+    }
+}
+
+/// Collects the lines of one loop turn into the next ``LineBlock``.
+struct LineBlockBuilder {
+    var bytes: [UInt8] = []
+    var lineStarts: [UInt32] = []
+    var textStarts: [UInt32] = []
+    var ends: [UInt32] = []
+
+    var isEmpty: Bool { ends.isEmpty }
+
+    /// Past this size a block is sealed even within one loop turn (offsets are 32-bit, and a
+    /// smaller block is released sooner).
+    static let sealSize = 4 << 20
+
+    /// Adds every complete line of `chunk` (bytes as read from a file: lines ending in
+    /// `\n`; a last line without one is taken as a line), each prefixed with `prefix`.
+    mutating func append(prefix: [UInt8], chunk: [UInt8]) {
+        if bytes.isEmpty { bytes.reserveCapacity(chunk.count + chunk.count / 8) }
+        chunk.withUnsafeBufferPointer { source in
+            guard let base = source.baseAddress else { return }
+            var offset = 0
+            let count = source.count
+            while offset < count {
+                let rest = count - offset
+                let end: Int
+                if let nl = memchr(base + offset, 10, rest) {
+                    end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
+                } else {
+                    end = count
+                }
+                lineStarts.append(UInt32(bytes.count))
+                bytes.append(contentsOf: prefix)
+                textStarts.append(UInt32(bytes.count))
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[offset..<end]))
+                if base[end - 1] != 10 { bytes.append(10) }
+                ends.append(UInt32(bytes.count))
+                offset = end
+            }
+        }
+    }
+
+    /// Adds one line (`text` without its `\n`).
+    mutating func append(prefix: [UInt8], line text: some Collection<UInt8>) {
+        lineStarts.append(UInt32(bytes.count))
+        bytes.append(contentsOf: prefix)
+        textStarts.append(UInt32(bytes.count))
+        bytes.append(contentsOf: text)
+        bytes.append(10)
+        ends.append(UInt32(bytes.count))
+    }
+
+    /// The block, and an empty builder for the next turn.
+    mutating func seal(sequence: Int) -> LineBlock {
+        let block = LineBlock(bytes: bytes, lineStarts: lineStarts, textStarts: textStarts, ends: ends, sequence: sequence)
+        self = LineBlockBuilder()
+        return block
+    }
+}

@@ -1,0 +1,350 @@
+import ReactiveUV
+
+/// Every line logcast serves passes through here, once: formatted into a shared block,
+/// scanned once by the filter set for all clients, then written to each client.
+///
+/// ```
+/// sources ──ingest──► builder ──seal (once per loop turn)──► LineBlock ──scan (one pass)
+///   (files, LINE,                                              │
+///    syslog, NATS…)                                            ▼
+///                        blocks (shared, freed when every feed has passed them)
+///                                                              │ pump: a bounded slice
+///                                                              ▼ of feeds per loop turn
+///                            ClientFeed ──one write per turn──► ClientTransport (TCP, TLS…)
+/// ```
+///
+/// **The seams.** Any source of lines calls ``ingest(prefix:chunk:)`` (a chunk of whole
+/// lines, as `File.tailChunks` reads them) or ``ingest(prefix:line:)`` (one line) on the
+/// main loop: the file tails, a forwarding logcast's `LINE`s, and other sources (syslog
+/// listeners, a NATS stream) all feed the same fan-out. Any kind of connection is served
+/// through a ``ClientTransport``.
+///
+/// **Bounded work per turn.** Sealing and scanning cost once per line. Writing is done by
+/// ``pump()``, which visits at most ``maxVisitsPerTurn`` feeds (and stops early past
+/// ``maxPumpSeconds``) and schedules itself again for the rest, so with ten thousand
+/// clients the loop still reads commands, accepts and answers `STATS` between slices.
+///
+/// **One copy however many clients.** A block's bytes are shared: a client taking every
+/// line is written the block's own array; a filtered client's write gathers its matched
+/// lines into one new array (its bytes, no one else's). A client whose write has not
+/// completed (its socket is full) is not written again; it falls behind in blocks, which
+/// are kept once for all, and past `queueLimit` bytes behind it loses the lines it missed
+/// (counted as lines, reported with `DROPPED n`) or, with `--slow-client disconnect`, its
+/// connection.
+final class LineFanOut {
+    // Main loop only.
+    let stats: Stats
+    let queueLimit: Int
+    let disconnectSlowClients: Bool
+    /// The filter set blocks are scanned with (``FilterCompiler`` installs it).
+    var filters: FilterSet?
+
+    private var builder = LineBlockBuilder()
+    /// Blocks some feed still needs: `blocks[i].sequence == firstSequence + i`.
+    private var blocks: [LineBlock] = []
+    private var firstSequence = 0
+    /// The sequence the next sealed block gets.
+    private(set) var nextSequence = 0
+    /// Bytes in every block sealed so far.
+    private var totalBytes = 0
+
+    private(set) var feeds: [ClientFeed] = []
+    private var feedIndex: [ObjectIdentifier: Int] = [:]
+    private var filteredFeeds = 0
+    /// Feeds to visit before the round: replies waiting, a write just completed.
+    private var ready: [ClientFeed] = []
+    /// The round over every feed after new blocks: where it is, how many feeds remain.
+    private var cursor = 0
+    private var roundRemaining = 0
+    private var pumpScheduled = false
+
+    private var roundTimerScheduled = false
+    private var lastRound = SchedulerTime.monotonicNow
+
+    static let maxVisitsPerTurn = 512
+    static let minRoundInterval = 0.001
+    static let maxPumpSeconds = 0.004
+
+    init(stats: Stats, queueLimit: Int, disconnectSlowClients: Bool) {
+        self.stats = stats
+        self.queueLimit = queueLimit
+        self.disconnectSlowClients = disconnectSlowClients
+    }
+
+    // MARK: Sources
+
+    /// Adds the whole lines of `chunk` (each ending in `\n`), each to be sent as
+    /// `prefix + line`.
+    func ingest(prefix: [UInt8], chunk: [UInt8]) {
+        guard !chunk.isEmpty else { return }
+        builder.append(prefix: prefix, chunk: chunk)
+        didIngest()
+    }
+
+    /// Adds one line (without its `\n`).
+    func ingest(prefix: [UInt8], line: some Collection<UInt8>) {
+        builder.append(prefix: prefix, line: line)
+        didIngest()
+    }
+
+    private func didIngest() {
+        if builder.bytes.count >= LineBlockBuilder.sealSize { seal() }
+        scheduleRound()
+    }
+
+    /// Schedules the pump for new lines, at most once per ``minRoundInterval``: while lines
+    /// stream in, a round waits up to that long so its block holds more lines and each
+    /// client gets fewer, larger writes (a 1% client's write is otherwise a few lines, and
+    /// the write, not the filter, is the cost). A quiet stream is pumped at once.
+    private func scheduleRound() {
+        guard !pumpScheduled && !roundTimerScheduled else { return }
+        let since = lastRound.distance(to: SchedulerTime.monotonicNow)
+        if since >= Self.minRoundInterval {
+            schedulePump()
+            return
+        }
+        roundTimerScheduled = true
+        _ = Scheduler.main.afterDelay(Self.minRoundInterval - since) { [weak self] in
+            guard let self else { return }
+            self.roundTimerScheduled = false
+            self.schedulePump()
+        }
+    }
+
+    /// Turns what was ingested into the next block: counted, scanned once for every
+    /// filtered client, and kept while some feed needs it.
+    private func seal() {
+        guard !builder.isEmpty else { return }
+        lastRound = SchedulerTime.monotonicNow
+        let block = builder.seal(sequence: nextSequence)
+        block.streamStart = totalBytes
+        totalBytes += block.bytes.count
+        nextSequence += 1
+        stats.linesRead += block.lineCount
+        if filteredFeeds > 0, let filters { filters.scan(block) }
+        if feeds.isEmpty {
+            firstSequence = nextSequence
+            return
+        }
+        if blocks.isEmpty { firstSequence = block.sequence }
+        blocks.append(block)
+        roundRemaining = feeds.count
+    }
+
+    // MARK: Clients
+
+    /// A new client: it gets the lines sealed from now on.
+    func add(_ transport: ClientTransport) -> ClientFeed {
+        seal()
+        let feed = ClientFeed(transport: transport, nextSequence: nextSequence)
+        feedIndex[ObjectIdentifier(feed)] = feeds.count
+        feeds.append(feed)
+        return feed
+    }
+
+    /// The client is gone: nothing more is written to it.
+    func remove(_ feed: ClientFeed) {
+        guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
+        feed.ended = true
+        if feed.pattern != nil { filteredFeeds -= 1 }
+        let last = feeds.removeLast()
+        if index < feeds.count {
+            feeds[index] = last
+            feedIndex[ObjectIdentifier(last)] = index
+        }
+        if feeds.isEmpty {
+            blocks.removeAll()
+            firstSequence = nextSequence
+            roundRemaining = 0
+        }
+    }
+
+    /// Switches `feed` to `pattern` (`nil`: every line). Lines before now were taken with
+    /// the old filter.
+    func setPattern(_ feed: ClientFeed, _ pattern: PatternID?) {
+        take(feed)
+        if (feed.pattern == nil) != (pattern == nil) { filteredFeeds += pattern == nil ? -1 : 1 }
+        feed.pattern = pattern
+    }
+
+    func setPaused(_ feed: ClientFeed, _ paused: Bool) {
+        take(feed)
+        feed.paused = paused
+    }
+
+    /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
+    func reply(_ feed: ClientFeed, _ text: String) {
+        guard !feed.ended else { return }
+        take(feed)
+        feed.outbox.append(contentsOf: text.utf8)
+        feed.outbox.append(10)
+        markReady(feed)
+    }
+
+    /// Ends `feed` gracefully: `done` runs once everything queued for it is written.
+    func drain(_ feed: ClientFeed, done: @escaping () -> Void) {
+        take(feed)
+        feed.closing = true
+        feed.onDrained = done
+        if !feed.writing && feed.outbox.isEmpty {
+            finishDrain(feed)
+        } else {
+            markReady(feed)
+        }
+    }
+
+    /// Moves the lines sealed so far that `feed` takes into its outbox (paused: skips them).
+    private func take(_ feed: ClientFeed) {
+        seal()
+        // A client whose socket is full is held to the queue limit here too, so replies
+        // asked for while it does not read cannot pile its lines up in the outbox.
+        if feed.writing { enforceLimit(feed) }
+        guard feed.nextSequence < nextSequence, !feed.ended else { return }
+        if !feed.paused && !feed.closing {
+            for sequence in feed.nextSequence..<nextSequence {
+                feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &feed.outbox)
+            }
+        }
+        feed.nextSequence = nextSequence
+    }
+
+    // MARK: Writing
+
+    private func markReady(_ feed: ClientFeed) {
+        guard !feed.queued, !feed.ended else { return }
+        feed.queued = true
+        ready.append(feed)
+        schedulePump()
+    }
+
+    private func schedulePump() {
+        guard !pumpScheduled else { return }
+        pumpScheduled = true
+        Scheduler.main.schedule { [weak self] in self?.pump() }
+    }
+
+    /// One slice of the fan-out: the ready feeds, then the round's next feeds, within the
+    /// turn's budget; schedules itself again when work remains.
+    func pump() {
+        pumpScheduled = false
+        seal()
+        let started = SchedulerTime.monotonicNow
+        var visits = 0
+        func overBudget() -> Bool {
+            visits += 1
+            if visits >= Self.maxVisitsPerTurn { return true }
+            return visits % 64 == 0 && started.distance(to: SchedulerTime.monotonicNow) > Self.maxPumpSeconds
+        }
+        var readyHead = 0
+        while readyHead < ready.count {
+            let feed = ready[readyHead]
+            readyHead += 1
+            feed.queued = false
+            visit(feed)
+            if overBudget() { break }
+        }
+        ready.removeFirst(readyHead)
+        while roundRemaining > 0 && !feeds.isEmpty && visits < Self.maxVisitsPerTurn {
+            if cursor >= feeds.count { cursor = 0 }
+            let feed = feeds[cursor]
+            cursor += 1
+            roundRemaining -= 1
+            visit(feed)
+            if overBudget() { break }
+        }
+        if roundRemaining <= 0 { releaseBlocks() }
+        if !ready.isEmpty || roundRemaining > 0 { schedulePump() }
+    }
+
+    /// Writes what `feed` has waiting, in one write, unless a write is in flight.
+    private func visit(_ feed: ClientFeed) {
+        guard !feed.ended else { return }
+        if feed.paused && !feed.closing { feed.nextSequence = nextSequence }
+        if feed.writing {
+            enforceLimit(feed)
+            return
+        }
+        var lines = feed.outboxLines
+        var bytes: [UInt8]
+        let pending = nextSequence - feed.nextSequence
+        if feed.closing {
+            bytes = feed.outbox
+        } else if pending == 1 && feed.outbox.isEmpty && feed.pattern == nil {
+            // Everything from one block: the block's own array, no copy.
+            let block = blocks[feed.nextSequence - firstSequence]
+            bytes = block.bytes
+            lines = block.lineCount
+        } else {
+            bytes = feed.outbox
+            for sequence in feed.nextSequence..<nextSequence {
+                lines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &bytes)
+            }
+        }
+        feed.nextSequence = nextSequence
+        feed.outbox = []
+        feed.outboxLines = 0
+        guard !bytes.isEmpty else {
+            if feed.closing { finishDrain(feed) }
+            return
+        }
+        write(feed, bytes, lines: lines)
+    }
+
+    private func write(_ feed: ClientFeed, _ bytes: [UInt8], lines: Int) {
+        feed.writing = true
+        feed.linesSent += lines
+        stats.linesSent += lines
+        feed.lastOutput = Scheduler.main.now
+        _ = feed.transport.write(bytes).subscribe(
+            error: { [weak feed] error in
+                guard let feed else { return }
+                feed.writing = false
+                feed.onFailure("write failed: \(error)")
+            },
+            completed: { [weak self, weak feed] in
+                guard let self, let feed else { return }
+                feed.writing = false
+                if feed.closing && feed.outbox.isEmpty {
+                    self.finishDrain(feed)
+                } else if !feed.outbox.isEmpty || feed.nextSequence < self.nextSequence {
+                    self.markReady(feed)
+                }
+            })
+    }
+
+    private func finishDrain(_ feed: ClientFeed) {
+        let done = feed.onDrained
+        feed.onDrained = nil
+        done?()
+    }
+
+    /// A client whose previous write is still in flight: past the queue limit behind, it
+    /// loses the lines it missed (counted) or its connection.
+    private func enforceLimit(_ feed: ClientFeed) {
+        guard feed.nextSequence < nextSequence, !feed.closing else { return }
+        let behind = totalBytes - blocks[feed.nextSequence - firstSequence].streamStart + feed.outbox.count
+        guard behind > queueLimit else { return }
+        if disconnectSlowClients {
+            feed.onFailure("too slow: \(behind) bytes behind (limit \(queueLimit))")
+            return
+        }
+        var lost = 0
+        for sequence in feed.nextSequence..<nextSequence { lost += blocks[sequence - firstSequence].count(for: feed.pattern) }
+        feed.nextSequence = nextSequence
+        feed.linesDropped += lost
+        stats.linesDropped += lost
+    }
+
+    /// Frees the blocks every feed has passed.
+    private func releaseBlocks() {
+        var oldest = nextSequence
+        for feed in feeds where feed.nextSequence < oldest { oldest = feed.nextSequence }
+        let passed = oldest - firstSequence
+        guard passed > 0 else { return }
+        blocks.removeFirst(min(passed, blocks.count))
+        firstSequence = oldest
+    }
+
+    /// Bytes held in blocks (for STATS).
+    var heldBytes: Int { blocks.reduce(0) { $0 + $1.bytes.count } }
+}

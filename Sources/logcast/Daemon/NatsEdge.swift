@@ -1,0 +1,306 @@
+import Glibc
+import Logging
+import ReactiveUV
+import ReactiveUVNATS
+
+/// The edge: `logcast FILE... --publish nats://H:P[,H:P…]` ships the files' lines into a
+/// JetStream stream, exactly once across crashes, rotations and failovers.
+///
+/// ```
+/// File.follow(path, checkpoints: store) ─► EdgeFile (per file identity: a queue of
+///   batches of whole lines, each naming its bytes [start, end)) ─► JetStream.publish
+///   (id "<subject>/<file id>@<start>", headers Logcast-Path, Logcast-Range) ─► ack
+///   ─► store.acknowledge(identity, through: end) ─► store.save() every second
+/// ```
+///
+/// Why exactly once holds:
+/// - A position is acknowledged (and saved) only after JetStream acknowledged the message
+///   that carries the bytes before it; after a crash the follower resumes there.
+/// - One message per file is in flight at a time, so what the stream holds of a file is
+///   always a prefix of it: the resent message starts where the stored ones end.
+/// - A message's id names its file and its first byte. Resent after a crash it may carry
+///   more or fewer lines than the copy the stream stored (batches are cut by what was
+///   read); JetStream answers "duplicate" with the stored copy's sequence, the edge reads
+///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
+///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
+///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
+/// - While the servers are away, at most `max(4 × --batch-bytes, 2 MiB)` per file waits in memory:
+///   then the follower is stopped and later resumed from the acknowledged positions. The
+///   file itself is the buffer.
+final class NatsEdge {
+    // Main loop only.
+    let target: NatsTarget
+    let subject: String
+    let batchBytes: Int
+    let replicas: Int
+    let dedupeWindow: Double
+    let store: TailCheckpointStore
+    let logger: Logger
+    /// Lines also go to the local fan-out when no `--from` feeds it (the edge then serves
+    /// its own files to clients as before).
+    let local: ((String, [UInt8]) -> Void)?
+    let paths: [String]
+    let running = CompoundDisposable()
+    var follows: [String: Disposable] = [:]
+    var files: [FileIdentity: EdgeFile] = [:]
+    var connection: NATSConnection?
+    var js: JetStream?
+    var ready = false
+    /// Counters for STATS-like logging and tests.
+    var messagesAcknowledged = 0
+    var duplicates = 0
+
+    init(target: NatsTarget, subject: String, batchBytes: Int, replicas: Int, dedupeWindow: Double,
+         stateDirectory: String, paths: [String], logger: Logger, local: ((String, [UInt8]) -> Void)?) throws {
+        self.target = target
+        self.subject = subject
+        self.batchBytes = batchBytes
+        self.replicas = replicas
+        self.dedupeWindow = dedupeWindow
+        self.store = try TailCheckpointStore(directory: stateDirectory)
+        self.paths = paths
+        self.logger = logger
+        self.local = local
+    }
+
+    func start() {
+        for path in paths { follow(path) }
+        running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
+            self?.connected(c)
+        }
+        running += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in self?.save() }
+    }
+
+    func stop() {
+        save()
+        for d in follows.values { d.dispose() }
+        follows = [:]
+        running.dispose()
+    }
+
+    func save() {
+        do { try store.save() } catch { logger.error("cannot save positions in \(store.directory): \(error)") }
+    }
+
+    // MARK: Reading
+
+    /// Follows `path` from the acknowledged positions (new files from their start).
+    func follow(_ path: String) {
+        guard follows[path] == nil else { return }
+        follows[path] = File.follow(path, from: .line(1), checkpoints: store,
+                                    notices: { [logger] in logger.notice("\($0)") })
+            .subscribe(next: { [weak self] chunk in self?.received(chunk) },
+                       error: { [weak self] error in self?.logger.error("\(path): \(error); no longer followed") })
+    }
+
+    func received(_ chunk: TailChunk) {
+        let file = files[chunk.identity] ?? {
+            let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset)
+            files[chunk.identity] = made
+            return made
+        }()
+        guard let taken = file.take(chunk, batchBytes: batchBytes) else { return }
+        local?(chunk.path, taken)
+        if file.queuedBytes > pauseBytes, let d = follows.removeValue(forKey: file.path) {
+            // The file is the buffer: stop reading; `resumeIfDrained` follows it again
+            // from the acknowledged positions once the queue has gone out.
+            logger.debug("\(file.path): \(file.queuedBytes) bytes waiting; reading paused")
+            d.dispose()
+            file.paused = true
+        }
+        sendNext(file)
+    }
+
+    /// Bytes of one file waiting in memory before its reading pauses. Why not smaller: each
+    /// pause ends with the follower started again from the acknowledged position, which
+    /// costs a directory scan and a poll interval; 2 MiB keeps those rare.
+    var pauseBytes: Int { max(4 * batchBytes, 2 << 20) }
+
+    private func resumeIfDrained(_ file: EdgeFile) {
+        guard file.paused, file.queuedBytes < pauseBytes / 2 else { return }
+        file.paused = false
+        // Everything the follower re-reads below `file.next` is dropped by `take`.
+        follow(file.path)
+    }
+
+    // MARK: Publishing
+
+    func connected(_ connection: NATSConnection) {
+        self.connection = connection
+        ready = false
+        do {
+            js = try connection.jetStream(requestTimeout: 5, window: 256)
+        } catch {
+            logger.error("nats: \(error)")
+            return
+        }
+        ensureStream()
+    }
+
+    /// Finds the stream or creates it (`<first subject token>.>`), then starts sending.
+    private func ensureStream() {
+        guard let js else { return }
+        let prefix = subject.split(separator: ".").first.map(String.init) ?? subject
+        let config = JetStreamConfig(name: target.stream, subjects: [prefix + ".>"], replicas: replicas,
+                                     duplicateWindow: dedupeWindow)
+        running += js.streamInfo(target.stream)
+            .catch { error -> Signal<JetStreamInfo> in
+                if let nats = error as? NATSError, nats.serverCode == 10059 { return js.addStream(config) }
+                return .error(error)
+            }
+            .subscribe(next: { [weak self] info in
+                guard let self else { return }
+                self.logger.info("nats: stream \(info.name) (\(info.messages) messages) ready")
+                self.ready = true
+                for file in self.files.values { self.sendNext(file) }
+            }, error: { [weak self] error in
+                guard let self else { return }
+                self.logger.error("nats: cannot use stream \(self.target.stream): \(error); retrying in 2 s")
+                self.running += Scheduler.main.afterDelay(2) { [weak self] in self?.ensureStream() }
+            })
+    }
+
+    /// Sends the file's first batch unless one is in flight.
+    func sendNext(_ file: EdgeFile) {
+        guard ready, let js, !file.inFlight, let batch = file.batches.first else { return }
+        file.inFlight = true
+        var id = "\(subject)/\(file.idText)@\(batch.start)"
+        if batch.salted { id += "~" + EdgeFile.hash(batch.bytes.prefix(64)) }
+        let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
+        running += js.publish(subject, payload: batch.bytes, id: id, headers: headers).subscribe(
+            next: { [weak self] ack in self?.acknowledged(file, batch, ack) },
+            error: { [weak self] error in
+                guard let self else { return }
+                // Only a refusal that retrying cannot fix ends here (a closed connection
+                // is retried once a new one is made).
+                file.inFlight = false
+                self.logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); retrying")
+                self.running += Scheduler.main.afterDelay(1) { [weak self] in self?.sendNext(file) }
+            })
+    }
+
+    private func acknowledged(_ file: EdgeFile, _ batch: EdgeBatch, _ ack: JetStreamAck) {
+        guard ack.duplicate, let js else {
+            finished(file, through: batch.end)
+            return
+        }
+        // Stored before (a resend after a crash): the stored copy says where it ended.
+        duplicates += 1
+        running += js.message(stream: ack.stream, sequence: ack.sequence).subscribe(
+            next: { [weak self] stored in
+                guard let self else { return }
+                let range = stored.headers["Logcast-Range"]?.split(separator: "-").compactMap { Int64($0) } ?? []
+                let common = min(stored.payload.count, batch.bytes.count)
+                guard range.count == 2, range[0] == batch.start,
+                      stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
+                    // Another file had this device, inode and offset (the inode was reused
+                    // within the duplicate window): not our bytes. Send under a salted id.
+                    self.logger.notice("nats: \(file.path)@\(batch.start): the stream holds another file's message under this id; resending under a salted id")
+                    file.inFlight = false
+                    if !file.batches.isEmpty { file.batches[0].salted = true }
+                    self.sendNext(file)
+                    return
+                }
+                self.logger.info("nats: \(file.path) [\(range[0]), \(range[1])) was already in the stream (sent before a restart); going on after it")
+                self.finished(file, through: range[1])
+            },
+            error: { [weak self] error in
+                file.inFlight = false
+                self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
+                self?.running += Scheduler.main.afterDelay(1) { [weak self] in self?.sendNext(file) }
+            })
+    }
+
+    /// The stream holds the file's bytes before `end`: acknowledge, drop them, go on.
+    private func finished(_ file: EdgeFile, through end: Int64) {
+        messagesAcknowledged += 1
+        store.acknowledge(file.identity, through: end)
+        file.dropThrough(end)
+        file.inFlight = false
+        resumeIfDrained(file)
+        sendNext(file)
+    }
+}
+
+/// One file (by identity) on its way to the stream (main loop only).
+final class EdgeFile {
+    let identity: FileIdentity
+    let path: String
+    /// The file id in message ids: device and inode. (Not the fingerprint: it is taken when
+    /// the file is first opened and grows with the file up to 64 bytes, so it can differ
+    /// between two runs; a reused inode is caught by comparing the stored copy's bytes.)
+    let idText: String
+    /// The offset after the last byte taken from the follower.
+    var next: Int64
+    /// Batches not yet acknowledged, oldest first; only the first may be in flight.
+    var batches: [EdgeBatch] = []
+    var inFlight = false
+    var paused = false
+
+    init(identity: FileIdentity, path: String, next: Int64) {
+        self.identity = identity
+        self.path = path
+        self.next = next
+        idText = "\(identity.device)-\(identity.inode)"
+    }
+
+    /// FNV-1a of `bytes`, in hex.
+    static func hash(_ bytes: some Sequence<UInt8>) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+
+    var queuedBytes: Int { batches.reduce(0) { $0 + $1.bytes.count } }
+
+    /// Appends the chunk's bytes not taken before (a follower resumed after a pause
+    /// re-reads from the acknowledged position); returns the new bytes, or nil.
+    func take(_ chunk: TailChunk, batchBytes: Int) -> [UInt8]? {
+        guard chunk.endOffset > next else { return nil }
+        var start = chunk.offset
+        var bytes = chunk.bytes
+        if start < next {
+            // Both are line starts in the same file: what is cut is whole lines.
+            bytes.removeFirst(Int(next - start))
+            start = next
+        }
+        next = chunk.endOffset
+        if let last = batches.last, last.end == start, last.bytes.count + bytes.count <= batchBytes,
+           !(inFlight && batches.count == 1) {
+            batches[batches.count - 1].bytes += bytes
+            batches[batches.count - 1].end = chunk.endOffset
+        } else {
+            var offset = 0
+            while offset < bytes.count {
+                // A batch never splits a line: cut after the last line break within the limit.
+                var cut = min(bytes.count, offset + batchBytes)
+                if cut < bytes.count, let nl = bytes[offset..<cut].lastIndex(of: 10) { cut = nl + 1 }
+                batches.append(EdgeBatch(start: start + Int64(offset), end: start + Int64(cut), bytes: Array(bytes[offset..<cut])))
+                offset = cut
+            }
+        }
+        return bytes
+    }
+
+    /// The stream holds everything before `end`.
+    func dropThrough(_ end: Int64) {
+        while let first = batches.first, first.end <= end { batches.removeFirst() }
+        if let first = batches.first, first.start < end {
+            batches[0].bytes.removeFirst(Int(end - first.start))
+            batches[0].start = end
+        }
+        if next < end { next = end }
+    }
+}
+
+/// Whole lines of one file, bytes [start, end).
+struct EdgeBatch {
+    var start: Int64
+    var end: Int64
+    var bytes: [UInt8]
+    /// Sent under an id with a hash of its first bytes (after an id collision).
+    var salted = false
+}

@@ -1,0 +1,137 @@
+import Glibc
+import Logging
+import ReactiveUV
+import ReactiveUVNATS
+
+/// The hub: `logcast --from nats://… --stream LOGS --listen HOST:PORT` serves the stream's
+/// lines to logcast clients, and `SINCE <time|sequence>` replays stored lines to one client
+/// before its live ones.
+///
+/// ```
+/// stream ─► ordered consumer from "new" ─► LineFanOut ─► every client (GREP applies)
+/// SINCE x ─► that client leaves the shared feed ─► its own ordered consumer from x
+///            (stored lines in stream order, then live ones, no gap: one consumer)
+/// ```
+/// Each message holds whole lines of one file; its `Logcast-Path` header becomes the
+/// line prefix (`<path>: <line>`), as for local files.
+final class NatsHub {
+    // Main loop only.
+    let target: NatsTarget
+    let logger: Logger
+    let fanOut: LineFanOut
+    let running = CompoundDisposable()
+    let live = SerialDisposable()
+    var js: JetStream?
+    /// Per-client replays, by session.
+    var replays: [ObjectIdentifier: Disposable] = [:]
+    var messages = 0
+
+    init(target: NatsTarget, fanOut: LineFanOut, logger: Logger) {
+        self.target = target
+        self.fanOut = fanOut
+        self.logger = logger
+    }
+
+    func start() {
+        running += live
+        running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
+            self?.connected(c)
+        }
+    }
+
+    func stop() {
+        for d in replays.values { d.dispose() }
+        replays = [:]
+        running.dispose()
+    }
+
+    private func connected(_ connection: NATSConnection) {
+        do {
+            js = try connection.jetStream()
+        } catch {
+            logger.error("nats: \(error)")
+            return
+        }
+        consumeLive()
+    }
+
+    private func consumeLive() {
+        guard let js else { return }
+        let fanOut = self.fanOut
+        live.inner = js.consume(stream: target.stream, from: .new).subscribe(
+            next: { [weak self] message in
+                self?.messages += 1
+                fanOut.ingest(prefix: NatsHub.prefix(message), chunk: message.payload)
+            },
+            error: { [weak self] error in
+                guard let self else { return }
+                self.logger.error("nats: cannot read stream \(self.target.stream): \(error); retrying in 2 s")
+                self.running += Scheduler.main.afterDelay(2) { [weak self] in self?.consumeLive() }
+            })
+    }
+
+    static func prefix(_ message: NATSMessage) -> [UInt8] {
+        Array(((message.headers["Logcast-Path"] ?? message.subject) + ": ").utf8)
+    }
+
+    /// `SINCE <arg>` from `session`: a sequence number (`SINCE 1` is everything stored) or
+    /// a time (`2026-11-23T22:00:00Z`, or seconds since the epoch with a fraction: `@1763935200.5`).
+    func since(_ session: ClientSession, _ argument: String) {
+        guard let js else {
+            session.reply("ERR SINCE: not connected to NATS yet")
+            return
+        }
+        guard let start = NatsHub.parseStart(argument) else {
+            session.reply("ERR SINCE needs a sequence number (1 = all), an ISO time (2026-11-23T22:00:00Z) or @<epoch seconds>")
+            return
+        }
+        let key = ObjectIdentifier(session)
+        replays.removeValue(forKey: key)?.dispose()
+        // This client now gets the stream from its own consumer: stored, then live.
+        fanOut.setPaused(session.feed, true)
+        session.reply("OK SINCE \(argument)")
+        replays[key] = js.consume(stream: target.stream, from: start).subscribe(
+            next: { message in
+                let prefix = String(decoding: NatsHub.prefix(message), as: UTF8.self)
+                NatsHub.forEachLine(message.payload) { session.reply(prefix + $0) }
+            },
+            error: { error in session.reply("ERR SINCE: \(error)") })
+    }
+
+    /// The session ended: its replay stops.
+    func ended(_ session: ClientSession) {
+        replays.removeValue(forKey: ObjectIdentifier(session))?.dispose()
+    }
+
+    static func parseStart(_ text: String) -> JetStreamStart? {
+        if let sequence = UInt64(text) { return sequence == 0 ? .all : .sequence(sequence) }
+        if text.hasPrefix("@"), let seconds = Double(text.dropFirst()) { return .time(Int64(seconds * 1e9)) }
+        // ISO 8601 UTC: YYYY-MM-DDTHH:MM:SS[.fff][Z]
+        var text = Substring(text)
+        if text.hasSuffix("Z") { text = text.dropLast() }
+        let halves = text.split(separator: "T")
+        guard halves.count == 2 else { return nil }
+        let date = halves[0].split(separator: "-").compactMap { Int($0) }
+        let timeParts = halves[1].split(separator: ":")
+        guard date.count == 3, timeParts.count == 3, let hour = Int(timeParts[0]), let minute = Int(timeParts[1]),
+              let second = Double(timeParts[2]) else { return nil }
+        var tm = Glibc.tm()
+        tm.tm_year = Int32(date[0] - 1900)
+        tm.tm_mon = Int32(date[1] - 1)
+        tm.tm_mday = Int32(date[2])
+        tm.tm_hour = Int32(hour)
+        tm.tm_min = Int32(minute)
+        tm.tm_sec = 0
+        let seconds = Double(timegm(&tm)) + second
+        return .time(Int64(seconds * 1e9))
+    }
+
+    static func forEachLine(_ bytes: [UInt8], _ body: (String) -> Void) {
+        var start = 0
+        for (i, byte) in bytes.enumerated() where byte == 10 {
+            body(String(decoding: bytes[start..<i], as: UTF8.self))
+            start = i + 1
+        }
+        if start < bytes.count { body(String(decoding: bytes[start...], as: UTF8.self)) }
+    }
+}

@@ -1,0 +1,60 @@
+#include "LogcastScan.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// Where matches of the line being scanned go.
+typedef struct {
+    uint32_t *pairs;
+    size_t capacity;
+    size_t used;
+    uint32_t line;
+    int overflow;
+} lcs_sink;
+
+static int lcs_on_match(unsigned int id, unsigned long long from, unsigned long long to,
+                        unsigned int flags, void *context) {
+    (void)from; (void)to; (void)flags;
+    lcs_sink *sink = context;
+    if (sink->used >= sink->capacity) {
+        sink->overflow = 1;
+        return 1;  // stop: the caller grows the array and rescans this line
+    }
+    sink->pairs[2 * sink->used] = sink->line;
+    sink->pairs[2 * sink->used + 1] = id;
+    sink->used += 1;
+    return 0;
+}
+
+int lcs_scan_lines(const hs_database_t *db, hs_scratch_t *scratch, const uint8_t *base,
+                   const uint32_t *starts, const uint32_t *ends, size_t first, size_t count,
+                   uint32_t *pairs, size_t capacity_pairs, size_t *used_pairs, size_t *next_line) {
+    lcs_sink sink = { pairs, capacity_pairs, *used_pairs, 0, 0 };
+    for (size_t i = first; i < count; i++) {
+        size_t before = sink.used;
+        sink.line = (uint32_t)i;
+        hs_error_t rc = hs_scan(db, (const char *)base + starts[i], ends[i] - starts[i], 0, scratch,
+                                lcs_on_match, &sink);
+        if (sink.overflow) {
+            sink.used = before;
+            *used_pairs = sink.used;
+            *next_line = i;
+            return 1;
+        }
+        if (rc != HS_SUCCESS) {
+            *used_pairs = sink.used;
+            *next_line = i;
+            return rc;
+        }
+    }
+    *used_pairs = sink.used;
+    *next_line = count;
+    return 0;
+}
+
+int lcs_platform_ok(void) { return hs_valid_platform() == HS_SUCCESS; }
+
+int lcs_thread_set_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Glibc
+import ReactiveUV
+import ReactiveUVNATS
+import XCTest
+
+/// The edge (`logcast FILE --publish nats://…`) against real nats-servers: every line,
+/// numbered, is counted in the stream; crashes, rotations, leader failover and servers
+/// that come late must leave each exactly once.
+final class NatsExactlyOnceTests: XCTestCase {
+    var servers: NatsTestServers?
+    var processes: [LogcastProcess] = []
+    var counter: StreamLineCounter?
+    var directory = ""
+
+    override func setUpWithError() throws {
+        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
+        directory = temporaryDirectory()
+    }
+
+    override func tearDown() {
+        counter?.close()
+        counter = nil
+        for p in processes { p.stop() }
+        processes = []
+        servers?.stopAll()
+        servers = nil
+        try? FileManager.default.removeItem(atPath: directory)
+        super.tearDown()
+    }
+
+    /// Starts an edge on `file` (its state in the test's directory) and waits until it listens.
+    func startEdge(_ files: [String], urls: [String], extra: [String] = []) throws -> LogcastProcess {
+        let edge = try LogcastProcess(files + [
+            "--publish", urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.test",
+            "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--batch-bytes", "16384",
+        ] + extra)
+        processes.append(edge)
+        _ = try edge.waitUntilListening()
+        return edge
+    }
+
+    func kill9(_ edge: LogcastProcess) {
+        edge.signal(SIGKILL)
+        XCTAssertNotNil(edge.waitForExit(timeout: 30))
+    }
+
+    /// Waits until the stream holds `total` distinct lines and END, then checks exactly once.
+    func assertExactlyOnce(_ total: Int, file: StaticString = #filePath, line: UInt = #line) {
+        guard let counter else { return XCTFail("no counter", file: file, line: line) }
+        let complete = counter.waitForAll(total)
+        let (duplicated, missing) = counter.check(total)
+        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); edge: \(processes.last?.errors.suffix(1500) ?? "")", file: file, line: line)
+        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))", file: file, line: line)
+        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))", file: file, line: line)
+        XCTAssertEqual(counter.others, [], file: file, line: line)
+    }
+
+    func testSigkillOfTheEdgeMidStreamRepeatsNothingAndLosesNothing() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let total = 60_000
+        var edge = try startEdge([log], urls: servers.urls)
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        let writer = NumberedLineWriter(path: log)
+        writer.start(until: total)
+        // Kill it twice while the writer runs at ~20k lines/s.
+        for mark in [15_000, 35_000] {
+            XCTAssertTrue(EventLoop.main.run(until: { writer.count >= mark && (self.counter?.counts.count ?? 0) > mark / 4 }, timeout: 60))
+            kill9(edge)
+            edge = try startEdge([log], urls: servers.urls)
+        }
+        XCTAssertTrue(writer.wait())
+        appendText(log, "END\n")
+        assertExactlyOnce(total)
+        // The resends were recognised (the path that keeps them out of the stream ran).
+        XCTAssertTrue(processes.contains { $0.errors.contains("was already in the stream") }, "no resend was deduplicated")
+    }
+
+    func testRotationWhileTheEdgeIsDownIsShippedExactlyOnce() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let total = 40_000
+        let edge = try startEdge([log], urls: servers.urls)
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        let writer = NumberedLineWriter(path: log)
+        writer.start(until: 20_000)
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 5_000 }, timeout: 60))
+        kill9(edge)
+        // While it is down: the rest of the first half into app.log, rotated by rename,
+        // then the second half into a new app.log.
+        XCTAssertTrue(writer.wait())
+        XCTAssertEqual(rename(log, log + ".1"), 0)
+        writer.switchTo(log)
+        writer.start(until: total)
+        XCTAssertTrue(EventLoop.main.run(until: { writer.count >= 25_000 }, timeout: 60))
+        _ = try startEdge([log], urls: servers.urls)
+        XCTAssertTrue(writer.wait())
+        appendText(log, "END\n")
+        assertExactlyOnce(total)
+    }
+
+    func testSigkillOfTheStreamLeaderInAThreeNodeClusterRepeatsNothing() throws {
+        let servers = try NatsTestServers(count: 3)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let total = 60_000
+        _ = try startEdge([log], urls: servers.urls, extra: ["--stream-replicas", "3"])
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS", timeout: 180)
+        let writer = NumberedLineWriter(path: log)
+        writer.start(until: total)
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 10_000 }, timeout: 120))
+        // Find the leader and kill it.
+        let js = try XCTUnwrap(counter?.connection).jetStream()
+        let info = ReplayBox<JetStreamInfo>()
+        let infoSub = js.streamInfo("LOGS").subscribe(next: { info.value = $0 }, error: { info.error = $0 })
+        XCTAssertTrue(EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30))
+        infoSub.dispose()
+        let leader = try XCTUnwrap(servers.server(named: try XCTUnwrap(info.value?.leader)))
+        leader.stop(SIGKILL)
+        let before = counter?.counts.count ?? 0
+        // A new leader takes over: lines keep arriving; then the old one comes back.
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= before + 5_000 }, timeout: 120),
+                      "no progress after the leader's death")
+        try leader.start()
+        XCTAssertTrue(writer.wait())
+        appendText(log, "END\n")
+        assertExactlyOnce(total)
+    }
+
+    func testServersUnreachableAtTheStartLinesWaitOnDiskThenArriveOnce() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let total = 200_000
+        let edge = try startEdge([log], urls: servers.urls)
+        // ~10 s of lines at 20k/s while no server exists (the writer's pace is the clock).
+        let writer = NumberedLineWriter(path: log)
+        writer.start(until: total)
+        XCTAssertTrue(EventLoop.main.run(until: { writer.count >= 20_000 }, timeout: 60))
+        let early = residentKilobytes(edge.process.processIdentifier)
+        XCTAssertTrue(writer.wait(timeout: 120))
+        let late = residentKilobytes(edge.process.processIdentifier)
+        XCTAssertTrue(edge.errors.contains("retrying"), "the edge keeps trying: \(edge.errors.suffix(500))")
+        // Nothing in memory grows: the 180,000 lines (16 MB) written meanwhile wait in the
+        // file; the edge holds at most 2 MiB of them.
+        XCTAssertGreaterThan(early, 0)
+        XCTAssertLessThan(late, early + 6 * 1024, "resident memory grew from \(early) kB to \(late) kB while the servers were away")
+        try servers.startAll()
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        appendText(log, "END\n")
+        assertExactlyOnce(total)
+    }
+
+    func testAHubClientSendingSinceGetsStoredLinesInOrderThenLiveOnes() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, (0..<2_000).map(NumberedLineWriter.line).joined())
+        // Edge and hub in one process.
+        let both = try startEdge([log], urls: servers.urls, extra: ["--from", servers.urls[0]])
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 2_000 }, timeout: 60))
+        let client = try LineClient(port: both.port)
+        client.send("SINCE 1\n")
+        var lines = client.readLines(timeout: 60) { $0.filter { $0.contains(" L") }.count >= 2_000 }
+        XCTAssertEqual(lines.first, "OK SINCE 1")
+        let numbered = lines.compactMap { NatsExactlyOnceTests.number(in: $0) }
+        XCTAssertEqual(numbered, Array(0..<2_000), "stored lines, in order")
+        XCTAssertTrue(lines.dropFirst().allSatisfy { $0.hasPrefix(log + ": L") }, "\(lines.prefix(3))")
+        // Then live: appended lines follow, in order.
+        appendText(log, (2_000..<2_300).map(NumberedLineWriter.line).joined())
+        lines = client.readLines(timeout: 60) { $0.filter { $0.contains(" L") }.count >= 300 }
+        XCTAssertEqual(lines.compactMap { NatsExactlyOnceTests.number(in: $0) }, Array(2_000..<2_300))
+        // A bad argument is a clear error.
+        client.send("SINCE yesterday\n")
+        let error = client.readLines(timeout: 30) { $0.contains { $0.hasPrefix("ERR") } }
+        XCTAssertTrue(error.contains { $0.hasPrefix("ERR SINCE needs") }, "\(error)")
+    }
+
+    func testBadNatsOptionsAreClearErrors() throws {
+        let bad = try runToExit(["--publish", "http://127.0.0.1:4222", "--listen", "127.0.0.1:0", "/dev/null"])
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.err.contains("--publish: unsupported scheme http://"), bad.err)
+        let port = try runToExit(["--from", "nats://127.0.0.1:70000", "--listen", "127.0.0.1:0"])
+        XCTAssertTrue(port.err.contains("--from: bad port"), port.err)
+        let stream = try runToExit(["--from", "nats://127.0.0.1:4222", "--stream", "a.b", "--listen", "127.0.0.1:0"])
+        XCTAssertTrue(stream.err.contains("--stream must be a name"), stream.err)
+    }
+
+    func testAStreamThatCannotBeCreatedIsSaidAndRetriedWithoutACrash() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "L0 x\n")
+        // Three replicas on a single server: the server refuses; the edge says so and lives.
+        let edge = try startEdge([log], urls: servers.urls, extra: ["--stream-replicas", "3"])
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && !edge.errors.contains("cannot use stream LOGS") { usleep(50_000) }
+        XCTAssertTrue(edge.errors.contains("cannot use stream LOGS"), edge.errors)
+        XCTAssertTrue(edge.errors.contains("10074"), "the server's reason is named: \(edge.errors)")
+        XCTAssertTrue(edge.process.isRunning)
+    }
+
+    static func number(in line: String) -> Int? {
+        guard let range = line.range(of: ": L") else { return nil }
+        let rest = line[range.upperBound...]
+        return Int(rest.prefix { $0.isNumber })
+    }
+}
+
+/// The resident set of a process, in kB (VmRSS), or 0.
+func residentKilobytes(_ pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+    return 0
+}

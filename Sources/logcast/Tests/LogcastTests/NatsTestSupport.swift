@@ -1,0 +1,170 @@
+import Foundation
+import Glibc
+import ReactiveUV
+import ReactiveUVNATS
+import XCTest
+
+// For the NATS tests of logcast: a writer that appends numbered lines at a steady rate
+// (every line carries its sequence number), and a reader of the stream that counts every
+// line it holds by that number.
+
+/// Appends `L<n> <padding>` lines to a file from a thread of its own, ~`rate` lines/s.
+final class NumberedLineWriter: @unchecked Sendable {
+    // Thread-safety: `lock` guards `written`, `path` and `stopAt`.
+    private let lock = NSLock()
+    private var path: String
+    private(set) var written = 0
+    private var stopAt: Int
+    private let rate: Int
+    private var thread: Thread?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(path: String, rate: Int = 20_000) {
+        self.path = path
+        self.rate = rate
+        self.stopAt = 0
+    }
+
+    static func line(_ n: Int) -> String { "L\(n) " + String(repeating: "x", count: 80) + "\n" }
+    static let padding: [UInt8] = Array((" " + String(repeating: "x", count: 80) + "\n").utf8)
+
+    /// Writes lines up to (not including) `end`, paced, then returns from the thread.
+    func start(until end: Int) {
+        lock.lock(); stopAt = end; lock.unlock()
+        let t = Thread { [self] in run() }
+        thread = t
+        t.start()
+    }
+
+    /// Waits until the writer reached its end.
+    func wait(timeout: Double = 120) -> Bool { done.wait(timeout: .now() + timeout) == .success }
+
+    var count: Int { lock.lock(); defer { lock.unlock() }; return written }
+
+    /// Lines go to `newPath` from the next batch on (the writer reopens, as after logrotate).
+    func switchTo(_ newPath: String) { lock.lock(); path = newPath; lock.unlock() }
+
+    private func run() {
+        let batch = max(1, rate / 200)  // every 5 ms
+        var next = Date()
+        while true {
+            lock.lock()
+            let from = written, end = stopAt, target = path
+            lock.unlock()
+            if from >= end { break }
+            let upTo = min(end, from + batch)
+            // Bytes built by hand: the writer must keep its pace on a loaded machine in a
+            // debug build (string interpolation per line could not).
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity((upTo - from) * 90)
+            for n in from..<upTo {
+                bytes.append(UInt8(ascii: "L"))
+                var digits: [UInt8] = []
+                var v = n
+                repeat { digits.append(UInt8(48 + v % 10)); v /= 10 } while v > 0
+                bytes.append(contentsOf: digits.reversed())
+                bytes.append(contentsOf: NumberedLineWriter.padding)
+            }
+            let fd = open(target, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            lock.lock(); written = upTo; lock.unlock()
+            next = next.addingTimeInterval(0.005)
+            let wait = next.timeIntervalSinceNow
+            if wait > 0 { usleep(UInt32(wait * 1e6)) }
+        }
+        done.signal()
+    }
+}
+
+/// Appends raw text to `path`.
+func appendText(_ path: String, _ text: String) {
+    let fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+    _ = text.withCString { write(fd, $0, strlen($0)) }
+    close(fd)
+}
+
+/// Reads a stream from its start on the main loop and counts each numbered line.
+final class StreamLineCounter {
+    var counts: [Int: Int] = [:]
+    var lines = 0
+    var sawEnd = false
+    var others: [String] = []
+    private var subscriptions: [Disposable] = []
+    var connection: NATSConnection?
+
+    /// Connects to `urls` and consumes `stream` (created by the edge: waits for it).
+    init(urls: [String], stream: String, timeout: Double = 120) throws {
+        let box = ReplayBox<NATSConnection>()
+        subscriptions.append(NATS.connect(urls).subscribe(next: { box.value = $0 }, error: { box.error = $0 }))
+        _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 30)
+        if let error = box.error { throw error }
+        guard let connection = box.value else { throw HarnessError.timedOut("no NATS connection") }
+        self.connection = connection
+        let js = try connection.jetStream()
+        // The edge creates the stream once connected; until then, try again.
+        let deadline = Date().addingTimeInterval(timeout)
+        var consuming = false
+        while !consuming && Date() < deadline {
+            let failed = ReplayBox<Bool>()
+            let started = ReplayBox<Bool>()
+            let sub = js.consume(stream: stream).subscribe(
+                next: { [weak self] message in
+                    started.value = true
+                    self?.count(message.payload)
+                },
+                error: { _ in failed.value = true })
+            _ = EventLoop.main.run(until: { failed.value != nil || started.value != nil }, timeout: 2)
+            if failed.value == nil {
+                subscriptions.append(sub)
+                consuming = true
+            } else {
+                sub.dispose()
+                _ = EventLoop.main.run(until: { false }, timeout: 0.3)
+            }
+        }
+        if !consuming { throw HarnessError.timedOut("stream \(stream) never appeared") }
+    }
+
+    private func count(_ payload: [UInt8]) {
+        var start = 0
+        for (i, byte) in payload.enumerated() where byte == 10 {
+            let line = payload[start..<i]
+            start = i + 1
+            lines += 1
+            if line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32),
+               let n = Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self)) {
+                counts[n, default: 0] += 1
+            } else if String(decoding: line, as: UTF8.self) == "END" {
+                sawEnd = true
+            } else {
+                others.append(String(decoding: line, as: UTF8.self))
+            }
+        }
+    }
+
+    /// Runs the main loop until the END line and `total` distinct numbers arrived.
+    func waitForAll(_ total: Int, timeout: Double = 180) -> Bool {
+        EventLoop.main.run(until: { self.sawEnd && self.counts.count >= total }, timeout: timeout)
+    }
+
+    /// Numbers seen more than once, and numbers in 0..<total never seen.
+    func check(_ total: Int) -> (duplicated: [Int], missing: [Int]) {
+        let duplicated = counts.filter { $0.value > 1 }.map(\.key).sorted()
+        let missing = (0..<total).filter { counts[$0] == nil }
+        return (duplicated, missing)
+    }
+
+    func close() {
+        for d in subscriptions { d.dispose() }
+        subscriptions = []
+        connection?.close()
+        _ = EventLoop.main.run(until: { self.connection?.isClosed ?? true }, timeout: 10)
+    }
+}
+
+/// A value set by a callback on the main loop.
+final class ReplayBox<Value> {
+    var value: Value?
+    var error: Error?
+}

@@ -1,0 +1,46 @@
+import Foundation
+import ReactiveUV
+import ReactiveUVNATS
+import XCTest
+
+/// A 3-node cluster and a stream of 3 replicas: the leader is killed mid-stream.
+final class JetStreamClusterTests: NATSTestCase {
+    func testKillingTheStreamLeaderLosesNothingAndDuplicatesNothing() throws {
+        let servers = try startServers(3)
+        var options = NATSOptions()
+        options.reconnectWait = 0.1
+        let connection = try connect(servers.urls, options: options)
+        let js = try connection.jetStream(requestTimeout: 2, window: 64)
+        let info = try addStream(js, JetStreamConfig(name: "C", subjects: ["c.>"], replicas: 3))
+        XCTAssertEqual(info.replicaNames.count, 2, "two followers besides the leader")
+        let leaderName = try XCTUnwrap(info.leader)
+        let leader = try XCTUnwrap(servers.server(named: leaderName))
+
+        let total = 3000
+        let acked = Box<[Int: JetStreamAck]>([:])
+        let failures = Box<[Error]>([])
+        for i in 0..<total {
+            subscriptions.append(js.publish("c.x", payload: Array("line \(i)".utf8), id: "c-\(i)").subscribe(
+                next: { acked.value[i] = $0 }, error: { failures.value.append($0) }, completed: {}))
+        }
+        XCTAssertTrue(waitFor { acked.value.count >= 500 })
+        leader.stop(SIGKILL)
+        let killedAt = acked.value.count
+        XCTAssertTrue(waitFor(120) { acked.value.count >= min(total, killedAt + 500) || !failures.value.isEmpty },
+                      "publishing resumes on a new leader (acked \(acked.value.count))")
+        try leader.start()
+        XCTAssertTrue(waitFor(180) { acked.value.count + failures.value.count == total },
+                      "acknowledged \(acked.value.count) of \(total)")
+        XCTAssertEqual(failures.value.count, 0, "\(failures.value.prefix(3))")
+
+        // Exactly once: the stream holds `total` messages, one per id.
+        let stored = try awaitValue(js.streamInfo("C"))
+        XCTAssertEqual(stored.messages, UInt64(total))
+        XCTAssertNotEqual(stored.leader, nil)
+        let replayed = Box<[String]>([])
+        subscriptions.append(js.consume(stream: "C").subscribeNext { replayed.value.append($0.messageID ?? "?") })
+        XCTAssertTrue(waitFor(120) { replayed.value.count >= total }, "replayed \(replayed.value.count)")
+        XCTAssertEqual(replayed.value.count, total)
+        XCTAssertEqual(Set(replayed.value), Set((0..<total).map { "c-\($0)" }))
+    }
+}

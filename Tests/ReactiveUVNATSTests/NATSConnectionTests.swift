@@ -1,0 +1,111 @@
+import Foundation
+import ReactiveUV
+import ReactiveUVNATS
+import XCTest
+
+/// Core NATS on one real server: connect, subscribe, publish, errors, reconnects.
+final class NATSConnectionTests: NATSTestCase {
+    func testPublishedMessagesArriveInOrderOnTheLoopThread() throws {
+        let servers = try startServers(1)
+        let connection = try connect(servers.urls)
+        XCTAssertTrue(connection.isConnected)
+        XCTAssertEqual(connection.connectedURL, servers.urls[0])
+
+        let received = Box<[String]>([])
+        let onLoopThread = Box(true)
+        let loop = self.loop!
+        subscriptions.append(connection.subscribe("greet.*").subscribeNext { message in
+            if !loop.isCurrentThread { onLoopThread.value = false }
+            received.value.append("\(message.subject) \(String(decoding: message.payload, as: UTF8.self))")
+        })
+        for i in 0..<200 {
+            subscriptions.append(connection.publish("greet.\(i % 2 == 0 ? "even" : "odd")", payload: Array("hello \(i)".utf8)).subscribe())
+        }
+        XCTAssertTrue(waitFor { received.value.count == 200 }, "received \(received.value.count) of 200")
+        XCTAssertEqual(received.value, (0..<200).map { "greet.\($0 % 2 == 0 ? "even" : "odd") hello \($0)" })
+        XCTAssertTrue(onLoopThread.value, "messages must arrive on the connection's loop thread")
+    }
+
+    func testDisposingTheConnectSubscriptionClosesTheConnection() throws {
+        let servers = try startServers(1)
+        let events = Box<[NATSConnectionEvent]>([])
+        let completed = Box(false)
+        let connection = Box<NATSConnection?>(nil)
+        let subscription = NATS.connect(servers.urls, on: loop).subscribe(
+            next: { c in
+                connection.value = c
+                _ = c.events.subscribeNext { events.value.append($0) }
+            }, error: { XCTFail("\($0)") }, completed: { completed.value = true })
+        XCTAssertTrue(waitFor { connection.value != nil })
+        let messageEnded = Box(false)
+        subscriptions.append(connection.value!.subscribe("x").subscribe(next: { _ in }, error: { _ in }, completed: { messageEnded.value = true }))
+        subscription.dispose()
+        XCTAssertTrue(waitFor { events.value.contains(.closed) }, "events: \(events.value)")
+        XCTAssertTrue(connection.value!.isClosed)
+        XCTAssertTrue(waitFor { messageEnded.value }, "a subscription completes when its connection closes")
+        XCTAssertFalse(completed.value, "a disposed subscription sends nothing more")
+        // A publish on a closed connection is a clear error, not a crash.
+        let error = awaitError(connection.value!.publish("x", payload: [1]))
+        XCTAssertEqual((error as? NATSError)?.status, .connectionClosed)
+    }
+
+    func testBadURLsAreClearErrorsBeforeAnyAttempt() throws {
+        for url in ["http://127.0.0.1:4222", "nats://127.0.0.1:99999", "nats://:4222", "nats://127.0.0.1:port"] {
+            let error = awaitError(NATS.connect([url], on: loop))
+            let nats = try XCTUnwrap(error as? NATSError, "\(url): \(String(describing: error))")
+            XCTAssertEqual(nats.status, .invalidArgument, url)
+            XCTAssertEqual(nats.target, url)
+            XCTAssertTrue(nats.description.contains("during connect on \(url)"), nats.description)
+        }
+        let none = awaitError(NATS.connect([], on: loop)) as? NATSError
+        XCTAssertEqual(none?.status, .invalidArgument)
+    }
+
+    func testRefusedConnectionFailsWithNoServer() throws {
+        let port = freeLoopbackPort()  // nothing listens there
+        let url = "nats://127.0.0.1:\(port)"
+        let error = try XCTUnwrap(awaitError(NATS.connect([url], on: loop)) as? NATSError)
+        XCTAssertEqual(error.status, .noServer)
+        XCTAssertEqual(error.operation, "connect")
+        XCTAssertTrue(error.description.hasPrefix("No server available for connection during connect on \(url)"), error.description)
+    }
+
+    func testClosingWhileReconnectingEndsPromptly() throws {
+        let servers = try startServers(1)
+        var options = NATSOptions()
+        options.reconnectWait = 0.1
+        let connection = try connect(servers.urls, options: options)
+        let events = Box<[NATSConnectionEvent]>([])
+        subscriptions.append(connection.events.subscribeNext { events.value.append($0) })
+        servers.servers[0].stop(SIGKILL)
+        XCTAssertTrue(waitFor { events.value.contains(.disconnected) }, "events: \(events.value)")
+        XCTAssertTrue(waitFor(1) { false } == false)  // let a few reconnect attempts fail
+        connection.close()
+        XCTAssertTrue(waitFor(30) { events.value.contains(.closed) }, "events: \(events.value)")
+        XCTAssertFalse(connection.isConnected)
+    }
+
+    func testDisconnectAndReconnectAreReportedAndMessagesFlowAgain() throws {
+        let servers = try startServers(1)
+        var options = NATSOptions()
+        options.reconnectWait = 0.1
+        let connection = try connect(servers.urls, options: options)
+        let events = Box<[NATSConnectionEvent]>([])
+        subscriptions.append(connection.events.subscribeNext { events.value.append($0) })
+        let received = Box<[String]>([])
+        subscriptions.append(connection.subscribe("after").subscribeNext {
+            received.value.append(String(decoding: $0.payload, as: UTF8.self))
+        })
+        _ = try awaitValue(connection.publish("after", payload: Array("one".utf8)).then { Signal<Void>.return(()) }, timeout: 10)
+        XCTAssertTrue(waitFor { received.value == ["one"] })
+
+        servers.servers[0].stop(SIGKILL)
+        XCTAssertTrue(waitFor { events.value.contains(.disconnected) }, "events: \(events.value)")
+        try servers.servers[0].start()
+        XCTAssertTrue(waitFor { events.value.contains(.reconnected(servers.urls[0])) }, "events: \(events.value)")
+        XCTAssertEqual(events.value.first, .disconnected)
+        // The subscription was re-established by cnats: a message published now arrives.
+        subscriptions.append(connection.publish("after", payload: Array("two".utf8)).subscribe())
+        XCTAssertTrue(waitFor { received.value == ["one", "two"] }, "received \(received.value)")
+    }
+}

@@ -1,0 +1,100 @@
+import Glibc
+import Testing
+
+@testable import ReactiveUV
+
+/// The checkpoint store on its own: durable save and reload in a fresh directory, identity
+/// matching by fingerprint prefix, finished files dropped once acknowledged, bad state
+/// files refused with an error naming the line.
+@Suite("FileTailCheckpointStore")
+struct FileTailCheckpointStoreTests {
+    let identityA = FileIdentity(device: 7, inode: 100, fingerprint: Array("2026-11-23 first line of a\n".utf8))
+    let identityB = FileIdentity(device: 7, inode: 101, fingerprint: Array("2026-11-23 first line of b\n".utf8))
+
+    @Test func acknowledgedPositionsSurviveASaveAndAReload() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        store.register(identityA, path: "/var/log/app.log", offset: 0)
+        store.register(identityB, path: "/var/log/app.log", offset: 40)
+        store.acknowledge(identityA, through: 1234)
+        try store.save()
+        // The temporary file was renamed away.
+        #expect(access(state + "/tail-checkpoints.tmp", F_OK) != 0)
+
+        let reloaded = try TailCheckpointStore(directory: state)
+        #expect(reloaded.checkpoints == [
+            TailCheckpoint(identity: identityA, path: "/var/log/app.log", offset: 1234, finalOffset: nil),
+            TailCheckpoint(identity: identityB, path: "/var/log/app.log", offset: 40, finalOffset: nil),
+        ])
+        #expect(reloaded.records(for: "/var/log/app.log").map(\.offset) == [1234, 40])
+        #expect(reloaded.records(for: "/var/log/other.log").isEmpty)
+    }
+
+    @Test func aGrownFingerprintIsTheSameFileAndAReusedInodeIsNot() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try TailCheckpointStore(directory: directory.file("state"))
+        let young = FileIdentity(device: 7, inode: 100, fingerprint: Array("2026-11".utf8))
+        store.register(young, path: "/p", offset: 0)
+        store.acknowledge(identityA, through: 99)  // the same file, its fingerprint longer now
+        #expect(store.offset(for: young) == 99)
+        #expect(store.checkpoints.count == 1)
+        let reused = FileIdentity(device: 7, inode: 100, fingerprint: Array("another file entirely".utf8))
+        #expect(store.offset(for: reused) == nil)
+        #expect(!reused.isSameFile(as: identityA))
+    }
+
+    @Test func aFinishedFileIsDroppedOnceAcknowledgedToItsEnd() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try TailCheckpointStore(directory: directory.file("state"))
+        store.register(identityA, path: "/p", offset: 0)
+        store.finished(identityA, at: 500)
+        #expect(store.checkpoints.first?.finalOffset == 500)
+        store.acknowledge(identityA, through: 499)
+        #expect(store.checkpoints.count == 1)
+        store.acknowledge(identityA, through: 500)
+        #expect(store.checkpoints.isEmpty)
+    }
+
+    @Test func savingTwiceWithoutChangesWritesOnceAndTruncationResetsTheOffset() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        store.acknowledge(identityA, through: 10)
+        try store.save()
+        var first = stat()
+        #expect(stat(state + "/tail-checkpoints", &first) == 0)
+        #expect(unlink(state + "/tail-checkpoints") == 0)
+        try store.save()  // nothing changed: not written again
+        #expect(access(state + "/tail-checkpoints", F_OK) != 0)
+        store.truncated(identityA)
+        try store.save()
+        #expect(try TailCheckpointStore(directory: state).offset(for: identityA) == 0)
+    }
+
+    @Test func aForeignStateFileIsAnErrorNamingIt() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        #expect(mkdir(state, 0o700) == 0)
+        writeFile(state + "/tail-checkpoints", "something else\n")
+        #expect(throws: SignalError.self) { try TailCheckpointStore(directory: state) }
+        writeFile(state + "/tail-checkpoints", TailCheckpointStore.header + "\n1 2 x - - -\n")
+        do {
+            _ = try TailCheckpointStore(directory: state)
+            Issue.record("a malformed line must be refused")
+        } catch {
+            #expect("\(error)".contains("tail-checkpoints:2"))
+        }
+    }
+
+    @Test func aStateDirectoryThatCannotBeMadeIsAUVError() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect(throws: UVError.self) { try TailCheckpointStore(directory: directory.file("missing/state")) }
+    }
+}

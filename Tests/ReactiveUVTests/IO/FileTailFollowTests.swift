@@ -1,0 +1,562 @@
+import CLibUV
+import CSystemShims
+import Glibc
+import XCTest
+
+@testable import ReactiveUV
+
+/// `File.follow`: files followed by identity through rotations faster than a throttled
+/// subscriber reads, a file created right after subscription, copy-truncate losses counted
+/// and named, resumption from the checkpoint store (including a file rotated away while
+/// stopped), and the `uv_fs_poll` fallback. Real files in a fresh directory, the real loop;
+/// every test ends with all handles closed.
+final class FileTailFollowTests: XCTestCase {
+    var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws { directory = try TemporaryDirectory() }
+    override func tearDown() { directory.remove() }
+
+    /// Chunks and notices of one follow, recorded on the loop thread.
+    final class FollowRecorder: @unchecked Sendable {
+        // Thread-safety: loop-thread only (the test thread runs the loop).
+        var chunks: [TailChunk] = []
+        var notices: [TailNotice] = []
+        var error: (any Error)?
+        var lineCount = 0
+        /// Microseconds slept per line delivered: a deliberately slow subscriber.
+        var throttlePerLine: UInt32 = 0
+
+        func record(_ chunk: TailChunk) {
+            chunks.append(chunk)
+            var lines = 0
+            for byte in chunk.bytes where byte == 10 { lines += 1 }
+            lineCount += lines
+            if throttlePerLine > 0 { usleep(throttlePerLine * UInt32(lines)) }
+        }
+
+        /// Every line's number (`"<n> ..."`), in delivery order, with its file.
+        var numberedLines: [(number: Int, identity: FileIdentity, offset: Int64)] {
+            var result: [(Int, FileIdentity, Int64)] = []
+            for chunk in chunks {
+                var start = 0
+                let bytes = chunk.bytes
+                for (i, byte) in bytes.enumerated() where byte == 10 {
+                    let line = String(decoding: bytes[start..<i], as: UTF8.self)
+                    result.append((lineNumber(line) ?? -1, chunk.identity, chunk.offset + Int64(start)))
+                    start = i + 1
+                }
+            }
+            return result
+        }
+
+        var lostBytes: Int64 { notices.reduce(0) { $0 + $1.lostBytes } }
+    }
+
+    func follow(
+        _ path: String, from start: TailStart = .beginning, store: TailCheckpointStore? = nil,
+        options: TailOptions = FileTailFollowTests.quickOptions, on loop: EventLoop
+    ) -> (FollowRecorder, Disposable) {
+        let recorder = FollowRecorder()
+        let subscription = File.follow(path, from: start, checkpoints: store, options: options, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) }, error: { recorder.error = $0 })
+        return (recorder, subscription)
+    }
+
+    static var quickOptions: TailOptions {
+        var options = TailOptions()
+        options.pollInterval = 0.05
+        options.rotationQuietPeriod = 0.3
+        return options
+    }
+
+    // MARK: - Rotation faster than the subscriber reads
+
+    /// A writer appends numbered lines steadily and rotates by rename every 0.2 s (to
+    /// `app.log.1`, `app.log.2`, ...; a few lines still go to the old descriptor after each
+    /// rename) while the subscriber sleeps 150 µs per line — a fraction of the writer's
+    /// rate, so reading lags several rotations behind. Every line arrives exactly once,
+    /// each file's lines in order at increasing offsets.
+    func testAThrottledSubscriberLosesNothingThroughRenamesEveryFifthOfASecond() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        let total = 40_000
+        let (recorder, subscription) = follow(path, on: loop)
+        recorder.throttlePerLine = 150
+        let rotations = Locked(0)
+        let finished = Latch()
+        let writer = TestThread {
+            defer { finished.countDown() }
+            var fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            var lastRotation = csys_monotonic_ns()
+            var i = 0
+            while i < total {
+                // About 10,000 lines/s in bursts of 50.
+                var batch = ""
+                for _ in 0..<50 where i < total {
+                    batch += "\(i) " + String(repeating: "x", count: i % 23) + "\n"
+                    i += 1
+                }
+                writeAll(fd, batch)
+                usleep(5_000)
+                if csys_monotonic_ns() - lastRotation >= 200_000_000 && i < total {
+                    let k = rotations.withLock { $0 += 1; return $0 }
+                    XCTAssertEqual(rename(path, path + ".\(k)"), 0)
+                    writeAll(fd, "\(i) after the rename\n")  // to the old file
+                    i += 1
+                    close(fd)
+                    fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+                    lastRotation = csys_monotonic_ns()
+                }
+            }
+            close(fd)
+        }
+        let done = loop.run(until: { recorder.lineCount >= total || recorder.error != nil }, timeout: 240)
+        XCTAssertTrue(finished.wait(timeout: 60))
+        writer.join()
+        // One more look at every file: nothing may follow (no duplicates after the end).
+        recorder.throttlePerLine = 0
+        append(path, "\(total) marker\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= total + 1 || recorder.error != nil }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+
+        XCTAssertTrue(done, "delivered \(recorder.lineCount) of \(total)")
+        XCTAssertNil(recorder.error)
+        XCTAssertGreaterThanOrEqual(rotations.value, 5, "the writer rotated several times")
+        let lines = recorder.numberedLines
+        XCTAssertEqual(lines.count, total + 1, "no line twice")
+        let missing = Set(0...total).subtracting(lines.map(\.number))
+        XCTAssertTrue(missing.isEmpty, "lost \(missing.count) lines, from \(String(describing: missing.min()))")
+        // Within each file: increasing numbers at increasing offsets.
+        var lastByFile: [FileIdentity: (Int, Int64)] = [:]
+        for line in lines {
+            if let (number, offset) = lastByFile[line.identity] {
+                XCTAssertGreaterThan(line.number, number, "in order within \(line.identity)")
+                XCTAssertGreaterThan(line.offset, offset)
+            }
+            lastByFile[line.identity] = (line.number, line.offset)
+        }
+        XCTAssertEqual(lastByFile.count, rotations.value + 1, "one identity per file")
+        XCTAssertEqual(recorder.lostBytes, 0)
+    }
+
+    // MARK: - Start
+
+    /// The file appears just after `subscribe` returns (before the loop ran at all): it is
+    /// new, so read from its first line even with `.end`.
+    func testAFileCreatedRightAfterSubscriptionIsReadFromItsFirstLine() throws {
+        let loop = try EventLoop()
+        let path = directory.file("late.log")
+        let (recorder, subscription) = follow(path, from: .end, on: loop)
+        writeFile(path, (0..<40).map { "\($0)\n" }.joined())
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 40 || recorder.error != nil }, timeout: 60))
+        append(path, "40\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 41 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), Array(0...40))
+        XCTAssertEqual(recorder.notices.first, .missing(path: path))
+        XCTAssertTrue(recorder.notices.contains { if case .appeared = $0 { return true } else { return false } })
+    }
+
+    /// The file exists at `subscribe`: `.end` starts after what it holds then, decided
+    /// synchronously, so a line appended right after `subscribe` returns is delivered.
+    func testTheEndIsTakenAtSubscriptionNotWhenTheLoopGetsThere() throws {
+        let loop = try EventLoop()
+        let path = directory.file("end.log")
+        writeFile(path, "old 1\nold 2\n")
+        let (recorder, subscription) = follow(path, from: .end, on: loop)
+        append(path, "0 new\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 1 }, timeout: 60))
+        append(path, "1 new\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), [0, 1])
+        XCTAssertEqual(recorder.chunks.first?.offset, 12, "tagged with its byte offset")
+    }
+
+    /// `-n 1` on a file whose last line has no break yet: that line is sent at once (the
+    /// one chunk without `\n`), and what completes it comes next.
+    func testAnUnfinishedLastLineCountsAsALineWhenAskedFor() throws {
+        let loop = try EventLoop()
+        let path = directory.file("partial.log")
+        writeFile(path, "first\nsecond\nthird, unfinished")
+        var options = FileTailFollowTests.quickOptions
+        options.sendsUnfinishedLastLineAtStart = true
+        let (recorder, subscription) = follow(path, from: .lastLines(1), options: options, on: loop)
+        XCTAssertTrue(loop.run(until: { recorder.chunks.count >= 1 }, timeout: 60))
+        append(path, " now done\nfourth\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        let text = recorder.chunks.map { String(decoding: $0.bytes, as: UTF8.self) }.joined()
+        XCTAssertEqual(text, "third, unfinished now done\nfourth\n")
+        XCTAssertEqual(recorder.chunks.first.map { String(decoding: $0.bytes, as: UTF8.self) }, "third, unfinished")
+    }
+
+    // MARK: - Truncation
+
+    /// A file is cut (copy-truncate) while the tail is still catching up on it: the bytes
+    /// it had not read are counted and named — a `.truncated` notice and a `.lost` with the
+    /// exact byte range from the first unread line to the size the file had — and the new
+    /// contents are read from byte 0.
+    func testBytesCutByATruncationBeforeTheyWereReadAreCountedAndNamed() throws {
+        let loop = try EventLoop()
+        let path = directory.file("copytruncate.log")
+        let contents = (0..<100_000).map { "\($0) " + String(repeating: "y", count: 20) + "\n" }.joined()
+        writeFile(path, contents)
+        let size = Int64(contents.utf8.count)
+        let recorder = FollowRecorder()
+        var cutAfter: Int64?
+        let subscription = File.follow(path, from: .beginning, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            if cutAfter == nil {
+                // The subscriber is busy with the first chunk when the file is cut.
+                cutAfter = chunk.endOffset
+                XCTAssertEqual(truncate(path, 0), 0)
+                append(path, "200000 new\n200001 new\n")
+            }
+        }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.numberedLines.contains { $0.number == 200_001 } || recorder.error != nil },
+                               timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        let identity = recorder.chunks[0].identity
+        let readUpTo = try XCTUnwrap(cutAfter)
+        XCTAssertLessThan(readUpTo, size, "the tail was still catching up")
+        XCTAssertTrue(recorder.notices.contains { if case .truncated(path, identity, _) = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+        XCTAssertTrue(recorder.notices.contains(.lost(
+            path: path, identity: identity, range: TailByteRange(readUpTo, size), reason: .truncatedBeforeRead)),
+            "\(recorder.notices)")
+        XCTAssertEqual(recorder.lostBytes, size - readUpTo)
+        let numbers = recorder.numberedLines.map(\.number)
+        XCTAssertEqual(Array(numbers.suffix(2)), [200_000, 200_001])
+        XCTAssertEqual(Array(numbers.dropLast(2)), Array(0..<numbers.count - 2), "the lines before the cut, in order")
+    }
+}
+
+extension FileTailFollowTests {
+    /// copytruncate while the tail is still catching up: the lines it had not read are read
+    /// from the copy (`app.log.1`, found by its first bytes), so nothing is lost; the copy
+    /// is not also taken for a missed rotated file (no line twice).
+    func testCopyTruncateWhileCatchingUpReadsTheRestFromTheCopy() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        let contents = (0..<100_000).map { "\($0) " + String(repeating: "z", count: 20) + "\n" }.joined()
+        writeFile(path, contents)
+        let recorder = FollowRecorder()
+        var cut = false
+        let subscription = File.follow(path, from: .beginning, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            if !cut {
+                cut = true
+                writeFile(path + ".1", contents)  // logrotate's copy ...
+                XCTAssertEqual(truncate(path, 0), 0)  // ... and the truncation
+                append(path, "100000 new\n100001 new\n")
+            }
+        }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 100_002 || recorder.error != nil }, timeout: 60))
+        // One more line after a few polls: nothing more may come from the copy.
+        _ = loop.run(until: { false }, timeout: 0.3)
+        append(path, "100002 new\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 100_003 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        let numbers = recorder.numberedLines.map(\.number)
+        XCTAssertEqual(numbers.count, 100_003, "no line twice")
+        XCTAssertTrue(numbers.sorted() == Array(0...100_002), "every line")
+        XCTAssertEqual(recorder.lostBytes, 0, "\(recorder.notices)")
+        XCTAssertTrue(recorder.notices.contains { if case .resumed(path + ".1", _, _) = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+    }
+}
+
+/// Resumption: in process through a `TailCheckpointStore`, and across a SIGKILL of the
+/// `ruv-tail` example run with `--state` (a rename rotation while it was down), plus the
+/// `uv_fs_poll` fallback.
+final class FileTailResumeTests: XCTestCase {
+    var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws { directory = try TemporaryDirectory() }
+    override func tearDown() { directory.remove() }
+
+    /// A tail acknowledges part of a file and stops; while it is stopped the file is renamed
+    /// to `app.log.1`, gets more lines, and a new `app.log` starts. The resumed tail reads
+    /// `app.log.1` from the acknowledged offset (found by identity among the siblings),
+    /// then the new file from its start: every unacknowledged line once, nothing else.
+    func testResumingFindsAFileRotatedAwayWhileStoppedAndReadsItBeforeTheNewOne() throws {
+        let path = directory.file("app.log")
+        let state = directory.file("state")
+        writeFile(path, (0..<10).map { "\($0)\n" }.joined())
+
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        var firstSubscription: Disposable? = File.follow(path, from: .beginning, checkpoints: store, on: loop)
+            .subscribe(next: { chunk in first.record(chunk) })
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 }, timeout: 60))
+        // Acknowledge through line 5 only ("0\n".."5\n" are 12 bytes).
+        store.acknowledge(first.chunks[0].identity, through: 12)
+        try store.save()
+        firstSubscription?.dispose()
+        firstSubscription = nil
+        assertLoopCleanAndClose(loop)
+
+        // While stopped: rotation by rename, the writer's last lines to the old file, a new file.
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        append(path + ".1", "10\n11\n")
+        writeFile(path, "12\n13\n")
+
+        let again = try EventLoop()
+        let resumedStore = try TailCheckpointStore(directory: state)
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, notices: {
+            second.notices.append($0)
+        }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 8 || second.error != nil }, timeout: 60))
+        append(path, "14\n")
+        XCTAssertTrue(again.run(until: { second.lineCount >= 9 }, timeout: 60))
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertEqual(second.numberedLines.map(\.number), Array(6...14), "the rotated file first, then the new one")
+        XCTAssertEqual(second.chunks.first?.offset, 12)
+        XCTAssertTrue(second.notices.contains(.resumed(path: path + ".1", identity: first.chunks[0].identity, offset: 12)),
+                      "\(second.notices)")
+    }
+
+    /// A file the store remembers is gone when the tail starts again: its unacknowledged
+    /// rest is reported lost from the acknowledged offset on.
+    func testAFileDeletedWhileStoppedIsReportedLost() throws {
+        let path = directory.file("gone.log")
+        let state = directory.file("state")
+        writeFile(path, "0\n1\n2\n")
+        let store = try TailCheckpointStore(directory: state)
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), fingerprint: Array("0\n1\n2\n".utf8))
+        store.register(identity, path: path, offset: 0)
+        store.acknowledge(identity, through: 2)
+        try store.save()
+        XCTAssertEqual(unlink(path), 0)
+        let loop = try EventLoop()
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = File.follow(path, checkpoints: try TailCheckpointStore(directory: state), notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) })
+        writeFile(path, "3\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 1 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertTrue(recorder.notices.contains(.lost(
+            path: path, identity: identity, range: TailByteRange(2, nil), reason: .deletedBeforeRead)), "\(recorder.notices)")
+        XCTAssertEqual(recorder.numberedLines.map(\.number), [3])
+    }
+
+    /// `usePolling` (as on a network file system): `uv_fs_poll` instead of inotify, said in
+    /// a notice; appends, a rename rotation and a truncation are all followed.
+    func testThePollingFallbackFollowsAppendsRotationAndTruncation() throws {
+        let loop = try EventLoop()
+        let path = directory.file("polled.log")
+        writeFile(path, "0\n1\n")
+        var options = FileTailFollowTests.quickOptions
+        options.usePolling = true
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = File.follow(path, from: .beginning, options: options, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 }, timeout: 60))
+        append(path, "2\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 3 }, timeout: 60))
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        append(path + ".1", "3\n")
+        writeFile(path, "4\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 5 }, timeout: 60))
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "5\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 6 || recorder.error != nil }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(recorder.error)
+        XCTAssertEqual(recorder.notices.first, .polling(path: path, reason: "polling was asked for"))
+        XCTAssertEqual(recorder.numberedLines.map(\.number).sorted(), Array(0...5))
+        XCTAssertTrue(recorder.notices.contains { if case .replaced = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+        XCTAssertTrue(recorder.notices.contains { if case .truncated = $0 { return true } else { return false } },
+                      "\(recorder.notices)")
+    }
+
+    // MARK: - SIGKILL and restart
+
+    /// The `ruv-tail` example, built next to the test bundle.
+    static var ruvTail: String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        var path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if let slash = path.lastIndex(of: "/") { path = String(path[..<slash]) }
+        let candidate = path + "/ruv-tail"
+        return access(candidate, X_OK) == 0 ? candidate : nil
+    }
+
+    /// Starts `command` with `/bin/sh -c` (which `exec`s it, so the pid is the program's).
+    func spawn(_ command: String) -> pid_t {
+        var pid: pid_t = 0
+        let words: [String] = ["/bin/sh", "-c", command]
+        var argv: [UnsafeMutablePointer<CChar>?] = words.map { word in word.withCString { strdup($0) } }
+        argv.append(nil)
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ), 0)
+        return pid
+    }
+
+    /// The numbers of the lines in `path` (a partial last line is not counted).
+    func printedNumbers(_ path: String) -> [Int] {
+        guard let file = fopen(path, "r") else { return [] }
+        defer { fclose(file) }
+        var numbers: [Int] = []
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        while getline(&line, &capacity, file) > 0 {
+            let text = String(cString: line!)
+            if text.hasSuffix("\n"), let n = lineNumber(text) { numbers.append(n) }
+        }
+        free(line)
+        return numbers
+    }
+
+    /// Waits (bounded) until `condition` holds, checking every 10 ms.
+    func waitFor(_ seconds: Double = 120, _ condition: () -> Bool) -> Bool {
+        let deadline = csys_monotonic_ns() + UInt64(seconds * 1e9)
+        while csys_monotonic_ns() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    /// `ruv-tail --state DIR` follows a file written at about 20,000 lines/s; it is killed
+    /// with SIGKILL, the file is rotated by rename while it is down (the writer goes on
+    /// into the new file), and it is started again 2 s later with the same state. Every
+    /// line written is printed; the only lines printed twice are the last ones the killed
+    /// process printed after its last save (`--save-interval`), each at most twice.
+    func testKilledWithSIGKILLAndRestartedAfterARotationLosesNothing() throws {
+        guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
+        let path = directory.file("app.log")
+        let state = directory.file("state")
+        let out = directory.file("out.txt")
+        let command = "exec '\(ruvTail)' -n +1 --state '\(state)' '\(path)' >> '\(out)' 2>> '\(directory.file("err.txt"))'"
+        let total = 100_000
+        let written = Locked(0)
+        let rotateNow = Locked(false)
+        let rotated = Latch()
+        let finished = Latch()
+        writeFile(path, "")
+        let writer = TestThread {
+            defer { finished.countDown() }
+            var fd = open(path, O_WRONLY | O_APPEND)
+            var i = 0
+            while i < total {
+                var batch = ""
+                for _ in 0..<100 where i < total {
+                    batch += "\(i) line of the writer\n"
+                    i += 1
+                }
+                writeAll(fd, batch)
+                written.withLock { $0 = i }
+                usleep(5_000)  // ~20,000 lines/s
+                if rotateNow.withLock({ let r = $0; $0 = false; return r }) {
+                    XCTAssertEqual(rename(path, path + ".1"), 0)
+                    writeAll(fd, "\(i) after the rename\n")
+                    i += 1
+                    close(fd)
+                    fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+                    rotated.countDown()
+                }
+            }
+            close(fd)
+        }
+        var pid = spawn(command)
+        XCTAssertTrue(waitFor { self.printedNumbers(out).count >= 20_000 }, "the first run printed lines")
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let firstRun = printedNumbers(out)
+        rotateNow.withLock { $0 = true }
+        XCTAssertTrue(rotated.wait(timeout: 60))
+        // Down for 2 s (the writer goes on meanwhile), measured by what it wrote.
+        let writtenAtKill = written.value
+        XCTAssertTrue(waitFor { written.value >= min(total, writtenAtKill + 40_000) || written.value >= total })
+        pid = spawn(command)
+        XCTAssertTrue(finished.wait(timeout: 120))
+        writer.join()
+        XCTAssertTrue(waitFor { Set(self.printedNumbers(out)).count >= total }, "every line printed")
+        kill(pid, SIGTERM)
+        waitpid(pid, &status, 0)
+
+        let printed = printedNumbers(out)
+        let missing = Set(0..<total).subtracting(printed)
+        XCTAssertTrue(missing.isEmpty, "lost \(missing.count), from \(String(describing: missing.min()))")
+        var seen: [Int: Int] = [:]
+        for n in printed { seen[n, default: 0] += 1 }
+        let duplicates = seen.filter { $0.value > 1 }
+        XCTAssertTrue(duplicates.allSatisfy { $0.value == 2 }, "no line more than twice")
+        // The duplicates are the killed run's last lines: a suffix of what it printed.
+        let suffix = Set(firstRun.suffix(duplicates.count))
+        XCTAssertEqual(Set(duplicates.keys), suffix, "only lines printed after the last save come again")
+        XCTAssertLessThan(duplicates.count, firstRun.count)
+    }
+
+    /// Reads a whole small file (empty when missing).
+    func contents(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buffer, 1, buffer.count, file)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `ruv-tail` as a `tail -F` user expects: `--help`; `-n 1` on a file whose last line
+    /// has no break prints that line; truncation, removal and reappearance are said on
+    /// standard error while the lines go on on standard output; SIGTERM exits 0.
+    func testRuvTailPrintsAnUnfinishedLastLineAndItsNoticesOnStandardError() throws {
+        guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
+        let path = directory.file("f.log")
+        let out = directory.file("out")
+        let err = directory.file("err")
+        var status: Int32 = 0
+        let help = spawn("exec '\(ruvTail)' --help > '\(out)'")
+        waitpid(help, &status, 0)
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(contents(out).hasPrefix("usage: ruv-tail"), contents(out))
+
+        writeFile(path, "a\nb")
+        let pid = spawn("exec '\(ruvTail)' -n 1 '\(path)' > '\(out)' 2> '\(err)'")
+        XCTAssertTrue(waitFor { self.contents(out) == "b" }, "the unfinished last line: \(contents(out))")
+        append(path, "c\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\n" }, contents(out))
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "x\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\nx\n" && self.contents(err).contains("file truncated") },
+                      contents(out) + contents(err))
+        XCTAssertEqual(unlink(path), 0)
+        XCTAssertTrue(waitFor { self.contents(err).contains("is missing") }, contents(err))
+        writeFile(path, "y\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "bc\nx\ny\n" && self.contents(err).contains("has appeared") },
+                      contents(out) + contents(err))
+        kill(pid, SIGTERM)
+        waitpid(pid, &status, 0)
+        XCTAssertEqual(status, 0, "SIGTERM: exit 0")
+    }
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The sanitizer lane (`make sanitize`, run by .ci/run after `make test`): builds the library,
+# its tests and logcast with --sanitize=thread and with --sanitize=address, each in a
+# scratch path of its own, runs the tests, and fails on any report.
+#
+#   scripts/sanitize.sh                 both lanes, TSan then ASan
+#   scripts/sanitize.sh thread          one lane (thread | address)
+#   scripts/sanitize.sh address 'Subject|TestScheduler'    one lane, a swift test --filter
+#
+# A report fails the run twice over: halt_on_error/exitcode make the reporting process exit
+# non-zero, and every sanitized process (the test runner, the logcast daemon, the C programs
+# the embedding tests build) writes its reports to files under <scratch>/sanitizer-reports,
+# which this script prints and counts at the end of each step. A child process whose exit
+# status a test ignores still cannot hide a report.
+#
+# Suppressions live in scripts/sanitize/{tsan,lsan}.supp; each entry must say why the report
+# is a false positive.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+SWIFT=${SWIFT:-swift}
+NICE=${NICE:-}                       # e.g. NICE="nice -n 10" on a shared machine
+LOGCAST=Sources/logcast
+
+lanes=("${1:-thread address}")
+read -r -a lanes <<<"${lanes[0]}"
+filter=${2:-}
+
+# What runs under which sanitizer (and why), measured on a loaded 2-core VM (see README):
+# both lanes run every test of both packages; the embedding leak test scales its counts
+# down under a sanitizer (Tests/ReactiveUVEmbedTests/EmbedLeakTests.swift says why).
+
+failures=()
+say() { printf '\n[sanitize] %s\n' "$*"; }
+
+# Prints every report file of a step (demangled when swift can) and sets `reports_found`.
+print_reports() {
+    local dir=$1 f
+    reports_found=0
+    for f in "$dir"/*; do
+        [ -e "$f" ] || continue
+        reports_found=$((reports_found + 1))
+        printf '\n[sanitize] ===== %s report from %s =====\n' "$lane" "${f##*/}"
+        "$SWIFT" demangle --simplified <"$f" 2>/dev/null || cat "$f"
+    done
+}
+
+# The test that was running when a test process died (XCTest prints "started" lines). A leak
+# report comes at the process's exit, after the last test: its allocation stacks name the tests.
+last_started() {
+    grep -E "Test Case '.*' started|Test .* started" "$1" | tail -1 | sed -E "s/^.*Test (Case )?'?([^' ]+)'? started.*/\2/"
+}
+
+# The tests that failed (XCTest "error:" lines, Swift Testing "✘" lines), at most 20.
+failed_tests() {
+    grep -E "^/.*: error: |✘ Test " "$1" | sed -E 's/^.*: error: ([^ :]+) : .*$/\1/; s/^.*✘ Test ([^ ]+).*$/\1/' | sort -u | head -20 | tr '\n' ' '
+}
+
+# run_step LANE LABEL LOG COMMAND...: runs a build or test step, teeing to LOG.
+run_step() {
+    local lane=$1 label=$2 log=$3
+    shift 3
+    local start=$SECONDS status
+    say "$lane: $label"
+    "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    say "$lane: $label: exit $status after $((SECONDS - start)) s"
+    return "$status"
+}
+
+for lane in "${lanes[@]}"; do
+    case $lane in
+        thread) short=tsan ;;
+        address) short=asan ;;
+        *) echo "sanitize: unknown sanitizer '$lane' (thread | address)" >&2; exit 2 ;;
+    esac
+    lane_start=$SECONDS
+    scratch=$root/.build-$short
+    logcast_scratch=$root/$LOGCAST/.build-$short
+    reports=$scratch/sanitizer-reports
+    logs=$scratch/sanitizer-logs
+    mkdir -p "$scratch" "$logs"
+    rm -rf "$reports"
+    mkdir -p "$reports"
+
+    # Options common to every sanitized process this lane starts. log_exe_name names each
+    # report file after its program (xctest runner, logcast, a C test program).
+    case $lane in
+        thread)
+            export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$reports/tsan:log_exe_name=1:suppressions=$root/scripts/sanitize/tsan.supp"
+            ;;
+        address)
+            export ASAN_OPTIONS="halt_on_error=1:exitcode=23:detect_leaks=1:strict_string_checks=1:check_initialization_order=1:log_path=$reports/asan:log_exe_name=1"
+            export LSAN_OPTIONS="exitcode=23:suppressions=$root/scripts/sanitize/lsan.supp:print_suppressions=0"
+            ;;
+    esac
+
+    flags=(--sanitize="$lane")
+    filter_args=()
+    [ -n "$filter" ] && filter_args=(--filter "$filter")
+
+    # 1. The library, its examples and its tests.
+    if run_step "$lane" "build ReactiveUV (scratch .build-$short)" "$logs/build-root.log" \
+        $NICE "$SWIFT" build --build-tests "${flags[@]}" --scratch-path "$scratch"; then
+        run_step "$lane" "test ReactiveUV" "$logs/test-root.log" \
+            $NICE "$SWIFT" test --skip-build "${flags[@]}" --scratch-path "$scratch" "${filter_args[@]}"
+        status=$?
+        print_reports "$reports"
+        if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
+            failures+=("$lane: ReactiveUV tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-root.log"); last test started: $(last_started "$logs/test-root.log")")
+        fi
+        rm -f "$reports"/*
+    else
+        failures+=("$lane: ReactiveUV build failed (see $logs/build-root.log)")
+    fi
+
+    # 2. logcast (its tests spawn the logcast binary, built with the same sanitizer).
+    if run_step "$lane" "build logcast (scratch $LOGCAST/.build-$short)" "$logs/build-logcast.log" \
+        $NICE "$SWIFT" build --package-path "$LOGCAST" --build-tests "${flags[@]}" --scratch-path "$logcast_scratch"; then
+        run_step "$lane" "test logcast" "$logs/test-logcast.log" \
+            $NICE "$SWIFT" test --package-path "$LOGCAST" --skip-build "${flags[@]}" --scratch-path "$logcast_scratch" "${filter_args[@]}"
+        status=$?
+        print_reports "$reports"
+        if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
+            failures+=("$lane: logcast tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-logcast.log"); last test started: $(last_started "$logs/test-logcast.log")")
+        fi
+    else
+        failures+=("$lane: logcast build failed (see $logs/build-logcast.log)")
+    fi
+    say "$lane: lane took $((SECONDS - lane_start)) s"
+done
+
+say "total $SECONDS s"
+if [ ${#failures[@]} -ne 0 ]; then
+    say "FAILED:"
+    printf '  %s\n' "${failures[@]}"
+    exit 1
+fi
+say "clean: no sanitizer report (${lanes[*]})"
