@@ -1,3 +1,4 @@
+import Glibc
 import ReactiveUV
 
 /// A TLS connection over a TCP connection, from ``TLS/listen(host:port:certificate:key:options:handshakeTimeout:on:onListening:onHandshakeError:)``
@@ -70,7 +71,7 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
             onLoop { [self] in
                 if subscriber.isDisposed { return }
                 if reading {
-                    subscriber.sendError(UVError(code: -16 /* EBUSY */, operation: "TLS read (another subscription is reading)", target: description))
+                    subscriber.sendError(UVError(code: EBUSY, operation: "TLS read (another subscription is reading)", target: description))
                     return
                 }
                 reading = true

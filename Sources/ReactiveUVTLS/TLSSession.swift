@@ -194,7 +194,7 @@ final class TLSSession: @unchecked Sendable {
     /// outgoing memory BIO grows as needed).
     func encrypt(_ plaintext: [UInt8]) throws -> [UInt8] {
         if failed { throw TLSError(.protocolError, "the connection already failed", operation: "TLS write", target: target) }
-        if sentClose { throw UVError(code: -32 /* EPIPE */, operation: "TLS write after shutdown", target: target) }
+        if sentClose { throw UVError(code: EPIPE, operation: "TLS write after shutdown", target: target) }
         if plaintext.isEmpty { return [] }
         ERR_clear_error()
         let n = plaintext.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(clamping: $0.count)) }

@@ -94,6 +94,76 @@ final class TLSTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testBytesThatArriveBeforeAnyoneReadsAreKeptAndShutdownEndsThePeersReads() throws {
+        let loop = try EventLoop()
+        var port = 0
+        var accepted: TLSConnection?
+        let server = TLS.listen(port: 0, certificate: certs.server, key: certs.serverKey, on: loop, onListening: { port = $0.port })
+            .subscribeNext { accepted = $0 }
+        XCTAssertTrue(loop.run(until: { port != 0 }, timeout: 60))
+        // The client writes at once and shuts down; nobody on the server reads yet.
+        var lateWrite: (any Error)?
+        let client = Recorder<Void>()
+        let clientSubscription = client.subscribe(TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: certs.ca), on: loop)
+            .flattenMap { c in
+                c.write("early one\nearly two\n").then { c.shutdown() }
+                    .then { c.write("too late").catch { lateWrite = $0; return .empty() } }
+                    .concat(Signal.return(()))
+            }
+            .take(1))
+        XCTAssertTrue(loop.run(until: { client.terminated && accepted != nil }, timeout: 60))
+        XCTAssertNil(client.error, "\(client.events)")
+        XCTAssertEqual((lateWrite as? UVError)?.name, "EPIPE", "a write after shutdown: \(String(describing: lateWrite))")
+        let connection = try XCTUnwrap(accepted)
+        XCTAssertTrue(connection.protocolVersion.hasPrefix("TLSv1."))
+
+        // A later subscription gets every byte (kept in the memory BIO since the handshake),
+        // then completes at the peer's close_notify, all during `subscribe`; a reader after
+        // that completes at once without a value.
+        let lines = Recorder<String>()
+        lines.subscribe(connection.lines)
+        let second = Recorder<[UInt8]>()
+        second.subscribe(connection.reads)
+        XCTAssertTrue(loop.run(until: { lines.terminated && second.terminated }, timeout: 60))
+        XCTAssertEqual(lines.events, [.next("early one"), .next("early two"), .completed])
+        XCTAssertTrue(second.completed && second.values.isEmpty, "\(second.events)")
+        clientSubscription.dispose()
+        server.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
+    func testOneReaderAtATimeAndAReaderAfterADisposedOneGetsTheRest() throws {
+        let loop = try EventLoop()
+        var port = 0
+        var accepted: TLSConnection?
+        let server = TLS.listen(port: 0, certificate: certs.server, key: certs.serverKey, on: loop, onListening: { port = $0.port })
+            .subscribeNext { accepted = $0 }
+        XCTAssertTrue(loop.run(until: { port != 0 }, timeout: 60))
+        var clientConnection: TLSConnection?
+        let client = TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: certs.ca), on: loop)
+            .subscribeNext { clientConnection = $0 }
+        XCTAssertTrue(loop.run(until: { clientConnection != nil && accepted != nil }, timeout: 60))
+        let connection = try XCTUnwrap(accepted)
+
+        let first = Recorder<[UInt8]>()
+        let firstSubscription = first.subscribe(connection.reads)
+        let second = Recorder<[UInt8]>()
+        second.subscribe(connection.reads)
+        XCTAssertEqual((second.error as? UVError)?.code, -16, "EBUSY while another reads: \(second.events)")
+        firstSubscription.dispose()
+        XCTAssertEqual(first.count, 0)
+
+        let third = Recorder<String>()
+        third.subscribe(connection.lines)
+        _ = clientConnection!.write("after the first reader left\n").subscribe()
+        XCTAssertTrue(loop.run(until: { third.count == 1 }, timeout: 60))
+        XCTAssertEqual(third.values, ["after the first reader left"])
+        client.dispose()
+        XCTAssertTrue(loop.run(until: { third.terminated }, timeout: 60), "the peer's close ends the reads")
+        server.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     /// Connects a client trusting `ca` to a server presenting `certificate`; returns the
     /// client's error and the server's handshake failures.
     func rejected(certificate: String, serverName: String = "localhost", ca: String? = nil) throws -> (TLSError, [TLSError]) {

@@ -1,3 +1,4 @@
+import CLibUV
 import CSystemShims
 import Glibc
 import XCTest
@@ -288,7 +289,11 @@ final class DisposeMatrixTests: XCTestCase {
         case .first:
             helper = TestThread {
                 // first() disposes its subscription from the value's callback.
-                if let value = signal.first() { probe.next(value) }
+                do {
+                    if let value = try signal.first() { probe.next(value) }
+                } catch {
+                    probe.error(error)
+                }
                 probe.markDisposed()
                 helperDone.countDown()
                 loop.execute {}  // wake the loop so the test notices
