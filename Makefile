@@ -22,7 +22,7 @@ test: deps
 	$(SWIFT) build --package-path $(LOGCAST) --build-tests
 	$(SWIFT) test --package-path $(LOGCAST) --skip-build
 
-## The sanitizer lane (CI runs it after `make test`): every test of both packages built with
+## The sanitizer lane (to be run by CI after `make test` once clean on the merged tree): every test of both packages built with
 ## --sanitize=thread (scratch .build-tsan) and with --sanitize=address (.build-asan, with
 ## LeakSanitizer); any report fails it, naming the sanitizer, the test and the process.
 ## `make sanitize SANITIZERS=thread FILTER=Subject` runs one lane on a `swift test --filter`.
