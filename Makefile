@@ -66,7 +66,7 @@ bench-allocs: deps
 ## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
 ## swift-docc-plugin, so the library's users never resolve a documentation dependency.
 docs: deps
-	SWIFT=$(SWIFT) ./scripts/build-docs.sh
+	SWIFT="$(SWIFT)" ./scripts/build-docs.sh
 
 clean:
 	rm -rf .build .build-tsan .build-asan Benchmarks/.build Benchmarks/.build-cmo $(LOGCAST)/.build $(LOGCAST)/.build-tsan $(LOGCAST)/.build-asan

@@ -11,8 +11,8 @@
 //     swift build -c release --product ruv-tail
 //     swift run -c release --package-path Benchmarks ruv-tail-bench
 //
-// logcast throughput (lines per second to 1, 10 and 100 clients, against `tail -F`) needs
-// the daemon built first, the same way:
+// logcast throughput (1 client, 100 filtered clients, 100 clients, 10,000 idle clients and a
+// burst; against `tail -F` and rsyslog in the same run) needs the daemon built first:
 //
 //     swift build -c release --package-path Sources/logcast
 //     swift run -c release --package-path Benchmarks logcast-bench
@@ -56,8 +56,8 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Appends to a file followed by `logcast` (built first with `swift build -c release
-        // --product logcast`) and counts what 1, 10 and 100 TCP clients receive, against
-        // `tail -F`; plain POSIX like ruv-tail-bench.
+        // --package-path Sources/logcast`) and counts what its clients receive, against
+        // `tail -F` and rsyslog; plain POSIX like ruv-tail-bench.
         .executableTarget(
             name: "logcast-bench",
             path: "Sources/logcast-bench",

@@ -11,7 +11,7 @@ import ReactiveUV
 ///
 /// Why management calls run off the loop: cnats's JetStream requests (`js_AddStream`,
 /// `js_GetStreamInfo`, consumer creation) block until their reply, which is read by the
-/// very loop they would block (NATS-NOTES pitfall 1). They run on libuv's thread pool and
+/// very loop they would block (NATS-NOTES pitfall 1). They run on a short-lived thread each and
 /// their results come back on the loop. Publishing is asynchronous (`js_PublishMsgAsync`)
 /// and happens on the loop; cnats delivers acknowledgements on a thread of its own, which
 /// hands them to the loop (pitfall 5).
@@ -377,6 +377,33 @@ public final class JetStream: @unchecked Sendable {
     /// - Returns: a cold signal of messages.
     public func consume(stream: String, subject: String? = nil, from start: JetStreamStart = .all,
                         bufferLimit: Int = 1024) -> Signal<NATSMessage> {
+        if case .time(let t) = start, let earlier = JetStream.startTimeCnatsEncodes(t) {
+            // Start at a time cnats encodes correctly, at or before `t`, and skip what was
+            // stored before `t`: the consumer still begins exactly at `t`.
+            return orderedConsumer(stream: stream, subject: subject, from: .time(earlier), bufferLimit: bufferLimit)
+                .filter { ($0.timestamp ?? t) >= t }
+        }
+        return orderedConsumer(stream: stream, subject: subject, from: start, bufferLimit: bufferLimit)
+    }
+
+    /// A start time that cnats 3.4 encodes without shifting it, or `nil` when `t` itself is.
+    ///
+    /// Why: cnats's `nats_EncodeTimeUTC` prints the nanoseconds of a start time with
+    /// `".%" PRId64` and no zero padding, so a fraction below 0.1 s loses its leading zeros
+    /// and moves later (…:05.012 s is sent as …:05.12 s): a consumer from such a time missed
+    /// every message of the first ~0.1–0.9 s, and none at all when the stream ended within
+    /// that span (JetStreamTests caught it about one run in ten). Whole seconds encode
+    /// exactly, so such a time is rounded down to its second and the messages before `t`
+    /// are skipped on delivery.
+    static func startTimeCnatsEncodes(_ t: Int64) -> Int64? {
+        let fraction = t % 1_000_000_000
+        guard fraction > 0 && fraction < 100_000_000 else { return nil }
+        return t - fraction
+    }
+
+    /// The ordered consumer itself (see ``consume(stream:subject:from:bufferLimit:)``).
+    private func orderedConsumer(stream: String, subject: String?, from start: JetStreamStart,
+                                 bufferLimit: Int) -> Signal<NATSMessage> {
         Signal.create { [self] subscriber in
             let relay = MessageRelay(loop: loop, subscriber: subscriber, jetStream: true, bufferLimit: bufferLimit)
             loop.natsPerform { [self] in

@@ -9,8 +9,8 @@ import ReactiveUV
 // pings, reconnects, message delivery, JetStream ack handling: NATS-NOTES pitfall 5), and
 // JetStream's management calls block until a reply that the loop itself must read (pitfall
 // 1). So every callback from cnats hops to the loop with `EventLoop.execute`, and every
-// blocking call runs on libuv's thread pool (`uv_queue_work`), its result coming back on the
-// loop thread in the work request's completion callback.
+// blocking call runs on a short-lived thread of its own, its result coming back on the
+// loop thread by `EventLoop.execute`.
 
 extension EventLoop {
     /// Runs `body` on the loop's thread: inline when already there, else queued.
@@ -23,57 +23,63 @@ extension EventLoop {
         }
     }
 
-    /// Runs `work` on libuv's thread pool and then `done` with its result on this loop's
-    /// thread. Call on the loop's thread.
+    /// Runs `work` on a thread of its own and then `done` with its result on this loop's
+    /// thread.
     ///
-    /// Why the pool and not a thread of our own: the runtime starts no threads outside
-    /// libuv, and a `uv_work_t` is a request, not a handle, so nothing is left to close.
+    /// Why not libuv's thread pool (`uv_queue_work`): that pool is shared by the whole
+    /// process (4 threads unless `UV_THREADPOOL_SIZE` says otherwise) and also runs every
+    /// file-system request and name lookup; a JetStream request can block one of its threads
+    /// for its whole timeout, and file reads queued behind it would wait, or the request
+    /// would wait behind them. Management calls are rare, so a
+    /// short-lived detached thread each costs nothing that matters.
     func runOffLoop<Result>(_ work: @escaping () -> Result, done: @escaping (Result) -> Void) {
-        let job: OffLoopWork = OffLoopJob(work: work, done: done)
-        let request = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
-        request.pointee.data = Unmanaged.passRetained(job).toOpaque()
-        let rc = uv_queue_work(uvLoop, request, { request in
-            guard let request else { return }
-            Unmanaged<OffLoopWork>.fromOpaque(request.pointee.data).takeUnretainedValue().run()
-        }, { request, _ in
-            guard let request else { return }
-            let job = Unmanaged<OffLoopWork>.fromOpaque(request.pointee.data).takeRetainedValue()
-            request.deallocate()
-            job.finish()
-        })
-        if rc < 0 {
-            // Only a NULL callback makes uv_queue_work fail; run the work here rather than lose it.
-            Unmanaged<OffLoopJob<Result>>.fromOpaque(request.pointee.data).release()
-            request.deallocate()
+        let job: OffLoopWork = OffLoopJob(loop: self, work: work, done: done)
+        let context = Unmanaged.passRetained(job).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { context in
+            let job = Unmanaged<OffLoopWork>.fromOpaque(context!).takeRetainedValue()
+            job.run()
+            job.handBack()
+            return nil
+        }, context)
+        if rc != 0 {
+            // No thread to be had: run it here rather than lose it (it blocks this loop).
+            Unmanaged<OffLoopWork>.fromOpaque(context).release()
             done(work())
+            return
         }
+        pthread_detach(thread)
     }
 }
 
-/// One blocking call handed to libuv's pool: `run` on a pool thread, `finish` on the loop.
-/// (A non-generic base: libuv's C callbacks cannot name a generic type.)
+/// One blocking call: `run` on its own thread, then `finish` on the loop.
+/// (A non-generic base: the thread's C entry point cannot name a generic type.)
 class OffLoopWork: @unchecked Sendable {
     func run() {}
-    func finish() {}
+    func handBack() {}
 }
 
 /// An ``OffLoopWork`` with its result type.
 final class OffLoopJob<Result>: OffLoopWork, @unchecked Sendable {
-    // Thread-safety: `result` is written by the pool thread in `run` and read on the loop
-    // thread in `finish`; libuv orders the two (after_work_cb runs after work_cb returned).
+    // Thread-safety: `result` is written by the worker thread in `run` and read on the loop
+    // thread after `execute` handed it over (the loop's queue lock orders the two).
+    let loop: EventLoop
     let work: () -> Result
     let done: (Result) -> Void
     var result: Result?
 
-    init(work: @escaping () -> Result, done: @escaping (Result) -> Void) {
+    init(loop: EventLoop, work: @escaping () -> Result, done: @escaping (Result) -> Void) {
+        self.loop = loop
         self.work = work
         self.done = done
     }
 
     override func run() { result = work() }
 
-    override func finish() {
-        if let result { done(result) }
+    override func handBack() {
+        loop.execute { [self] in
+            if let result { done(result) }
+        }
     }
 }
 

@@ -9,7 +9,8 @@ import ReactiveUV
 /// Its socket IO runs on ``loop`` through cnats's libuv adapter; its events
 /// (``events``), messages (``subscribe(_:queue:)``) and JetStream acknowledgements arrive on
 /// that loop's thread, whichever cnats thread produced them. Its methods may be called from
-/// any thread (they hop to the loop). It closes when the subscription that made it is
+/// any thread (they hop to the loop), except ``jetStream(requestTimeout:window:)`` and the
+/// properties, which are read on the loop's thread. It closes when the subscription that made it is
 /// disposed, or with ``close()``.
 public final class NATSConnection: @unchecked Sendable {
     // Thread-safety: every mutable property is touched only on `loop`'s thread; cnats's
@@ -41,7 +42,8 @@ public final class NATSConnection: @unchecked Sendable {
     /// connection has closed.
     public var events: Signal<NATSConnectionEvent> { eventSubject }
 
-    /// The URL of the server currently connected to, or `nil` while disconnected.
+    /// The URL of the server currently connected to, or `nil` while disconnected (read on
+    /// the loop's thread).
     public var connectedURL: String? {
         guard let nc, !isClosed else { return nil }
         var buffer = [CChar](repeating: 0, count: 256)
@@ -49,7 +51,8 @@ public final class NATSConnection: @unchecked Sendable {
         return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
-    /// Whether the connection is up right now (not reconnecting, not closed).
+    /// Whether the connection is up right now (not reconnecting, not closed; read on the
+    /// loop's thread).
     public var isConnected: Bool {
         guard let nc, !isClosed else { return false }
         return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED
@@ -143,7 +146,8 @@ public final class NATSConnection: @unchecked Sendable {
     }
 
     /// A JetStream context on this connection, for stream management, acknowledged
-    /// publishing and consumers (call on any thread; it is used on the loop's).
+    /// publishing and consumers. Call on the connection's loop thread (where the
+    /// connection is delivered); the context's own methods may be called from any thread.
     ///
     /// - Parameter requestTimeout: how long management requests and publish
     ///   acknowledgements may take, in seconds.

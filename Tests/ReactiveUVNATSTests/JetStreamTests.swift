@@ -149,10 +149,11 @@ final class JetStreamTests: NATSTestCase {
         // From a time: the timestamp of message 250.
         let stamp = try XCTUnwrap(fromSequence.value.first { $0.streamSequence == 250 }?.timestamp)
         let fromTime = Box<[UInt64]>([])
-        subscriptions.append(js.consume(stream: "L", subject: "l.>", from: .time(stamp)).subscribeNext {
-            fromTime.value.append($0.streamSequence!)
-        })
-        XCTAssertTrue(waitFor { (fromTime.value.last ?? 0) == 300 })
+        let timeError = Box<Error?>(nil)
+        subscriptions.append(js.consume(stream: "L", subject: "l.>", from: .time(stamp)).subscribe(
+            next: { fromTime.value.append($0.streamSequence!) }, error: { timeError.value = $0 }, completed: {}))
+        XCTAssertTrue(waitFor { (fromTime.value.last ?? 0) == 300 || timeError.value != nil })
+        XCTAssertNil(timeError.value)
         XCTAssertLessThanOrEqual(fromTime.value.first ?? 0, 250)
         XCTAssertEqual(fromTime.value, Array((fromTime.value.first ?? 0)...300), "in order without gaps")
 

@@ -25,7 +25,7 @@ guard access(logcast, X_OK) == 0 else {
     print("build logcast first: swift build -c release --package-path Sources/logcast (\(logcast) missing)")
     exit(1)
 }
-let natsServer = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].first { access($0, X_OK) == 0 } ?? "nats-server"
+let natsServer = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].first { (path: String) in access(path, X_OK) == 0 } ?? "nats-server"
 
 func freePort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -170,7 +170,7 @@ func writeFile(_ path: String) -> Int64 {
         bytes.append(contentsOf: Array(String(n).utf8))
         bytes.append(contentsOf: padding)
     }
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
     return Int64(bytes.count)
 }
 

@@ -162,7 +162,14 @@ final class ClientSession: @unchecked Sendable {
         reading?.dispose()
         if let pattern = feed.pattern { server.compiler.release(pattern) }
         if graceful {
-            finishing = drain().subscribe()
+            // Bounded: a client that stopped reading cannot keep its connection forever.
+            let transport = self.transport
+            let fanOut = server.fanOut
+            let feed = self.feed
+            finishing = drain().timeout(5, on: Scheduler.main).subscribe(error: { _ in
+                fanOut.remove(feed)
+                transport.close()
+            })
         } else {
             server.fanOut.remove(feed)
             transport.close()

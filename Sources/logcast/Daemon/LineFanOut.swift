@@ -259,7 +259,8 @@ final class LineFanOut {
     /// Writes what `feed` has waiting, in one write, unless a write is in flight.
     private func visit(_ feed: ClientFeed) {
         guard !feed.ended else { return }
-        if feed.paused && !feed.closing { feed.nextSequence = nextSequence }
+        // A paused or closing client takes no more lines (and holds no block back).
+        if feed.paused || feed.closing { feed.nextSequence = nextSequence }
         if feed.writing {
             enforceLimit(feed)
             return

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import Logging
+import LogcastScan
 import ReactiveUV
 
 /// `logcast [FILE...] [--listen HOST:PORT] [options]`: tails log files as signals and serves
@@ -153,6 +154,10 @@ struct LogcastCommand: ParsableCommand {
         logger.logLevel = level
         let address = try Self.parseAddress(listen, option: "--listen")
 
+        guard lcs_platform_ok() != 0 else {
+            Output.err("logcast: error: Hyperscan (the GREP engine) cannot run on this processor: it needs x86-64 with SSSE3\n")
+            throw ExitCode.failure
+        }
         for path in files {
             if let problem = Self.unusable(path) {
                 Output.err("logcast: error: \(problem)\n")

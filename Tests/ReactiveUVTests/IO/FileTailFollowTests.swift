@@ -278,6 +278,37 @@ extension FileTailFollowTests {
     }
 }
 
+extension FileTailFollowTests {
+    /// More files waiting than `maxOpenFiles` allows: the oldest is given up, and exactly
+    /// its unread bytes are reported lost (`fellBehind`), from the first unread line to its end.
+    func testAReaderGivenUpBeyondTheOpenFileLimitReportsItsUnreadBytes() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        let old = (0..<100_000).map { "\($0) old\n" }.joined()
+        writeFile(path, old)
+        var options = FileTailFollowTests.quickOptions
+        options.maxOpenFiles = 1
+        let (recorder, subscription) = follow(path, options: options, on: loop)
+        // Rotated before the tail could read much of it (the loop has not run yet).
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        writeFile(path, "0 new\n1 new\n")
+        XCTAssertTrue(loop.run(until: {
+            recorder.numberedLines.filter { $0.identity != recorder.chunks.first?.identity }.count >= 2
+                && recorder.notices.contains { if case .lost = $0 { return true } else { return false } }
+        }, timeout: 60), "\(recorder.notices)")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        guard let lost = recorder.notices.first(where: { if case .lost = $0 { return true } else { return false } }),
+            case .lost(_, let identity, let range, let reason) = lost
+        else { return XCTFail("no loss reported") }
+        XCTAssertEqual(reason, .fellBehind)
+        XCTAssertEqual(range.upperBound, Int64(old.utf8.count), "to the old file's end")
+        let readOfOld = recorder.chunks.filter { $0.identity == identity }.reduce(Int64(0)) { $0 + Int64($1.bytes.count) }
+        XCTAssertEqual(range.lowerBound, readOfOld, "from the first byte not delivered")
+        XCTAssertLessThan(readOfOld, Int64(old.utf8.count), "the old file was given up before its end")
+    }
+}
+
 /// Resumption: in process through a `TailCheckpointStore`, and across a SIGKILL of the
 /// `ruv-tail` example run with `--state` (a rename rotation while it was down), plus the
 /// `uv_fs_poll` fallback.

@@ -32,8 +32,10 @@ extension File {
     /// however many rotations happen while reading lags. After a rotation the new file is
     /// read at once; the old one keeps being read — including lines its writer appends
     /// after the rename — until it is deleted, quiet for `rotationQuietPeriod` while a
-    /// newer file is at the path, or replaced once more. Chunks of different files may
-    /// interleave; within a file they come in order, exactly once.
+    /// newer file is at the path, or replaced once more. Files are read in the order they
+    /// were at the path: a newer file waits only while an older one still has lines to read
+    /// (reading lags), never for the quiet period. Every line comes exactly once; lines a
+    /// writer appends to the old file after the rename interleave with the new file's.
     ///
     /// **Start.** What the path holds when `subscribe` runs is opened synchronously and
     /// gets `start`; a file that appears later is read from its first byte, so lines
@@ -53,6 +55,13 @@ extension File {
     /// ``TailNotice/appeared(path:identity:)``). Where inotify cannot see changes (network
     /// and FUSE file systems, a failing watch) the path is polled with `uv_fs_poll` and
     /// ``TailNotice/polling(path:reason:)`` says so.
+    ///
+    /// **Where the work happens.** Reads of uncached data run on libuv's pool; what the
+    /// page cache holds is read on the loop thread without waiting (`RWF_NOWAIT`). The
+    /// small checks — `stat` of the path at a rename event, `open` and a 64-byte read of a
+    /// new file, `fstat` and a 64-byte read at each end of file — are plain system calls on
+    /// the loop thread: microseconds on a local file system, a round trip to the server on
+    /// a network one.
     ///
     /// - Parameters:
     ///   - path: the file to follow.

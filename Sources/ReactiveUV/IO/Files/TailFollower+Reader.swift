@@ -104,10 +104,27 @@ final class TailFileReader {
 
     // MARK: - Events
 
+    /// Whether the last step ended at the end of the file (nothing known to be unread).
+    private(set) var reachedEnd = false
+    /// A poke waits for an older file to be read to its end (see ``poke()``).
+    var deferred = false
+
     /// Something may have changed: read or check now, or after the step under way.
+    ///
+    /// While an older file of the tail (one that was at the path before this one) still has
+    /// lines to read, this one waits: files are read in the order they were at the path, so
+    /// a writer's lines keep their order across a rotation, and only a reader that lags
+    /// (with the old file not read to its end yet) makes the new file wait — never the
+    /// rotation quiet period.
     func poke() {
         if closed || stopping || busy || held { return }
+        if follower.olderReaderIsReading(before: self) {
+            deferred = true
+            return
+        }
+        deferred = false
         busy = true
+        reachedEnd = false
         readNext(onPool: false)
     }
 
@@ -115,6 +132,10 @@ final class TailFileReader {
     /// arrive inside `subscribe`, before the caller holds its disposable).
     func pokeOnNextTurn() {
         if closed || stopping || busy || held { return }
+        if follower.olderReaderIsReading(before: self) {
+            deferred = true
+            return
+        }
         busy = true
         waitingForTurn = true
         follower.waitForNextTurn(self)
@@ -290,6 +311,9 @@ final class TailFileReader {
             }
         }
         busy = false
+        reachedEnd = true
+        follower.readerReachedEnd(self)
+        if closed || stopping { return }
         if let rotatedAt {
             let quietSince = max(rotatedAt, lastData)
             if deleted || superseded || csys_monotonic_ns() &- quietSince >= follower.quietNanoseconds {

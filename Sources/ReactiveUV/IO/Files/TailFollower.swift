@@ -14,7 +14,8 @@ import Glibc
 /// reopens the path (GNU `tail -F` loses those) — until it is deleted, replaced once more,
 /// or quiet for the rotation quiet period while a newer file is at the path. However many
 /// rotations happen while a reader lags behind, every file is opened when it appears and
-/// read to its end. Lines of all files are delivered as they are read, each chunk tagged
+/// read to its end, in the order the files were at the path (a newer file waits only while an
+/// older one still has lines to read). Each chunk is tagged
 /// with its file's identity and byte offset.
 ///
 /// **Seeing changes.** An inotify watch on the path's directory (`uv_fs_event`): an event
@@ -202,6 +203,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if current === reader { current = nil }
         if stopped { return cleanUpIfDone() }
         releaseHeldReaders()
+        pokeDeferredReaders()
     }
 
     /// A read or check failed: the subscription ends with `error`.
@@ -579,6 +581,25 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     }
 
     var hasCurrentFile: Bool { current != nil }
+
+    /// Whether a file older than `reader` (before it in ``readers``) is still being read:
+    /// `reader` then waits (see ``TailFileReader/poke()``).
+    func olderReaderIsReading(before reader: TailFileReader) -> Bool {
+        for other in readers {
+            if other === reader { return false }
+            if other.isOpen && !other.reachedEnd && !other.held { return true }
+        }
+        return false
+    }
+
+    /// `reader` read its file to the end for now: younger files waiting for it go on.
+    func readerReachedEnd(_ reader: TailFileReader) {
+        pokeDeferredReaders()
+    }
+
+    private func pokeDeferredReaders() {
+        for waiting in readers where waiting.deferred && !stopped { waiting.poke() }
+    }
 
     // MARK: - Output
 

@@ -20,7 +20,7 @@ public enum UDP {
     /// subscribed.
     ///
     /// The socket receives nothing until its ``UDPSocket/datagrams`` are subscribed, and
-    /// sends with ``UDPSocket/send(_:to:)``. Disposing closes it (`uv_close`, from any
+    /// sends with ``UDPSocket/send(_:to:)-([UInt8],_)``. Disposing closes it (`uv_close`, from any
     /// thread). The signal completes when the socket closes by itself (its send queue
     /// overflowed under ``BackpressurePolicy/disconnect``), and fails with a ``UVError``
     /// when the socket cannot be made or bound (`EADDRINUSE`, `EACCES`, `EADDRNOTAVAIL`, a
@@ -31,7 +31,7 @@ public enum UDP {
     ///   - host: the local address; `0.0.0.0` or `::` for every interface.
     ///   - port: the local port; 0 lets the kernel choose (see ``UDPSocket/localAddress``).
     ///   - options: socket options, multicast groups, the send queue's limit and policy.
-    ///   - loop: the loop the socket lives on; `nil` for the default (see ``UDP``).
+    ///   - requestedLoop: the loop the socket lives on; `nil` for the default (see ``UDP``).
     /// - Returns: a cold signal of one socket.
     public static func open(
         host: String = "127.0.0.1", port: Int = 0, options: UDPOptions = UDPOptions(), on requestedLoop: EventLoop? = nil
@@ -102,7 +102,7 @@ public struct Datagram: Sendable {
     /// The socket that received it (replies go out from its port).
     public let socket: UDPSocket
 
-    /// Sends `bytes` back to ``sender`` from ``socket`` (see ``UDPSocket/send(_:to:)``).
+    /// Sends `bytes` back to ``sender`` from ``socket`` (see ``UDPSocket/send(_:to:)-([UInt8],_)``).
     ///
     /// - Parameter bytes: the reply.
     /// - Returns: a cold signal that completes once the datagram is handed to the kernel.
@@ -130,7 +130,7 @@ public struct UDPOptions: Sendable {
     /// Bytes that may wait in the send queue before ``backpressure`` acts.
     public var highWaterMark: Int
     /// What happens to sends while the queue is at or above the mark (see
-    /// ``UDPSocket/send(_:to:)``).
+    /// ``UDPSocket/send(_:to:)-([UInt8],_)``).
     public var backpressure: BackpressurePolicy
 
     /// Creates options.

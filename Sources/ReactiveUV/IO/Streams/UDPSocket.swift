@@ -63,7 +63,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Datagrams the kernel truncated because they were larger than a receive slot (64 KiB):
     /// counted and not delivered.
     public var truncatedDatagrams: Int { truncated.load() }
-    /// Datagrams of ``send(_:)-(Signal<(bytes:[UInt8],to:SocketAddress)>)`` that the kernel
+    /// Datagrams of ``send(_:)`` that the kernel
     /// refused (`ECONNREFUSED` from an earlier ICMP, `EMSGSIZE`, `ENETUNREACH`): counted,
     /// and the send goes on.
     public var failedSends: Int { failed.load() }
@@ -298,7 +298,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Sends the UTF-8 bytes of `text` to `address` (see ``send(_:to:)-(_:[UInt8],_)``).
+    /// Sends the UTF-8 bytes of `text` to `address` (see ``send(_:to:)-([UInt8],_)``).
     ///
     /// - Parameters:
     ///   - text: the payload.
@@ -309,7 +309,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Sends every datagram `source` sends, in order; completes when `source` has
     /// completed and every datagram is handed to the kernel.
     ///
-    /// The streaming form of ``send(_:to:)-(_:[UInt8],_)``, without a subscription per
+    /// The streaming form of ``send(_:to:)-([UInt8],_)``, without a subscription per
     /// datagram: an echo server is `socket.send(socket.datagrams.map { ($0.payload, $0.sender) })`.
     /// The source is subscribed on ``loop``'s thread; values it sends from another thread
     /// hop there in order. Backpressure as for single sends (``backpressure``; with

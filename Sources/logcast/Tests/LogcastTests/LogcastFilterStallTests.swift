@@ -199,4 +199,22 @@ final class LogcastFilterStallTests: XCTestCase {
         XCTAssertEqual(y.readLines { $0.count >= 1 }, ["\(dir)/a.log: ok 1"])
         assertProbe(probe, atLeast: 3, "slow compile")
     }
+
+    /// A pattern's top-level alternatives are compiled as separate expressions; anchors,
+    /// character classes, escapes and groups keep their meaning, and a pattern with an
+    /// inline option (`(?i)`) is compiled whole.
+    func testAlternativesMatchAsOnePattern() throws {
+        let (p, a, probe) = try startWithProbe()
+        let x = try LineClient(port: p.port)
+        let y = try LineClient(port: p.port)
+        XCTAssertEqual(x.command(#"GREP ^err|warn$|[|]pipe|\|bar|(b|c)d"#, reply: "OK").last, #"OK GREP ^err|warn$|[|]pipe|\|bar|(b|c)d"#)
+        XCTAssertEqual(y.command("GREP (?i)loud|quiet", reply: "OK").last, "OK GREP (?i)loud|quiet")
+        let lines = ["err 1", "x err", "x warn", "warn x", "a |pipe", "a pipe", "a |bar", "cd", "ad", "LOUD", "QUIET", "none"]
+        appendLines(a, lines)
+        XCTAssertEqual(x.readLines { $0.count >= 5 }, ["err 1", "x warn", "a |pipe", "a |bar", "cd"].map { "\(a): \($0)" })
+        XCTAssertEqual(y.readLines { $0.count >= 2 }, ["LOUD", "QUIET"].map { "\(a): \($0)" })
+        appendLines(a, ["err end"])
+        XCTAssertEqual(x.readLines { $0.count >= 1 }, ["\(a): err end"], "nothing else matched before it")
+        assertProbe(probe, atLeast: 3, "alternatives")
+    }
 }

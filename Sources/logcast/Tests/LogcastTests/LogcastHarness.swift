@@ -23,14 +23,20 @@ final class LogcastProcess: @unchecked Sendable {
         return dir.appendingPathComponent("logcast").path
     }
 
-    init(_ arguments: [String]) throws {
+    /// Starts `logcast arguments`, or `wrapper + [logcast] + arguments` (e.g. `prlimit …`).
+    init(_ arguments: [String], wrapper: [String] = []) throws {
         let dir = temporaryDirectory()
         outPath = dir + "/stdout"
         errPath = dir + "/stderr"
         FileManager.default.createFile(atPath: outPath, contents: nil)
         FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
+        if wrapper.isEmpty {
+            process.executableURL = URL(fileURLWithPath: Self.binary)
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: wrapper[0])
+            process.arguments = Array(wrapper.dropFirst()) + [Self.binary] + arguments
+        }
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: errPath)
         try process.run()
