@@ -300,7 +300,7 @@ final class LoopSchedulerTests: XCTestCase {
         let first = loop.scheduler
         let second: Scheduler = LoopScheduler(loop: loop, name: "test.second")
         let seen = Confined<[String]>([])
-        func name(_ scheduler: Scheduler?) -> String {
+        let name: @Sendable (Scheduler?) -> String = { scheduler in
             if scheduler === first { return "first" }
             if scheduler === second { return "second" }
             if scheduler === Scheduler.immediate { return "outside" }
