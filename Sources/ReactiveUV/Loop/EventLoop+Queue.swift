@@ -9,12 +9,25 @@ import Glibc
 /// runs, the loop thread's context slot (``EventLoop/currentTaskContext``) holds the tag,
 /// and that layer reads the slot to know on whose behalf code runs. Untagged work (from
 /// ``EventLoop/execute(_:)``) runs with the slot as the loop thread has it outside any task.
-struct LoopTask {
-    /// The work.
-    let body: () -> Void
-    /// The tag, owning a reference to its object when it was made by
+///
+/// An enum of one case rather than a struct: the drain takes a task apart with
+/// `switch consume`, which moves the closure out; reading a struct's fields there made the
+/// optimizer retain and release the closure's context around the call (two atomic
+/// operations per task, ~25% of a scheduled block's cost on the benchmark machine).
+enum LoopTask {
+    /// The work, and its tag, owning a reference to its object when made by
     /// ``LoopTaskContext/retaining(_:)`` (given back when the task has run or is skipped).
-    let context: LoopTaskContext
+    case task(() -> Void, LoopTaskContext)
+
+    /// A task of `body` tagged with `context`.
+    @inline(__always)
+    init(body: @escaping () -> Void, context: LoopTaskContext) { self = .task(body, context) }
+
+    /// The tag.
+    @inline(__always)
+    var context: LoopTaskContext {
+        switch self { case .task(_, let context): return context }
+    }
 }
 
 /// An opaque tag on a loop task: an object's address, with a flag saying whether the tag
@@ -224,18 +237,20 @@ extension EventLoop {
         batch.drain { task in
             started &+= 1
             startedCount.store(started, csys_release)
-            let context = task.context
-            defer { context.release() }
-            // Only tagged tasks can be cancelled (see `cancelEntryLocked`).
-            if context.bits != 0 && cancellations.load(csys_acquire) != 0 && takeCancellation(at: started) {
-                return
+            switch consume task {
+            case .task(let body, let context):
+                defer { context.release() }
+                // Only tagged tasks can be cancelled (see `cancelEntryLocked`).
+                if context.bits != 0 && cancellations.load(csys_acquire) != 0 && takeCancellation(at: started) {
+                    return
+                }
+                let slot = context.pointer ?? outside
+                if current != slot {
+                    EventLoop.currentTaskContext = slot
+                    current = slot
+                }
+                body()
             }
-            let slot = context.pointer ?? outside
-            if current != slot {
-                EventLoop.currentTaskContext = slot
-                current = slot
-            }
-            task.body()
         }
     }
 }
