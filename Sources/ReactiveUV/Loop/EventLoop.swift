@@ -200,9 +200,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The loop bound to the process's main thread, created on first use from any thread.
     ///
-    /// The main scheduler of the scheduling layer schedules onto it. Something must run it on the main thread
-    /// (``run()``, or ``run(until:timeout:)`` inside blocking operators and tests) for its
-    /// work to happen, as with RAC's main run loop. It is never closed.
+    /// The scheduling layer's main scheduler schedules onto it. Something must run it on
+    /// the main thread (``run()``, or ``run(until:timeout:)`` inside blocking operators and
+    /// tests) for its work to happen, as with RAC's main run loop. It is never closed.
     public static let main: EventLoop = {
         do {
             // The main thread's kernel id is the process id.
