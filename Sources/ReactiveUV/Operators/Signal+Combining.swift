@@ -30,7 +30,7 @@ extension Signal {
     /// signal's thread); its events arrive on whichever thread that signal sends them. An
     /// error ends it and the later signals are never subscribed; it completes after the
     /// last one. An empty collection completes at once. A long run of signals that complete
-    /// synchronously does not deepen the stack (`ConcatState`'s trampoline). Disposing
+    /// synchronously does not deepen the stack (a trampoline). Disposing
     /// disposes the active signal.
     ///
     /// `--1--|` + `--2--|` + `--3|` → `--1----2----3|`
@@ -62,7 +62,7 @@ extension Signal {
         }
     }
 
-    /// Merges the receiver with `other`: RAC's `-merge:` (see ``merge(_:)-swift.type.method``).
+    /// Merges the receiver with `other`: RAC's `-merge:` (the same operator as `Signal.merge([self, other])`).
     @inlinable
     public func merge(_ other: Signal<Value>) -> Signal<Value> { Signal.merge([self, other]) }
 
@@ -225,7 +225,7 @@ extension Signal {
 
     /// Zips N signals of one type into arrays of their n-th values: RAC's `+zip:`.
     ///
-    /// The rules of the typed forms (``zip(_:_:)``): subscribed in order, completes as soon
+    /// The rules of the typed forms (`Signal.zip(a, b)`): subscribed in order, completes as soon
     /// as a completed source has nothing queued, errors at once, serialized by a lock. One
     /// signal gives 1-element arrays; an empty collection completes at once. Values are kept
     /// typed, not boxed.

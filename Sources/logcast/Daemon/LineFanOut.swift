@@ -181,6 +181,40 @@ final class LineFanOut {
         markReady(feed)
     }
 
+    /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
+    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered, counted
+    /// and bounded as the shared lines are.
+    ///
+    /// Why here and not as replies: a replay replaces the client's share of the fan-out
+    /// (its feed is paused meanwhile), so its `GREP` must go on applying, and a client that
+    /// does not read must not make the outbox grow without bound.
+    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) {
+        guard !feed.ended, !feed.closing else { return }
+        var builder = LineBlockBuilder()
+        builder.append(prefix: prefix, chunk: chunk)
+        guard !builder.isEmpty else { return }
+        let block = builder.seal(sequence: 0)
+        if let pattern = feed.pattern {
+            // The set in force holds every live client's pattern (a client switches to a
+            // pattern only once a set with it is installed).
+            guard let filters, filters.patterns.contains(pattern) else { return }
+            filters.scan(block)
+        }
+        take(feed)
+        if feed.outbox.count > queueLimit {
+            if disconnectSlowClients {
+                feed.onFailure("too slow: \(feed.outbox.count) bytes behind (limit \(queueLimit))")
+                return
+            }
+            let lost = block.count(for: feed.pattern)
+            feed.linesDropped += lost
+            stats.linesDropped += lost
+            return
+        }
+        feed.outboxLines += block.append(for: feed.pattern, to: &feed.outbox)
+        markReady(feed)
+    }
+
     /// Ends `feed` gracefully: `done` runs once everything queued for it is written.
     func drain(_ feed: ClientFeed, done: @escaping () -> Void) {
         take(feed)

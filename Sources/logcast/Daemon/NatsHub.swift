@@ -91,9 +91,9 @@ final class NatsHub {
         fanOut.setPaused(session.feed, true)
         session.reply("OK SINCE \(argument)")
         replays[key] = js.consume(stream: target.stream, from: start).subscribe(
-            next: { message in
-                let prefix = String(decoding: NatsHub.prefix(message), as: UTF8.self)
-                NatsHub.forEachLine(message.payload) { session.reply(prefix + $0) }
+            next: { [fanOut] message in
+                // Through the client's own filter and queue limit, as the live feed would be.
+                fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload)
             },
             error: { error in session.reply("ERR SINCE: \(error)") })
     }
@@ -124,14 +124,5 @@ final class NatsHub {
         tm.tm_sec = 0
         let seconds = Double(timegm(&tm)) + second
         return .time(Int64(seconds * 1e9))
-    }
-
-    static func forEachLine(_ bytes: [UInt8], _ body: (String) -> Void) {
-        var start = 0
-        for (i, byte) in bytes.enumerated() where byte == 10 {
-            body(String(decoding: bytes[start..<i], as: UTF8.self))
-            start = i + 1
-        }
-        if start < bytes.count { body(String(decoding: bytes[start...], as: UTF8.self)) }
     }
 }

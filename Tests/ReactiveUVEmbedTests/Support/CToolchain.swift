@@ -57,7 +57,8 @@ enum CToolchain {
         var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty } }
     }
 
-    /// Runs `executable` with `arguments`, waiting at most `timeout` seconds (then SIGKILL).
+    /// Runs `executable` with `arguments`, waiting at most `timeout` seconds (times
+    /// ``timeScale``; then SIGKILL).
     /// Output goes to files, so a chatty program cannot block on a full pipe.
     static func run(
         _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 20,
@@ -82,7 +83,7 @@ enum CToolchain {
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * timeScale)
         var timedOut = false
         while process.isRunning {
             if Date() > deadline {
@@ -146,6 +147,11 @@ enum CToolchain {
         if dlsym(nil, "__asan_init") != nil { return .address }
         return nil
     }()
+
+    /// How much longer every bounded wait on a program may take: 5 under a sanitizer, whose
+    /// instrumentation makes the library and the C program several times slower (TSan
+    /// most), which on a loaded 2-core machine overran the plain bounds; 1 otherwise.
+    static var timeScale: Double { sanitizer == nil ? 1 : 5 }
 
     /// The C compiler for programs linked against libreactiveuv.so.
     ///

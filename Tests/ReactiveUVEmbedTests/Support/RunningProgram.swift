@@ -50,9 +50,10 @@ final class RunningProgram {
         return parts
     }
 
-    /// Waits until a printed line satisfies `predicate`; returns it, or nil after `timeout`.
+    /// Waits until a printed line satisfies `predicate`; returns it, or nil after `timeout`
+    /// (times `CToolchain.timeScale`).
     func waitForLine(timeout: Double = 10, where predicate: (String) -> Bool) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * CToolchain.timeScale)
         while Date() < deadline {
             if let line = lines.first(where: predicate) { return line }
             if !process.isRunning { return lines.first(where: predicate) }
@@ -64,9 +65,10 @@ final class RunningProgram {
     /// Sends a signal.
     func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
 
-    /// Waits for the program to exit; returns its status, or nil after `timeout`.
+    /// Waits for the program to exit; returns its status, or nil after `timeout` (times
+    /// `CToolchain.timeScale`).
     func waitForExit(timeout: Double = 10) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * CToolchain.timeScale)
         while process.isRunning {
             if Date() > deadline { return nil }
             usleep(10_000)

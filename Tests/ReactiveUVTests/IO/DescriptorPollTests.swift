@@ -46,7 +46,7 @@ final class DescriptorPollTests: XCTestCase {
         XCTAssertTrue(loop.run(until: { writable.terminated }, timeout: 60))
         XCTAssertEqual(writable.events, [.next(.writable), .completed])
         w.dispose()
-        XCTAssertTrue(loop.run(until: { userHandleCount(loop) == 0 }, timeout: 60))
+        XCTAssertTrue(waitForHandlesToClose(loop, timeout: 60), "the poll handle closed after take(1)")
 
         let hangUp = EventRecorder<PollEvents>()
         let h = hangUp.subscribe(Descriptor.readiness(ours, events: [.readable, .disconnect], on: loop).take(1))

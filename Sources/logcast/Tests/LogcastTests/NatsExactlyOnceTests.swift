@@ -182,6 +182,17 @@ final class NatsExactlyOnceTests: XCTestCase {
         appendText(log, (2_000..<2_300).map(NumberedLineWriter.line).joined())
         lines = client.readLines(timeout: 60) { $0.filter { $0.contains(" L") }.count >= 300 }
         XCTAssertEqual(lines.compactMap { NatsExactlyOnceTests.number(in: $0) }, Array(2_000..<2_300))
+        // A client's GREP applies to what SINCE replays and to the live lines after it
+        // (its own consumer replaces its share of the fan-out).
+        let filtered = try LineClient(port: both.port)
+        _ = filtered.command("GREP ^L[0-9]*7 ", reply: "OK GREP")
+        filtered.send("SINCE 1\n")
+        let sevens = (0..<2_300).filter { $0 % 10 == 7 }
+        let replayed = filtered.readLines(timeout: 60) {
+            $0.compactMap { NatsExactlyOnceTests.number(in: $0) }.count >= sevens.count
+        }
+        XCTAssertEqual(replayed.compactMap { NatsExactlyOnceTests.number(in: $0) }, sevens,
+                       "only the stored lines the filter takes, in order")
         // A bad argument is a clear error.
         client.send("SINCE yesterday\n")
         let error = client.readLines(timeout: 30) { $0.contains { $0.hasPrefix("ERR") } }
