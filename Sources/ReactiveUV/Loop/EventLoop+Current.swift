@@ -6,11 +6,7 @@ extension EventLoop {
     /// run the loop instead of blocking the thread it must run on.
     static var currentThreadLoop: EventLoop? {
         if csys_thread_is_main() { return EventLoop.main }
-        let me = csys_thread_id()
-        for pool in LoopPool.startedPoolsList {
-            for loop in pool.loops where loop.threadID == me { return loop }
-        }
-        return nil
+        return LoopPool.currentThreadLoop
     }
 
     /// The loop a blocking wait can run on this thread: the thread's own loop, when none of

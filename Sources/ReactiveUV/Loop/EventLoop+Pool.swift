@@ -1,68 +1,46 @@
 import CSystemShims
 import Glibc
 
-/// The shared background loops behind ``Scheduler/background(priority:name:)``: for each
-/// priority, one thread per online processor (at least one), each running its own
-/// ``EventLoop`` forever.
+/// A pool of background loops: one thread per online processor (at least one), each
+/// running its own ``EventLoop`` forever, at one nice value.
 ///
-/// Each priority's pool is created on first use. The threads are plain pthreads (no
-/// Foundation `Thread`, no Dispatch), detached, named `ruv-bg-N` (`ruv-bg-high-N`,
-/// `ruv-bg-low-N`, `ruv-bg-bg-N` for the other priorities), and run at their priority's
-/// nice value. Their loops keep their async handle referenced, so they sleep in
-/// `epoll_wait` when idle and never run out of work to wait for.
+/// The threads are plain pthreads (no Foundation `Thread`, no Dispatch), detached, named
+/// `<threadNamePrefix>N`, and run at the pool's nice value. Their loops keep their async
+/// handle referenced, so they sleep in `epoll_wait` when idle and never run out of work to
+/// wait for. The loop layer knows pools only by nice value and name; a layer above (the
+/// scheduling layer's priorities) decides which pools exist and keeps them.
 final class LoopPool: @unchecked Sendable {
-    // Thread-safety: `loops` and `priority` are immutable after init; `cursor` and
-    // `startedPools` are atomic.
+    // Thread-safety: `loops`, `niceValue` and `threadNamePrefix` are immutable after init;
+    // `cursor` is atomic.
 
-    /// The default-priority pool.
-    static var shared: LoopPool { pool(for: .default) }
+    /// The pool at nice value 0 (threads `ruv-bg-N`), started on first use.
+    static let shared = LoopPool(niceValue: 0, threadNamePrefix: "ruv-bg-")
 
-    /// The pool of `priority`, started on first use.
-    static func pool(for priority: Scheduler.Priority) -> LoopPool {
-        switch priority {
-        case .high: return high
-        case .default: return normal
-        case .low: return low
-        case .background: return background
-        }
-    }
-
-    private static let high = LoopPool.start(.high)
-    private static let normal = LoopPool.start(.default)
-    private static let low = LoopPool.start(.low)
-    private static let background = LoopPool.start(.background)
-
-    /// Which pools exist (one bit per priority), so asking "is this a pool thread?" never
-    /// starts threads.
-    private static let startedPools = UnsafeAtomicInt(0)
-
-    private static func start(_ priority: Scheduler.Priority) -> LoopPool {
-        let pool = LoopPool(priority: priority)
-        startedPools.fetchOr(1 << priority.bit)
-        return pool
-    }
-
-    /// The pools started so far, without starting any.
-    static var startedPoolsList: [LoopPool] {
-        let bits = startedPools.load()
-        return Scheduler.Priority.allCases.filter { bits & (1 << $0.bit) != 0 }.map { pool(for: $0) }
-    }
-
-    /// The priority this pool's threads run at.
-    let priority: Scheduler.Priority
+    /// The nice value this pool's threads ask for.
+    let niceValue: Int32
+    /// What its thread names start with (Linux keeps 15 bytes of a thread name).
+    let threadNamePrefix: String
     /// One loop per pool thread.
     let loops: [EventLoop]
     /// Round-robin position for ``next()``.
     private let cursor = UnsafeAtomicInt(0)
 
-    private init(priority: Scheduler.Priority) {
-        self.priority = priority
+    /// Starts the pool's threads and waits until each has its loop.
+    ///
+    /// - Parameters:
+    ///   - niceValue: a hint, as GCD's priorities were: raising the nice value always
+    ///     works; lowering it (a negative value) needs CAP_SYS_NICE, and without it the
+    ///     threads stay at the default.
+    ///   - threadNamePrefix: the threads are named this plus their index.
+    init(niceValue: Int32, threadNamePrefix: String) {
+        self.niceValue = niceValue
+        self.threadNamePrefix = threadNamePrefix
         let online = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let count = max(1, online)
         var loops: [EventLoop] = []
         for index in 0..<count {
             do {
-                loops.append(try LoopPool.spawnThread(index: index, priority: priority))
+                loops.append(try LoopPool.spawnThread(name: "\(threadNamePrefix)\(index)", niceValue: niceValue))
             } catch {
                 // Fewer threads than cores still works; none at all cannot.
                 if loops.isEmpty { fatalError("ReactiveUV: cannot start a background loop thread: \(error)") }
@@ -72,10 +50,24 @@ final class LoopPool: @unchecked Sendable {
         self.loops = loops
     }
 
-    /// The next loop, round-robin, so background schedulers spread over the threads.
+    /// The next loop, round-robin, so work spreads over the threads.
     func next() -> EventLoop {
         let n = cursor.fetchAdd(1) & Int.max
         return loops[n % loops.count]
+    }
+
+    /// The thread-local slot holding a pool thread's loop (unretained: pool loops live for
+    /// the whole process), so `EventLoop.currentThreadLoop` finds it without a search.
+    static let threadLoopKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The calling pool thread's loop, or `nil` on any other thread.
+    static var currentThreadLoop: EventLoop? {
+        guard let pointer = pthread_getspecific(threadLoopKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// What a new pool thread hands back to the thread that started it.
@@ -83,26 +75,26 @@ final class LoopPool: @unchecked Sendable {
         // Thread-safety: `condition` guards `loop` and `failure`; the rest is immutable.
         let condition = ConditionLock()
         let name: String
-        let priority: Scheduler.Priority
+        let niceValue: Int32
         var loop: EventLoop?
         var failure: (any Error)?
-        init(name: String, priority: Scheduler.Priority) {
+        init(name: String, niceValue: Int32) {
             self.name = name
-            self.priority = priority
+            self.niceValue = niceValue
         }
     }
 
     /// Starts a pool thread and waits until its loop exists, so the loop is bound to it.
-    private static func spawnThread(index: Int, priority: Scheduler.Priority) throws -> EventLoop {
-        let handoff = Handoff(name: "ruv-bg-\(priority.threadNameInfix)\(index)", priority: priority)
+    private static func spawnThread(name: String, niceValue: Int32) throws -> EventLoop {
+        let handoff = Handoff(name: name, niceValue: niceValue)
         var thread = pthread_t()
-        let context = Unmanaged.passRetained(handoff).toOpaque()
+        // The new thread owns this reference (taken back first thing there).
+        let context = RetainedReference.retain(handoff)
         let rc = pthread_create(&thread, nil, { context in
-            let handoff = Unmanaged<Handoff>.fromOpaque(context!).takeRetainedValue()
-            return LoopPool.threadMain(handoff)
+            LoopPool.threadMain(RetainedReference.take(context.unsafelyUnwrapped, as: Handoff.self))
         }, context)
         if rc != 0 {
-            Unmanaged<Handoff>.fromOpaque(context).release()
+            RetainedReference.release(context)
             throw UVError(code: -rc, operation: "pthread_create", target: handoff.name)
         }
         pthread_detach(thread)
@@ -116,12 +108,13 @@ final class LoopPool: @unchecked Sendable {
     }
 
     /// A pool thread's body: create the loop here (binding it to this thread), report it,
-    /// then run it forever.
+    /// then run it forever. A pool thread never ends, so neither does its loop: the
+    /// thread-local slot may hold it unretained.
     private static func threadMain(_ handoff: Handoff) -> UnsafeMutableRawPointer? {
         nameThread(handoff.name)
         // A hint, as GCD's priorities were: raising the nice value always works; lowering
         // it (`.high`) needs CAP_SYS_NICE, and without it the thread stays at the default.
-        if handoff.priority.niceValue != 0 { _ = csys_thread_set_nice(handoff.priority.niceValue) }
+        if handoff.niceValue != 0 { _ = csys_thread_set_nice(handoff.niceValue) }
         let loop: EventLoop
         do {
             loop = try EventLoop()
@@ -134,6 +127,7 @@ final class LoopPool: @unchecked Sendable {
         }
         // Referenced for good: an idle pool loop waits for work instead of returning.
         loop.retainAsync()
+        pthread_setspecific(threadLoopKey, Unmanaged.passUnretained(loop).toOpaque())
         handoff.condition.lock()
         handoff.loop = loop
         handoff.condition.signal()

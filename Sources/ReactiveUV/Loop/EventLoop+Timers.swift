@@ -29,7 +29,7 @@ extension EventLoop {
     /// behind on rather than bursting.
     ///
     /// - Parameters:
-    ///   - deadline: monotonic nanoseconds (`csys_monotonic_ns`, ``SchedulerTime/monotonicNow``).
+    ///   - deadline: monotonic nanoseconds (`csys_monotonic_ns`).
     ///   - interval: nanoseconds between runs of a repeating timer (at least 1), or `nil`.
     ///   - block: the work, run on the loop's thread.
     /// - Returns: a disposable that cancels the timer, from any thread: once `dispose()`
@@ -153,12 +153,12 @@ final class LoopTimer: Disposable, @unchecked Sendable {
             return
         }
         let now = csys_monotonic_ns()
-        var next = SchedulerTime.add(deadline, Int64(clamping: interval))
+        var next = EventLoop.adding(deadline, Int64(clamping: interval))
         if next <= now {
             // Fell behind (a long block, a busy loop): skip the missed ticks, keep the phase.
             let missed = (now - deadline) / interval
             let (step, overflow) = (missed + 1).multipliedReportingOverflow(by: interval)
-            next = overflow ? UInt64.max : SchedulerTime.add(deadline, Int64(clamping: step))
+            next = overflow ? UInt64.max : EventLoop.adding(deadline, Int64(clamping: step))
         }
         deadline = next
         arm()

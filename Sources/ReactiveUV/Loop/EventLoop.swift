@@ -26,7 +26,7 @@ import Glibc
 /// cannot run the loop there and give up at once instead of deadlocking.
 public final class EventLoop: @unchecked Sendable {
     // Thread-safety: `queueLock` guards `pending`, `accepting`, `cancelledPositions` and
-    // `cachedScheduler`; `enqueuedCount`, `startedCount`, `cancellations` and
+    // `attachment`; `enqueuedCount`, `startedCount`, `cancellations` and
     // `timerSequence` are atomics (`enqueuedCount` is written only under `queueLock`,
     // `startedCount` only on the loop thread); every other
     // mutable property is touched only on the loop thread (`threadID`).
@@ -64,8 +64,9 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var cancelledPositions: [Int] = []
     /// False once ``close()`` started: new work is dropped and nobody touches `asyncHandle`.
     @exclusivity(unchecked) var accepting = true
-    /// The default scheduler for this loop (see ``scheduler``).
-    var cachedScheduler: Scheduler?
+    /// An object a layer above keeps with this loop (the loop's default scheduler), made on
+    /// first use by ``attachment(orMake:)`` and dropped when ``close()`` begins.
+    private var attachment: AnyObject?
 
     // MARK: Atomics
     /// Entries ever accepted into the queue. Written only under `queueLock` (so a plain
@@ -199,9 +200,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The loop bound to the process's main thread, created on first use from any thread.
     ///
-    /// ``Scheduler/main`` schedules onto it. Something must run it on the main thread
-    /// (``run()``, or ``run(until:timeout:)`` inside blocking operators and tests) for its
-    /// work to happen, as with RAC's main run loop. It is never closed.
+    /// The scheduling layer's main scheduler schedules onto it. Something must run it on
+    /// the main thread (``run()``, or ``run(until:timeout:)`` inside blocking operators and
+    /// tests) for its work to happen, as with RAC's main run loop. It is never closed.
     public static let main: EventLoop = {
         do {
             // The main thread's kernel id is the process id.
@@ -224,17 +225,16 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether ``close()`` has begun. Safe from any thread.
     public var isClosed: Bool { queueLock.withLock { !accepting } }
 
-    /// The default serial scheduler of this loop: ``Scheduler/main`` for ``main``,
-    /// otherwise one scheduler per loop, created on first use.
-    ///
-    /// Blocks scheduled on it run on the loop's thread, with ``Scheduler/current`` set to it.
-    public var scheduler: Scheduler {
-        if isMain { return Scheduler.main }
-        return queueLock.withLock {
-            if let s = cachedScheduler { return s }
-            let s = LoopScheduler(loop: self, name: "ReactiveUV.loop.\(threadID)")
-            cachedScheduler = s
-            return s
+    /// The object a layer above keeps with this loop (the scheduling layer: the loop's
+    /// default scheduler), made by `make` on first use. Safe from any thread; `make` runs
+    /// under the queue lock, so it must not hand the loop work. ``close()`` drops it (it
+    /// may hold the loop: that breaks the cycle).
+    func attachment(orMake make: () -> AnyObject) -> AnyObject {
+        queueLock.withLock {
+            if let object = attachment { return object }
+            let object = make()
+            attachment = object
+            return object
         }
     }
 
@@ -398,7 +398,7 @@ public final class EventLoop: @unchecked Sendable {
     public func run(until condition: () -> Bool, timeout seconds: Double) -> Bool {
         if condition() { return true }
         guard canRun else { return false }
-        let deadline = SchedulerTime.add(csys_monotonic_ns(), max(0, SchedulerTime.nanoseconds(seconds)))
+        let deadline = EventLoop.adding(csys_monotonic_ns(), max(0, EventLoop.nanoseconds(seconds)))
 
         // A timer for the deadline keeps uv_run(ONCE) from blocking past it. (Not a
         // resource: it is closed here, whatever happens.)
@@ -450,13 +450,13 @@ public final class EventLoop: @unchecked Sendable {
         }
 
         // 1. Stop accepting work, then run what was accepted (it was promised to run).
-        let scheduler: Scheduler? = queueLock.withLock {
+        let attached: AnyObject? = queueLock.withLock {
             accepting = false
-            let s = cachedScheduler
-            cachedScheduler = nil  // the scheduler holds the loop: break the cycle
-            return s
+            let object = attachment
+            attachment = nil  // it may hold the loop: break the cycle
+            return object
         }
-        _ = scheduler
+        _ = attached  // released here, outside the lock
         drainQueue()
 
         // 2. Close our handles and everything registered with us (timers, IO handles).
@@ -519,6 +519,25 @@ public final class EventLoop: @unchecked Sendable {
     @inline(__always)
     static func handle<H>(_ pointer: UnsafeMutablePointer<H>) -> UnsafeMutablePointer<uv_handle_t> {
         UnsafeMutablePointer<uv_handle_t>(OpaquePointer(pointer))
+    }
+
+    /// Seconds to nanoseconds, rounded, clamped to ±`Int64.max / 2` (infinity too; NaN is 0).
+    static func nanoseconds(_ seconds: Double) -> Int64 {
+        guard seconds.isFinite else { return seconds > 0 ? Int64.max / 2 : 0 }
+        let ns = (seconds * 1e9).rounded()
+        if ns >= Double(Int64.max / 2) { return Int64.max / 2 }
+        if ns <= -Double(Int64.max / 2) { return -(Int64.max / 2) }
+        return Int64(ns)
+    }
+
+    /// `base + delta` nanoseconds on the monotonic clock, saturating at 0 and `UInt64.max`.
+    static func adding(_ base: UInt64, _ delta: Int64) -> UInt64 {
+        if delta >= 0 {
+            let (r, o) = base.addingReportingOverflow(UInt64(delta))
+            return o ? UInt64.max : r
+        }
+        let d = UInt64(-delta)
+        return d > base ? 0 : base - d
     }
 
     /// Nanoseconds to whole milliseconds, rounded up, so a timer never fires early.

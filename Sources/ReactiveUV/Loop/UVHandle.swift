@@ -380,3 +380,30 @@ func uvCast<T>(_ pointer: UnsafeMutableRawPointer) -> UnsafeMutablePointer<T> {
 func uvCast<T>(_ pointer: UnsafeMutableRawPointer, as type: T.Type) -> UnsafeMutablePointer<T> {
     UnsafeMutablePointer<T>(OpaquePointer(pointer))
 }
+
+/// A +1 reference to an object carried where only a raw pointer fits: a pthread start
+/// argument, a tag on a loop's queued task (`LoopTaskContext`).
+///
+/// It lives here, beside ``UVHandle`` and ``UVRequest``, so that every manual retain in the
+/// Loop layer and above is written in this one file: whoever takes a reference through it
+/// gives it back through ``take(_:as:)`` or ``release(_:)`` exactly once.
+enum RetainedReference {
+    /// Retains `object` and returns its address, owning that reference.
+    @inline(__always)
+    static func retain<Object: AnyObject>(_ object: Object) -> UnsafeMutableRawPointer {
+        Unmanaged.passRetained(object).toOpaque()
+    }
+
+    /// Takes back the reference ``retain(_:)`` made, as the object (the caller vouches for
+    /// its type).
+    @inline(__always)
+    static func take<Object: AnyObject>(_ pointer: UnsafeMutableRawPointer, as _: Object.Type) -> Object {
+        Unmanaged<Object>.fromOpaque(pointer).takeRetainedValue()
+    }
+
+    /// Gives back the reference ``retain(_:)`` made without looking at the object.
+    @inline(__always)
+    static func release(_ pointer: UnsafeRawPointer) {
+        Unmanaged<AnyObject>.fromOpaque(pointer).release()
+    }
+}

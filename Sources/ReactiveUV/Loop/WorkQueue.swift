@@ -1,6 +1,6 @@
 import Glibc
 
-/// The storage of an ``EventLoop``'s work queue: a growable buffer of ``QueueEntry``s that
+/// The storage of an ``EventLoop``'s work queue: a growable buffer of ``LoopTask``s that
 /// producers append to (under the loop's lock) and the loop thread drains by moving every
 /// entry out.
 ///
@@ -9,11 +9,11 @@ import Glibc
 /// uniqueness. Moving entries out of raw memory leaves exactly one retain per block (taken
 /// when it is enqueued) and one release (when it has run). The buffer grows with
 /// `realloc`, which for a big burst remaps pages instead of copying and re-faulting them
-/// (entries are closures and unmanaged references: bitwise movable).
+/// (tasks are a closure and a word: bitwise movable).
 struct WorkQueue {
     // Thread-safety: none of its own; the EventLoop guards `pending` with its lock and
     // touches `batch` only on the loop thread.
-    private var base: UnsafeMutablePointer<QueueEntry>?
+    private var base: UnsafeMutablePointer<LoopTask>?
     private(set) var count = 0
     private var capacity = 0
 
@@ -25,7 +25,7 @@ struct WorkQueue {
 
     /// Appends `entry` (consumed), growing the buffer by doubling.
     @inline(__always)
-    mutating func append(_ entry: consuming QueueEntry) {
+    mutating func append(_ entry: consuming LoopTask) {
         if count == capacity { grow() }
         (base.unsafelyUnwrapped + count).initialize(to: entry)
         count += 1
@@ -33,10 +33,10 @@ struct WorkQueue {
 
     private mutating func grow() {
         let newCapacity = max(64, capacity * 2)
-        guard let raw = realloc(base, newCapacity * MemoryLayout<QueueEntry>.stride) else {
+        guard let raw = realloc(base, newCapacity * MemoryLayout<LoopTask>.stride) else {
             fatalError("ReactiveUV: out of memory growing an event loop's work queue")
         }
-        base = raw.bindMemory(to: QueueEntry.self, capacity: newCapacity)
+        base = raw.bindMemory(to: LoopTask.self, capacity: newCapacity)
         capacity = newCapacity
     }
 
@@ -44,7 +44,7 @@ struct WorkQueue {
     ///
     /// `body` must not touch this queue: the entries not yet handed out are still in it.
     @inline(__always)
-    mutating func drain(_ body: (consuming QueueEntry) -> Void) {
+    mutating func drain(_ body: (consuming LoopTask) -> Void) {
         guard let base else { return }
         let n = count
         for i in 0..<n { body((base + i).move()) }
@@ -56,10 +56,11 @@ struct WorkQueue {
         }
     }
 
-    /// Frees the buffer and releases entries never drained (only a loop that is going away
-    /// without having run its queue has any).
+    /// Frees the buffer and releases tasks never drained, with their contexts' references
+    /// (only a loop that is going away without having run its queue has any).
     mutating func destroy() {
         guard let base else { return }
+        for i in 0..<count { base[i].context.release() }
         base.deinitialize(count: count)
         free(base)
         self.base = nil

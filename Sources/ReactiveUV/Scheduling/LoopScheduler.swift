@@ -14,6 +14,11 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// reference-count updates per block on the hottest scheduler.
     let isImmortal: Bool
 
+    // The loop knows nothing of schedulers: each queued block carries this scheduler as
+    // its opaque task context, which the loop puts in the thread's context slot while the
+    // block runs (switching it only when the tag changes between consecutive tasks), and
+    // which ``Scheduler/current`` reads back.
+
     init(loop: EventLoop, name: String, isImmortal: Bool = false) {
         self.eventLoop = loop
         self.isImmortal = isImmortal
@@ -29,37 +34,26 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
         guard let position = enqueueBlock(block) else {
             return Disposable()  // the loop is closed: the block never runs
         }
-        return ScheduledBlock(position: position, on: retainedForQueue())
+        return ScheduledBlock(position: position, on: taskContext())
     }
 
     override func scheduleUncancellable(_ block: @escaping () -> Void) {
         enqueueBlock(block)
     }
 
-    /// Queues `block` as an entry holding this scheduler; its position, or `nil` (and no
-    /// reference kept) when the loop is closed.
+    /// Queues `block` as a loop task tagged with this scheduler; its position, or `nil`
+    /// (and no reference kept: the loop gives the tag's back) when the loop is closed.
     @discardableResult
     @inline(__always)
     private func enqueueBlock(_ block: @escaping () -> Void) -> Int? {
-        let me = retainedForQueue()
-        guard let position = eventLoop.enqueue(.block(block, me)) else {
-            LoopScheduler.releaseFromQueue(me)
-            return nil
-        }
-        return position
+        eventLoop.enqueue(LoopTask(body: block, context: taskContext()))
     }
 
-    /// A reference for a queue entry or a disposable: retained unless immortal.
+    /// This scheduler as a loop task context (for a queued task or a disposable): keeping
+    /// it alive unless it is immortal.
     @inline(__always)
-    func retainedForQueue() -> Unmanaged<LoopScheduler> {
-        isImmortal ? Unmanaged.passUnretained(self) : Unmanaged.passRetained(self)
-    }
-
-    /// Gives back a reference taken by ``retainedForQueue()`` (without a retain/release
-    /// pair around reading `isImmortal`).
-    @inline(__always)
-    static func releaseFromQueue(_ reference: Unmanaged<LoopScheduler>) {
-        if !reference._withUnsafeGuaranteedRef({ $0.isImmortal }) { reference.release() }
+    func taskContext() -> LoopTaskContext {
+        isImmortal ? .borrowing(self) : .retaining(self)
     }
 
     override func after(_ time: SchedulerTime, schedule block: @escaping () -> Void) -> Disposable? {
@@ -93,29 +87,30 @@ final class ScheduledBlock: Disposable, @unchecked Sendable {
     // `queueLock` guards `disposed`.
     /// The entry's position in its loop's queue (`EventLoop.enqueue`'s result).
     let position: Int
-    /// The scheduler, retained unless immortal (see `LoopScheduler.retainedForQueue`).
-    let scheduler: Unmanaged<LoopScheduler>
+    /// The scheduler, as a task context kept alive unless immortal (see
+    /// `LoopScheduler.taskContext`).
+    let scheduler: LoopTaskContext
     /// Whether ``dispose()`` was called. Guarded by the loop's `queueLock`.
     @exclusivity(unchecked) private var disposed = false
 
     /// - Parameters:
     ///   - position: the entry's position in the queue.
-    ///   - scheduler: the scheduler, as `LoopScheduler.retainedForQueue()` returned it
+    ///   - scheduler: the scheduler, as `LoopScheduler.taskContext()` returned it
     ///     (released in `deinit`).
-    init(position: Int, on scheduler: Unmanaged<LoopScheduler>) {
+    init(position: Int, on scheduler: LoopTaskContext) {
         self.position = position
         self.scheduler = scheduler
         super.init(stateKeptElsewhere: ())
     }
 
-    deinit { LoopScheduler.releaseFromQueue(scheduler) }
+    deinit { scheduler.release() }
 
     override var isDisposed: Bool {
-        scheduler._withUnsafeGuaranteedRef { $0.eventLoop.queueLock.withLock { disposed } }
+        scheduler.object(as: LoopScheduler.self)._withUnsafeGuaranteedRef { $0.eventLoop.queueLock.withLock { disposed } }
     }
 
     override func dispose() {
-        scheduler._withUnsafeGuaranteedRef { scheduler in
+        scheduler.object(as: LoopScheduler.self)._withUnsafeGuaranteedRef { scheduler in
             let loop = scheduler.eventLoop
             loop.queueLock.withLock {
                 if disposed { return }
@@ -150,7 +145,7 @@ extension Scheduler {
     ///   - name: a debug name.
     /// - Returns: the new scheduler.
     public static func background(priority: Priority = .default, name: String = "ReactiveUV.background") -> Scheduler {
-        LoopScheduler(loop: LoopPool.pool(for: priority).next(), name: name)
+        LoopScheduler(loop: priority.pool.next(), name: name)
     }
 
     /// The priority of a background scheduler's threads: RAC's `RACSchedulerPriority`.
@@ -164,38 +159,40 @@ extension Scheduler {
         /// RAC's `RACSchedulerPriorityBackground`: nice 10.
         case background
 
-        /// The nice value the pool's threads ask for.
-        var niceValue: Int32 {
+        /// The loop pool of this priority's background schedulers, started on first use:
+        /// the loop layer knows pools only by nice value; this is where priorities map onto
+        /// them.
+        var pool: LoopPool {
             switch self {
-            case .high: return -5
-            case .default: return 0
-            case .low: return 5
-            case .background: return 10
+            case .high: return Priority.highPool
+            case .default: return LoopPool.shared
+            case .low: return Priority.lowPool
+            case .background: return Priority.backgroundPool
             }
         }
 
-        /// This priority's bit in `LoopPool`'s set of started pools.
-        var bit: Int {
-            switch self {
-            case .high: return 0
-            case .default: return 1
-            case .low: return 2
-            case .background: return 3
-            }
-        }
-
-        /// What pool thread names carry: `ruv-bg-N` for the default priority.
-        var threadNameInfix: String {
-            switch self {
-            case .high: return "high-"
-            case .default: return ""
-            case .low: return "low-"
-            case .background: return "bg-"
-            }
-        }
+        // The pools other than the loop layer's shared one (nice 0, `ruv-bg-N`), each
+        // started on first use. A hint, as GCD's priorities were: lowering the nice value
+        // (`.high`) needs CAP_SYS_NICE, and without it the threads run at the default.
+        private static let highPool = LoopPool(niceValue: -5, threadNamePrefix: "ruv-bg-high-")
+        private static let lowPool = LoopPool(niceValue: 5, threadNamePrefix: "ruv-bg-low-")
+        private static let backgroundPool = LoopPool(niceValue: 10, threadNamePrefix: "ruv-bg-bg-")
     }
 
     /// The event loop this scheduler runs its blocks on, or `nil` for schedulers that have
     /// none (``immediate``, ``TestScheduler``).
     public var loop: EventLoop? { (self as? LoopScheduler)?.eventLoop }
+}
+
+extension EventLoop {
+    /// The default serial scheduler of this loop: ``Scheduler/main`` for ``main``,
+    /// otherwise one scheduler per loop, created on first use.
+    ///
+    /// Blocks scheduled on it run on the loop's thread, with ``Scheduler/current`` set to it.
+    public var scheduler: Scheduler {
+        if isMain { return Scheduler.main }
+        // Kept with the loop (and dropped by its close()), so every call returns the same one.
+        let object = attachment { LoopScheduler(loop: self, name: "ReactiveUV.loop.\(threadID)") }
+        return unsafeDowncast(object, to: LoopScheduler.self)
+    }
 }

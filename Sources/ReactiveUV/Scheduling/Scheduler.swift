@@ -93,15 +93,20 @@ open class Scheduler: @unchecked Sendable {
 
     /// Runs `block` with ``current`` set to this scheduler, restoring the previous value.
     public final func performAsCurrent(_ block: () -> Void) {
-        let previous = pthread_getspecific(Scheduler.currentKey)
-        pthread_setspecific(Scheduler.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        let previous = EventLoop.currentTaskContext
+        EventLoop.currentTaskContext = Unmanaged.passUnretained(self).toOpaque()
         block()
-        pthread_setspecific(Scheduler.currentKey, previous)
+        EventLoop.currentTaskContext = previous
     }
 
     /// The scheduler running the current block, ``main`` on the main thread, otherwise `nil`.
+    ///
+    /// The scheduling layer keeps its identity in the loop layer's thread-local task
+    /// context (`EventLoop.currentTaskContext`): loop schedulers tag the tasks they queue
+    /// with themselves, and ``performAsCurrent(_:)`` sets it around other blocks. Nothing
+    /// else writes that slot, so whatever it holds is a scheduler.
     public static var current: Scheduler? {
-        if let p = pthread_getspecific(currentKey) {
+        if let p = EventLoop.currentTaskContext {
             return Unmanaged<Scheduler>.fromOpaque(p).takeUnretainedValue()
         }
         return csys_thread_is_main() ? Scheduler.main : nil
@@ -110,13 +115,6 @@ open class Scheduler: @unchecked Sendable {
     /// A scheduler that runs blocks synchronously on the caller's thread (RAC's
     /// `immediateScheduler`). `after` blocks the thread until the time; it cannot repeat.
     public static let immediate: Scheduler = ImmediateScheduler()
-
-    /// The thread-local slot behind ``current``.
-    static let currentKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
 }
 
 /// The state of one `scheduleRecursive` call: a flag for "reschedule requested while

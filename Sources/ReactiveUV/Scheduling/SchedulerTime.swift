@@ -66,20 +66,8 @@ public struct SchedulerTime: Comparable, Hashable, Sendable, CustomStringConvert
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
 
     /// Converts seconds to whole nanoseconds, clamping negative values, NaN and overflow.
-    static func nanoseconds(_ seconds: Double) -> Int64 {
-        guard seconds.isFinite else { return seconds > 0 ? Int64.max / 2 : 0 }
-        let ns = (seconds * 1e9).rounded()
-        if ns >= Double(Int64.max / 2) { return Int64.max / 2 }
-        if ns <= -Double(Int64.max / 2) { return -(Int64.max / 2) }
-        return Int64(ns)
-    }
+    static func nanoseconds(_ seconds: Double) -> Int64 { EventLoop.nanoseconds(seconds) }
 
-    static func add(_ base: UInt64, _ delta: Int64) -> UInt64 {
-        if delta >= 0 {
-            let (r, o) = base.addingReportingOverflow(UInt64(delta))
-            return o ? UInt64.max : r
-        }
-        let d = UInt64(-delta)
-        return d > base ? 0 : base - d
-    }
+    /// `base + delta` nanoseconds, saturating at the clock's ends.
+    static func add(_ base: UInt64, _ delta: Int64) -> UInt64 { EventLoop.adding(base, delta) }
 }

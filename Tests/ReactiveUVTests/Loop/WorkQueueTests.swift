@@ -165,6 +165,54 @@ final class WorkQueueTests: XCTestCase {
         XCTAssertFalse(loop.hasQueuedWork)
         XCTAssertNoThrow(try loop.close())
     }
+
+    /// The loop layer's task tag is opaque: a tagged task runs with the tag in the thread's
+    /// context slot, switched only between tasks with different tags, untagged work sees
+    /// the slot as it was outside the drain, and a retaining tag keeps its object alive
+    /// exactly until its task ran.
+    func testTaskContextsAreSetPerTagAndReleasedAfterTheTaskRan() throws {
+        final class Tag {}
+        let loop = try EventLoop()
+        let seen = Confined<[String]>([])
+        var one: Tag? = Tag()
+        let two = Tag()
+        let weakOne = WeakBox(one!)
+        let oneAddress = UInt(bitPattern: Unmanaged.passUnretained(one!).toOpaque())
+        let twoAddress = UInt(bitPattern: Unmanaged.passUnretained(two).toOpaque())
+        let name: @Sendable () -> String = {
+            switch EventLoop.currentTaskContext.map({ UInt(bitPattern: $0) }) {
+            case nil: return "none"
+            case oneAddress: return "one"
+            case twoAddress: return "two"
+            default: return "other"
+            }
+        }
+        loop.enqueue(LoopTask(body: { seen.value.append(name()) }, context: .retaining(one!)))
+        loop.enqueue(LoopTask(body: { seen.value.append(name()) }, context: .retaining(one!)))
+        loop.execute { seen.value.append(name()) }
+        loop.enqueue(LoopTask(body: { seen.value.append(name()) }, context: .borrowing(two)))
+        loop.enqueue(LoopTask(body: { seen.value.append(name()) }, context: .retaining(one!)))
+        one = nil
+        XCTAssertNotNil(weakOne.object, "queued tasks hold their tag's object")
+        XCTAssertTrue(loop.run(until: { seen.value.count == 5 }, timeout: 30))
+        XCTAssertEqual(seen.value, ["one", "one", "none", "two", "one"])
+        XCTAssertNil(EventLoop.currentTaskContext, "restored after the drain")
+        XCTAssertNil(weakOne.object, "every retaining tag was given back")
+        withExtendedLifetime(two) {}
+        XCTAssertNoThrow(try loop.close())
+    }
+
+    /// A task handed to a closed loop is dropped, and its tag's reference given back.
+    func testTaskForAClosedLoopGivesItsTagBack() throws {
+        final class Tag {}
+        let loop = try EventLoop()
+        try loop.close()
+        var tag: Tag? = Tag()
+        let weak = WeakBox(tag!)
+        XCTAssertNil(loop.enqueue(LoopTask(body: { XCTFail("ran on a closed loop") }, context: .retaining(tag!))))
+        tag = nil
+        XCTAssertNil(weak.object)
+    }
 }
 
 /// A weak reference, so a test can drop its last strong one.

@@ -290,4 +290,71 @@ final class LoopSchedulerTests: XCTestCase {
         XCTAssertEqual(seen.value, ["schedule", "after"])
         XCTAssertNoThrow(try loop.close())
     }
+
+    /// The loop knows nothing of schedulers: blocks of two schedulers on one loop, queued
+    /// interleaved with plain `execute` work and a disposed block, each see their own
+    /// scheduler as `Scheduler.current`; the plain work sees what the loop's thread had
+    /// outside (here the immediate scheduler, set around the run), which is restored after.
+    func testCurrentInsideInterleavedBlocksOfTwoSchedulersOnOneLoop() throws {
+        let loop = try EventLoop()
+        let first = loop.scheduler
+        let second: Scheduler = LoopScheduler(loop: loop, name: "test.second")
+        let seen = Confined<[String]>([])
+        let name: @Sendable (Scheduler?) -> String = { scheduler in
+            if scheduler === first { return "first" }
+            if scheduler === second { return "second" }
+            if scheduler === Scheduler.immediate { return "outside" }
+            return "other"
+        }
+        first.schedule { seen.value.append("1:" + name(Scheduler.current)) }
+        second.schedule { seen.value.append("2:" + name(Scheduler.current)) }
+        first.schedule { seen.value.append("3:" + name(Scheduler.current)) }
+        first.schedule { seen.value.append("4:" + name(Scheduler.current)) }
+        loop.execute { seen.value.append("5:" + name(Scheduler.current)) }
+        let disposed = first.schedule { seen.value.append("disposed:" + name(Scheduler.current)) }
+        second.schedule { seen.value.append("6:" + name(Scheduler.current)) }
+        loop.execute { seen.value.append("7:" + name(Scheduler.current)) }
+        second.schedule {
+            // A block's own schedule goes to the next batch, still tagged with its scheduler.
+            first.schedule { seen.value.append("9:" + name(Scheduler.current)) }
+            seen.value.append("8:" + name(Scheduler.current))
+        }
+        disposed?.dispose()
+        var finished = false
+        var after = ""
+        Scheduler.immediate.performAsCurrent {
+            finished = loop.run(until: { seen.value.count == 9 }, timeout: 30)
+            after = name(Scheduler.current)
+        }
+        XCTAssertTrue(finished)
+        XCTAssertEqual(seen.value, [
+            "1:first", "2:second", "3:first", "4:first", "5:outside", "6:second", "7:outside",
+            "8:second", "9:first",
+        ])
+        XCTAssertEqual(after, "outside", "the loop restores the thread's context after its drain")
+        XCTAssertTrue(Scheduler.current === Scheduler.main, "and performAsCurrent restores its own")
+        XCTAssertNoThrow(try loop.close())
+    }
+
+    /// A queued block keeps its (non-immortal) scheduler alive until it has run, so
+    /// `Scheduler.current` never names a freed scheduler; then the loop lets it go.
+    func testQueuedBlockKeepsItsSchedulerAliveUntilItRan() throws {
+        let loop = try EventLoop()
+        let seen = Confined<[Bool]>([])
+        let weak: WeakBox<Scheduler> = {
+            let scheduler: Scheduler = LoopScheduler(loop: loop, name: "test.dropped")
+            let box = WeakBox(scheduler)
+            for _ in 0..<3 {
+                scheduler.schedule { seen.value.append(Scheduler.current === box.object && box.object != nil) }
+            }
+            let cancelled = scheduler.schedule { seen.value.append(false) }
+            cancelled?.dispose()
+            return box
+        }()
+        XCTAssertNotNil(weak.object, "the queue holds the scheduler")
+        XCTAssertTrue(loop.run(until: { seen.value.count == 3 }, timeout: 30))
+        XCTAssertTrue(loop.run(until: { weak.object == nil }, timeout: 30), "released once its blocks ran or were skipped")
+        XCTAssertEqual(seen.value, [true, true, true])
+        XCTAssertNoThrow(try loop.close())
+    }
 }

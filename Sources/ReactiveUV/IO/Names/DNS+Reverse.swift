@@ -70,15 +70,15 @@ extension DNS {
     }
 }
 
-/// One `uv_getnameinfo` request (loop-thread confined): a heap `uv_getnameinfo_t` holding
-/// this object while in flight; the callback frees the memory and lets the object go.
+/// One `uv_getnameinfo` request (loop-thread confined), through the Loop's one request
+/// owner (`UVRequest`): it holds this object while in flight; the callback takes it back.
 final class ReverseResolver: LoopResource, @unchecked Sendable {
     // Thread-safety: loop thread only (started and stopped through performOnLoop).
     let loop: EventLoop
     let address: SocketAddress
     let requireName: Bool
     let finish: (Result<String, UVError>) -> Void
-    private var request: UnsafeMutablePointer<uv_getnameinfo_t>?
+    private var request: UVRequest<uv_getnameinfo_t>?
     private var stopped = false
 
     init(loop: EventLoop, address: SocketAddress, requireName: Bool, finish: @escaping (Result<String, UVError>) -> Void) {
@@ -90,31 +90,27 @@ final class ReverseResolver: LoopResource, @unchecked Sendable {
 
     func start() {
         if stopped { return }
-        let req = UnsafeMutablePointer<uv_getnameinfo_t>.allocate(capacity: 1)
-        req.initialize(to: uv_getnameinfo_t())
-        let me = Unmanaged.passRetained(self)
-        req.pointee.data = me.toOpaque()
+        let request = UVRequest<uv_getnameinfo_t>(UV_GETNAMEINFO, owner: self)
         let flags = requireName ? NI_NAMEREQD : 0
-        let rc = address.withSockaddr { sockaddr in
-            uv_getnameinfo(loop.uvLoop, req, { req, status, hostname, _ in
-                guard let req, let data = req.pointee.data else { return }
-                let resolver = Unmanaged<ReverseResolver>.fromOpaque(data).takeRetainedValue()
-                // libuv copies the answer into the request; read it before freeing.
-                let name = status == 0 ? hostname.map { String(cString: $0) } : nil
-                req.deinitialize(count: 1)
-                req.deallocate()
-                resolver.answered(status: status, name: name)
-            }, sockaddr, flags)
-        }
-        if rc < 0 {
+        do {
+            try address.withSockaddr { sockaddr in
+                try request.submit("getnameinfo", address.host) { req in
+                    uv_getnameinfo(loop.uvLoop, req, { req, status, hostname, _ in
+                        guard let req else { return }
+                        // libuv copies the answer into the request; read it before the
+                        // request (freed with its last reference) can go.
+                        let name = status == 0 ? hostname.map { String(cString: $0) } : nil
+                        UVRequest<uv_getnameinfo_t>.finish(req).owner(as: ReverseResolver.self)
+                            .answered(status: status, name: name)
+                    }, sockaddr, flags)
+                }
+            }
+        } catch {
             // libuv refused the request: no callback will come.
-            me.release()
-            req.deinitialize(count: 1)
-            req.deallocate()
             stopped = true
-            return finish(.failure(UVError(code: rc, operation: "getnameinfo", target: address.host)))
+            return finish(.failure(error as? UVError ?? UVError(code: UV_EINVAL.rawValue, operation: "getnameinfo", target: address.host)))
         }
-        request = req
+        self.request = request
         loop.register(self)
     }
 
@@ -137,9 +133,8 @@ final class ReverseResolver: LoopResource, @unchecked Sendable {
     func stop() {
         if stopped { return }
         stopped = true
-        if let request {
-            _ = uv_cancel(UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self))
-        }
+        // EBUSY (the lookup is running or done) is expected: its answer is dropped.
+        request?.cancel()
     }
 
     func closeForLoopShutdown() { stop() }
