@@ -50,7 +50,7 @@ final class NatsExactlyOnceTests: XCTestCase {
         guard let counter else { return XCTFail("no counter", file: file, line: line) }
         let complete = counter.waitForAll(total)
         let (duplicated, missing) = counter.check(total)
-        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); consumer errors: \(counter.consumerErrors); edge: \(processes.last?.errors.suffix(1500) ?? "")", file: file, line: line)
+        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); edge: \(processes.last?.errors.suffix(1500) ?? "")", file: file, line: line)
         XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))", file: file, line: line)
         XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))", file: file, line: line)
         XCTAssertEqual(counter.others, [], file: file, line: line)

@@ -92,11 +92,6 @@ final class StreamLineCounter {
     var others: [String] = []
     private var subscriptions: [Disposable] = []
     var connection: NATSConnection?
-    /// Why earlier consumers ended (shown when a check fails).
-    private(set) var consumerErrors: [String] = []
-    private var consumer: Disposable?
-    private var js: JetStream?
-    private var stream = ""
 
     /// Connects to `urls` and consumes `stream` (created by the edge: waits for it).
     init(urls: [String], stream: String, timeout: Double = 120) throws {
@@ -106,51 +101,29 @@ final class StreamLineCounter {
         if let error = box.error { throw error }
         guard let connection = box.value else { throw HarnessError.timedOut("no NATS connection") }
         self.connection = connection
-        js = try connection.jetStream()
-        self.stream = stream
+        let js = try connection.jetStream()
         // The edge creates the stream once connected; until then, try again.
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        var consuming = false
+        while !consuming && Date() < deadline {
             let failed = ReplayBox<Bool>()
             let started = ReplayBox<Bool>()
-            let sub = try XCTUnwrap(js).consume(stream: stream).subscribe(
+            let sub = js.consume(stream: stream).subscribe(
                 next: { [weak self] message in
                     started.value = true
                     self?.count(message.payload)
                 },
-                error: { [weak self] error in
-                    failed.value = true
-                    if started.value != nil || self?.consumer != nil { self?.restart(after: error) }
-                })
+                error: { _ in failed.value = true })
             _ = EventLoop.main.run(until: { failed.value != nil || started.value != nil }, timeout: 2)
             if failed.value == nil {
-                consumer = sub
-                return
+                subscriptions.append(sub)
+                consuming = true
+            } else {
+                sub.dispose()
+                _ = EventLoop.main.run(until: { false }, timeout: 0.3)
             }
-            sub.dispose()
-            _ = EventLoop.main.run(until: { false }, timeout: 0.3)
         }
-        throw HarnessError.timedOut("stream \(stream) never appeared")
-    }
-
-    /// A consumer that fails after it was taken as started (its creation can fail late in a
-    /// cluster still placing the stream's replicas, or the connection moved): the count
-    /// starts over from the stream's first message, so what was counted is never counted
-    /// twice.
-    private func restart(after error: any Error) {
-        consumerErrors.append("\(error)")
-        consumer?.dispose()
-        consumer = nil
-        counts = [:]
-        lines = 0
-        sawEnd = false
-        others = []
-        Scheduler.main.afterDelay(0.3) { [weak self] in
-            guard let self, let js = self.js else { return }
-            self.consumer = js.consume(stream: self.stream).subscribe(
-                next: { [weak self] message in self?.count(message.payload) },
-                error: { [weak self] error in self?.restart(after: error) })
-        }
+        if !consuming { throw HarnessError.timedOut("stream \(stream) never appeared") }
     }
 
     private func count(_ payload: [UInt8]) {
@@ -183,9 +156,6 @@ final class StreamLineCounter {
     }
 
     func close() {
-        consumer?.dispose()
-        consumer = nil
-        js = nil
         for d in subscriptions { d.dispose() }
         subscriptions = []
         connection?.close()
