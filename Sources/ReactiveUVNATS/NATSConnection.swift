@@ -222,6 +222,7 @@ public final class NATSConnection: @unchecked Sendable {
             throw error
         }
         connection.nc = nc
+        NATS.liveConnectionCounter.add(1)
         return connection
     }
 
@@ -261,6 +262,7 @@ public final class NATSConnection: @unchecked Sendable {
         }
         ruvnats_adapter_forget(nc)
         natsConnection_Destroy(nc)
+        NATS.liveConnectionCounter.add(-1)
     }
 
     /// cnats closed the connection (loop thread): destroy it and release cnats's reference.

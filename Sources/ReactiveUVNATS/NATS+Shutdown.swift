@@ -1,0 +1,43 @@
+import CNATS
+
+extension NATS {
+    /// cnats connections made by ``connect(_:options:on:)`` and not destroyed yet (any thread).
+    ///
+    /// A connection is destroyed on its loop's thread a little after it closed: once cnats's
+    /// libuv handles for it have left the loop (see ``NATSConnection/close()``). A program
+    /// shutting down runs its loop until this is 0 — a loop stopped or closed earlier never
+    /// destroys the connection, and cnats keeps it (and its threads) alive — then calls
+    /// ``shutdown(timeout:)``.
+    public static var liveConnections: Int { Int(liveConnectionCounter.value) }
+
+    /// Counts connections from a successful connect to `natsConnection_Destroy`.
+    static let liveConnectionCounter = NATSCounter()
+
+    /// Tears cnats down and waits until it has let go of everything: its global threads
+    /// (timers, asynchronous callbacks, garbage collector) joined and every connection,
+    /// subscription and JetStream context it still held freed.
+    ///
+    /// cnats frees a closed connection's objects on threads of its own, some time after
+    /// the connection's subscription was disposed, and joins its threads only in this
+    /// call. A process that exits without it leaves finished threads nobody joined (which
+    /// ThreadSanitizer reports as a thread leak) and memory cnats still owned. Call it once
+    /// every ``NATSConnection`` is closed and destroyed (its ``connect(_:options:on:)``
+    /// subscription disposed and the loop run until ``liveConnections`` is 0), e.g. before
+    /// a daemon exits. A later ``connect(_:options:on:)`` opens the library again.
+    ///
+    /// Blocking: it waits on cnats's threads, so call it off any loop that a connection
+    /// still runs on (there should be none by then).
+    ///
+    /// - Parameter timeout: how long to wait for cnats's objects to be freed, in seconds.
+    /// - Throws: ``NATSError`` with status `timeout` when something cnats made is still
+    ///   alive after `timeout` (a connection not closed: a leak the caller must fix).
+    public static func shutdown(timeout: Double = 10) throws {
+        let milliseconds = Int64((max(0, timeout) * 1000).rounded(.up))
+        // nats_CloseAndWait(0) would wait forever; a positive timeout bounds it.
+        let status = nats_CloseAndWait(max(1, milliseconds))
+        // Never opened (no connection was ever made), or already torn down: nothing to wait for.
+        guard status == NATS_OK || status == NATS_NOT_INITIALIZED else {
+            throw NATSError(status, "shut down the NATS library (some connection was not closed)")
+        }
+    }
+}
