@@ -86,7 +86,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A Unix socket's address: the path (up to `length` or the first NUL), `@name` for an
-    /// abstract name, empty for an unnamed socket.
+    /// abstract name, empty for an unnamed socket. Without the length (a sender libuv
+    /// reports, which comes without one) an abstract name reads as unnamed.
     private init(unix: sockaddr_un, length: Int?) {
         var copy = unix
         let pathCapacity = MemoryLayout.size(ofValue: copy.sun_path)

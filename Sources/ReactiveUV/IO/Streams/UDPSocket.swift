@@ -398,9 +398,11 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// completes without sending and is counted (``droppedSends``); with
     /// ``BackpressurePolicy/disconnect`` it fails with ``WriteQueueFullError`` and the socket
     /// closes; with ``BackpressurePolicy/pauseSource`` the socket's own receiving pauses
-    /// while the queue is above the mark (the kernel then drops what peers send, which is
-    /// UDP's flow control), and past four times the mark the socket closes as with
-    /// `disconnect`.
+    /// while the queue is above the mark (over IP the kernel then drops what peers send,
+    /// which is UDP's flow control; over a Unix socket the peer's own sends meet `EAGAIN`),
+    /// and past four times the mark the socket closes as with `disconnect`. The queue
+    /// grows only when the kernel says `EAGAIN`: never on loopback UDP, for real on a Unix
+    /// datagram socket whose peer does not read (see ``UDP/open(descriptor:options:on:)``).
     ///
     /// On a connected socket, `address` must be its ``peerAddress`` (the datagram goes out
     /// as with ``send(_:)-([UInt8])``, so ``Datagram/reply(_:)`` works there too); another
