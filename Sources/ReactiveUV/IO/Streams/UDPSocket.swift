@@ -79,7 +79,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Datagrams the kernel truncated because they were larger than a receive slot (64 KiB):
     /// counted and not delivered.
     public var truncatedDatagrams: Int { truncated.load() }
-    /// Datagrams of ``send(_:)`` that the kernel
+    /// Datagrams of ``send(_:)-(Signal<([UInt8],SocketAddress)>)`` that the kernel
     /// refused (`ECONNREFUSED` from an earlier ICMP, `EMSGSIZE`, `ENETUNREACH`): counted,
     /// and the send goes on.
     public var failedSends: Int { failed.load() }
