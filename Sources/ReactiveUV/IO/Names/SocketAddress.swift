@@ -1,10 +1,14 @@
 import CLibUV
 import Glibc
 
-/// An IPv4 or IPv6 address and port, as TCP uses them.
+/// An IPv4 or IPv6 address and port, as TCP uses them, or the address of a Unix datagram
+/// socket.
 ///
 /// Printed the way people type them: `127.0.0.1:7070`, `[::1]:7070`. That text is also the
-/// ``UVError/target`` of errors about the address.
+/// ``UVError/target`` of errors about the address. Unix addresses (``Family/unix``) appear
+/// only where a Unix datagram socket was handed to ``UDP/open(descriptor:options:on:)``:
+/// `unix:/run/app.sock`, `unix:@abstract`, or `unix:(unnamed)` for a socket without a name
+/// (each end of a `socketpair`).
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The address family.
     public enum Family: Sendable, Hashable {
@@ -12,18 +16,26 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         case ipv4
         /// IPv6 (`AF_INET6`).
         case ipv6
+        /// A Unix domain socket (`AF_UNIX`): ``host`` holds its path (`@name` for an
+        /// abstract name, empty for an unnamed socket) and ``port`` is 0.
+        case unix
     }
 
-    /// The numeric host, without brackets: `127.0.0.1`, `::1`.
+    /// The numeric host, without brackets: `127.0.0.1`, `::1`; for ``Family/unix`` the
+    /// socket's path.
     public let host: String
-    /// The port, 0–65535.
+    /// The port, 0–65535 (0 for ``Family/unix``).
     public let port: Int
-    /// IPv4 or IPv6.
+    /// IPv4, IPv6 or Unix.
     public let family: Family
 
-    /// `127.0.0.1:7070` or `[::1]:7070`.
+    /// `127.0.0.1:7070`, `[::1]:7070`, `unix:/run/app.sock`, `unix:(unnamed)`.
     public var description: String {
-        family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+        switch family {
+        case .ipv4: return "\(host):\(port)"
+        case .ipv6: return "[\(host)]:\(port)"
+        case .unix: return host.isEmpty ? "unix:(unnamed)" : "unix:\(host)"
+        }
     }
 
     /// Parses a numeric IPv4 or IPv6 host (brackets around IPv6 are accepted).
@@ -52,17 +64,52 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The raw address, kept so scope ids of link-local IPv6 addresses survive.
     let storage: sockaddr_storage
 
-    /// Reads an address the kernel filled in; `nil` for families other than IPv4/IPv6.
-    init?(_ address: UnsafePointer<sockaddr>) {
+    /// Reads an address the kernel filled in; `nil` for families other than IPv4, IPv6 and
+    /// Unix.
+    ///
+    /// - Parameters:
+    ///   - address: the address.
+    ///   - length: the length the kernel reported, when known; it tells a Unix socket's
+    ///     unnamed (2) and abstract (leading NUL) addresses apart from paths.
+    init?(_ address: UnsafePointer<sockaddr>, length: Int? = nil) {
         switch Int32(address.pointee.sa_family) {
         case AF_INET:
             self.init(storage: address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress.storage($0.pointee) })
         case AF_INET6:
             self.init(storage: address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress.storage($0.pointee) })
+        case AF_UNIX:
+            let unix = address.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { $0.pointee }
+            self.init(unix: unix, length: length)
         default:
             return nil
         }
     }
+
+    /// A Unix socket's address: the path (up to `length` or the first NUL), `@name` for an
+    /// abstract name, empty for an unnamed socket. Without the length (a sender libuv
+    /// reports, which comes without one) an abstract name reads as unnamed.
+    private init(unix: sockaddr_un, length: Int?) {
+        var copy = unix
+        let pathCapacity = MemoryLayout.size(ofValue: copy.sun_path)
+        let pathLength = min(max((length ?? MemoryLayout<sockaddr_un>.size) - MemoryLayout<sa_family_t>.size, 0), pathCapacity)
+        let bytes = withUnsafeBytes(of: &copy.sun_path) { Array($0.prefix(pathLength)) }
+        if let first = bytes.first, first == 0, length != nil, bytes.count > 1 {
+            // Abstract: the name is every byte after the leading NUL, as `ss -x` shows it.
+            host = "@" + String(decoding: bytes.dropFirst(), as: UTF8.self)
+        } else {
+            host = String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        port = 0
+        family = .unix
+        storage = SocketAddress.storage(copy)
+    }
+
+    /// A Unix socket without a name: each end of a `socketpair`, a sender that never bound.
+    static let unnamedUnix: SocketAddress = {
+        var unix = sockaddr_un()
+        unix.sun_family = sa_family_t(AF_UNIX)
+        return SocketAddress(unix: unix, length: MemoryLayout<sa_family_t>.size)
+    }()
 
     private init(storage: sockaddr_storage) {
         self.storage = storage

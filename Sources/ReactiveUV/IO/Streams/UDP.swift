@@ -46,23 +46,72 @@ public enum UDP {
                         observer(.error(error))
                         lifetime.dispose()
                     case .success(let addresses):
-                        do {
-                            let socket = try UDPSocket(loop: loop, address: addresses[0], options: options)
-                            lifetime.add(Disposable { loop.perform { socket.close() } })
-                            socket.whenClosed {
-                                guard !lifetime.isDisposed else { return }
-                                observer(.completed)
-                                lifetime.dispose()
-                            }
-                            if !lifetime.isDisposed { observer(.next(socket)) }
-                        } catch {
-                            observer(.error(error))
-                            lifetime.dispose()
-                        }
+                        deliver(observer, lifetime, on: loop) { try UDPSocket(loop: loop, address: addresses[0], options: options) }
                     }
                 }
                 if let resolution { lifetime.add(Disposable { loop.perform { resolution.stop() } }) }
             }
+        }
+    }
+
+    /// Takes over a datagram socket made elsewhere and sends it once open; it stays open
+    /// while subscribed.
+    ///
+    /// `fd` is an open `SOCK_DGRAM` socket of family `AF_INET`, `AF_INET6` or `AF_UNIX`,
+    /// bound or not, connected or not (`uv_udp_open`): a socket a parent process passed
+    /// down, one from a C library, or an end of `socketpair(AF_UNIX, SOCK_DGRAM)`. A
+    /// connected one has a ``UDPSocket/peerAddress`` and sends to it with
+    /// ``UDPSocket/send(_:)-([UInt8])``; its ``UDPSocket/datagrams`` all come from that
+    /// peer. Unix addresses appear as ``SocketAddress/Family/unix``. Receiving, sending and
+    /// the send queue's ``BackpressurePolicy`` work as for a socket from
+    /// ``open(host:port:options:on:)``. (A Unix datagram socket pushes back for real: while
+    /// its peer does not read, sends beyond the peer's queue get `EAGAIN` and wait in the
+    /// send queue, which is how the tests drive every policy end to end.)
+    ///
+    /// **Ownership.** Once the signal sends the socket, the descriptor is the socket's:
+    /// `fd` has been closed and the socket closes its own duplicate when it closes. If the
+    /// open fails, `fd` is left open and unchanged, still the caller's.
+    ///
+    /// It completes when the socket closes by itself (see ``open(host:port:options:on:)``)
+    /// and fails with a ``UVError`` naming `fd N`: `EBADF` for a closed descriptor,
+    /// `ENOTSOCK` for one that is not a socket, `EINVAL` for a stream socket or when
+    /// ``UDPOptions/reuseAddress`` or ``UDPOptions/ipv6Only`` is set (they apply when
+    /// binding), `EAFNOSUPPORT` for another family, or the error of an option the socket
+    /// cannot take (multicast on a Unix socket).
+    ///
+    /// - Parameters:
+    ///   - fd: the descriptor to take over.
+    ///   - options: socket options, multicast groups, the send queue's limit and policy
+    ///     (``UDPOptions/receiveBatch`` is 1 for a Unix socket that is not connected).
+    ///   - requestedLoop: the loop the socket lives on; `nil` for the default (see ``UDP``).
+    /// - Returns: a cold signal of one socket. Subscribe it once: after a successful open
+    ///   `fd` is closed and its number may already name another descriptor.
+    public static func open(descriptor fd: Int32, options: UDPOptions = UDPOptions(), on requestedLoop: EventLoop? = nil) -> Signal<UDPSocket> {
+        AnonymousSignal { observer, lifetime in
+            let loop = EventLoop.sourceLoop(requestedLoop)
+            loop.start(observer, lifetime, operation: "open descriptor", target: "fd \(fd)") {
+                deliver(observer, lifetime, on: loop) { try UDPSocket(loop: loop, descriptor: fd, options: options) }
+            }
+        }
+    }
+
+    /// Makes the socket and sends it, closing it on disposal and completing when it closes
+    /// by itself (loop thread).
+    private static func deliver(
+        _ observer: @escaping Sink<UDPSocket>, _ lifetime: CompoundDisposable, on loop: EventLoop, _ make: () throws -> UDPSocket
+    ) {
+        do {
+            let socket = try make()
+            lifetime.add(Disposable { loop.perform { socket.close() } })
+            socket.whenClosed {
+                guard !lifetime.isDisposed else { return }
+                observer(.completed)
+                lifetime.dispose()
+            }
+            if !lifetime.isDisposed { observer(.next(socket)) }
+        } catch {
+            observer(.error(error))
+            lifetime.dispose()
         }
     }
 

@@ -2,7 +2,13 @@ import CLibUV
 import Glibc
 
 /// A bound UDP socket on an event loop (from ``UDP/open(host:port:options:on:)`` or the
-/// ``Datagram/socket`` of ``UDP/bind(host:port:options:on:onBound:)``).
+/// ``Datagram/socket`` of ``UDP/bind(host:port:options:on:onBound:)``), or a datagram
+/// socket made elsewhere and handed over with ``UDP/open(descriptor:options:on:)``.
+///
+/// **Connected sockets.** A descriptor handed over already connected (`connect(2)`, or
+/// an end of a `socketpair(AF_UNIX, SOCK_DGRAM)`) has a ``peerAddress``: it sends to its
+/// peer with ``send(_:)-([UInt8])`` (no destination, as `send(2)`), and every datagram it
+/// receives comes from that peer.
 ///
 /// **Ownership.** The socket belongs to the subscription that opened it: disposing that
 /// subscription closes it. It also closes when its send queue overflows under
@@ -25,12 +31,22 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     public let loop: EventLoop
     /// The address the socket is bound to (the real port when 0 was asked for).
     public let localAddress: SocketAddress
+    /// The peer of a connected socket (see ``UDP/open(descriptor:options:on:)``); `nil`
+    /// for a socket that sends to any address.
+    public let peerAddress: SocketAddress?
+    /// Whether the socket is a Unix datagram socket, whose unnamed senders arrive without
+    /// an address (`AF_UNSPEC`).
+    private let isUnix: Bool
     let handle: UVHandle<uv_udp_t>
 
     /// The one `datagrams` subscription, if any.
     private var receiver: (sink: Sink<Datagram>, lifetime: CompoundDisposable)?
     /// Whether `uv_udp_recv_start` is in effect.
     private var receiving = false
+    /// Inside a `recvmmsg` batch: between its first chunk and its `UV_UDP_MMSG_FREE` call.
+    /// `uv_udp_recv_stop` there would lose the rest of the batch (libuv stops calling back
+    /// for datagrams the kernel has already handed over), so a pause waits for its end.
+    private var insideBatch = false
     /// Receiving is paused until the send queue drains (``BackpressurePolicy/pauseSource``).
     private var pausedBySends = false
     /// The reusable receive buffer and its size.
@@ -63,7 +79,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Datagrams the kernel truncated because they were larger than a receive slot (64 KiB):
     /// counted and not delivered.
     public var truncatedDatagrams: Int { truncated.load() }
-    /// Datagrams of ``send(_:)`` that the kernel
+    /// Datagrams of ``send(_:)-(Signal<([UInt8],SocketAddress)>)`` that the kernel
     /// refused (`ECONNREFUSED` from an earlier ICMP, `EMSGSIZE`, `ENETUNREACH`): counted,
     /// and the send goes on.
     public var failedSends: Int { failed.load() }
@@ -84,7 +100,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// Everything that can fail happens before the object is complete, so a failure never
     /// runs `deinit` on half a socket (the handle is closed and freed by its close callback;
     /// the counters' few bytes of a failed open are not reclaimed).
-    init(loop: EventLoop, address: SocketAddress, options: UDPOptions) throws {
+    convenience init(loop: EventLoop, address: SocketAddress, options: UDPOptions) throws {
         let target = address.description
         let batch = min(max(options.receiveBatch, 1), 20)
         let family = address.family == .ipv6 ? AF_INET6 : AF_INET
@@ -95,14 +111,94 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         }
         let local: SocketAddress
         do {
-            local = try UDPSocket.configure(handle, address: address, options: options)
+            try handle.check(address.withSockaddr { uv_udp_bind(handle.pointer, $0, UDPSocket.bindFlags(options)) }, "bind")
+            local = try UDPSocket.configure(handle, fallback: address, options: options)
         } catch {
             handle.close()
             throw error
         }
+        self.init(loop: loop, handle: handle, local: local, peer: nil, isUnix: false, batch: batch, options: options)
+    }
+
+    /// Takes over `fd`, a datagram socket made elsewhere (loop thread); see
+    /// ``UDP/open(descriptor:options:on:)`` for the rules.
+    ///
+    /// libuv gets a duplicate of `fd`, and `fd` itself is closed only once everything has
+    /// succeeded: a failure leaves the caller's descriptor exactly as it was.
+    convenience init(loop: EventLoop, descriptor fd: Int32, options: UDPOptions) throws {
+        let target = "fd \(fd)"
+        let operation = "open descriptor"
+        func socketOption(_ name: Int32) throws -> Int32 {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            if getsockopt(fd, SOL_SOCKET, name, &value, &length) != 0 {
+                throw UVError(code: -errno, operation: operation, target: target)
+            }
+            return value
+        }
+        // libuv would take any descriptor; a stream socket or a file would fail later and
+        // obscurely, so the kind is checked first (EBADF, ENOTSOCK from the kernel).
+        guard try socketOption(SO_TYPE) == Int32(SOCK_DGRAM.rawValue) else {
+            throw UVError(code: UV_EINVAL.rawValue, operation: "\(operation) (not a datagram socket)", target: target)
+        }
+        let domain = try socketOption(SO_DOMAIN)
+        guard [AF_INET, AF_INET6, AF_UNIX].contains(domain) else {
+            throw UVError(code: UV_EAFNOSUPPORT.rawValue, operation: operation, target: target)
+        }
+        if options.reuseAddress || options.ipv6Only {
+            throw UVError(code: UV_EINVAL.rawValue, operation: "\(operation) (reuseAddress and ipv6Only apply when binding)", target: target)
+        }
+        let isUnix = domain == AF_UNIX
+        var peerStorage = sockaddr_storage()
+        var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let connected = withUnsafeMutablePointer(to: &peerStorage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) == 0 }
+        }
+        // An unconnected Unix socket receives with plain recvmsg: libuv's recvmmsg keeps a
+        // sender's address in a sockaddr_in6-sized slot, too small for a socket path. A
+        // connected one never reads the address (its sender is its peer).
+        let batch = isUnix && !connected ? 1 : min(max(options.receiveBatch, 1), 20)
+        let flags = UInt32(AF_UNSPEC) | (batch > 1 ? UInt32(UV_UDP_RECVMMSG.rawValue) : 0)
+        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        if own < 0 { throw UVError(code: -errno, operation: "\(operation) (dup)", target: target) }
+        let handle: UVHandle<uv_udp_t>
+        do {
+            handle = try UVHandle<uv_udp_t>(loop: loop, type: UV_UDP, operation: "uv_udp_init", target: target) {
+                uv_udp_init_ex(loop.uvLoop, $0, flags)
+            }
+        } catch {
+            Glibc.close(own)
+            throw error
+        }
+        do {
+            try handle.check(uv_udp_open(handle.pointer, own), operation)
+        } catch {
+            // libuv did not take it: ours to close.
+            Glibc.close(own)
+            handle.close()
+            throw error
+        }
+        let local: SocketAddress
+        do {
+            local = try UDPSocket.configure(handle, fallback: isUnix ? .unnamedUnix : nil, options: options)
+        } catch {
+            handle.close()  // closes `own` too; `fd` is untouched
+            throw error
+        }
+        let peer = SocketAddress.peer(ofUDP: handle.pointer, isUnix: isUnix)
+        Glibc.close(fd)  // the socket owns the descriptor now (through its duplicate)
+        self.init(loop: loop, handle: handle, local: local, peer: peer, isUnix: isUnix, batch: batch, options: options)
+    }
+
+    private init(
+        loop: EventLoop, handle: UVHandle<uv_udp_t>, local: SocketAddress, peer: SocketAddress?, isUnix: Bool, batch: Int,
+        options: UDPOptions
+    ) {
         self.handle = handle
         self.loop = loop
         localAddress = local
+        peerAddress = peer
+        self.isUnix = isUnix
         bufferSize = batch * UDPSocket.slotSize
         mark = UnsafeAtomicInt(max(1, options.highWaterMark))
         policyRaw = UnsafeAtomicInt(options.backpressure.rawValue)
@@ -110,19 +206,26 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         handle.onLoopShutdown = { [unowned self] in receiver = nil }
     }
 
-    /// Binds and applies the options; the bound address.
-    private static func configure(_ handle: UVHandle<uv_udp_t>, address: SocketAddress, options: UDPOptions) throws -> SocketAddress {
-        var bindFlags: UInt32 = 0
-        if options.reuseAddress { bindFlags |= UInt32(UV_UDP_REUSEADDR.rawValue) }
-        if options.ipv6Only { bindFlags |= UInt32(UV_UDP_IPV6ONLY.rawValue) }
+    /// `uv_udp_bind`'s flags for `options`.
+    private static func bindFlags(_ options: UDPOptions) -> UInt32 {
+        var flags: UInt32 = 0
+        if options.reuseAddress { flags |= UInt32(UV_UDP_REUSEADDR.rawValue) }
+        if options.ipv6Only { flags |= UInt32(UV_UDP_IPV6ONLY.rawValue) }
+        return flags
+    }
+
+    /// Applies the options to a bound or opened socket; its local address (`fallback` when
+    /// the kernel names none).
+    private static func configure(_ handle: UVHandle<uv_udp_t>, fallback: SocketAddress?, options: UDPOptions) throws -> SocketAddress {
         let udp = handle.pointer
-        try handle.check(address.withSockaddr { uv_udp_bind(udp, $0, bindFlags) }, "bind")
         if options.broadcast { try handle.check(uv_udp_set_broadcast(udp, 1), "set broadcast") }
         if let loopback = options.multicastLoopback {
             try handle.check(uv_udp_set_multicast_loop(udp, loopback ? 1 : 0), "set multicast loop")
         }
         if let ttl = options.multicastTTL { try handle.check(uv_udp_set_multicast_ttl(udp, Int32(ttl)), "set multicast ttl") }
-        let local = SocketAddress.local(ofUDP: udp) ?? address
+        guard let local = SocketAddress.local(ofUDP: udp) ?? fallback else {
+            throw UVError(code: UV_EINVAL.rawValue, operation: "getsockname", target: handle.target ?? "udp")
+        }
         handle.target = local.description
         for group in options.multicastGroups {
             try UDPSocket.setMembership(udp, group: group, interface: nil, UV_JOIN_GROUP, target: local.description)
@@ -196,7 +299,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
             } catch {
                 failReceiver(error)
             }
-        } else if !wanted && receiving {
+        } else if !wanted && receiving && !insideBatch {
             uv_udp_recv_stop(handle.pointer)
             receiving = false
         }
@@ -230,8 +333,14 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
 
     private func didReceive(_ count: Int, _ base: UnsafeMutablePointer<CChar>?, _ addr: UnsafePointer<sockaddr>?, _ flags: UInt32) {
         // The buffer is ours to reuse: the UV_UDP_MMSG_FREE call (nothing to free) and the
-        // "nothing more to read" call (no address) carry no datagram.
-        if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 { return }
+        // "nothing more to read" call (no address) carry no datagram. The former ends a
+        // batch: a pause asked for during it takes effect now.
+        if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 {
+            insideBatch = false
+            updateReceiving()
+            return
+        }
+        if flags & UInt32(UV_UDP_MMSG_CHUNK.rawValue) != 0 { insideBatch = true }
         if count < 0 {
             failReceiver(UVError(code: Int32(count), operation: "receive", target: localAddress.description))
             return
@@ -250,8 +359,20 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The sender as a value, reused while the same peer keeps sending (no allocation).
+    ///
+    /// A connected socket hears only its peer (the kernel filters the rest), so the peer
+    /// is the sender; libuv's address is not read then (for an unnamed Unix peer it holds
+    /// nothing). An unconnected Unix socket gets no address from a sender that never bound.
     private func sender(_ addr: UnsafePointer<sockaddr>) -> SocketAddress? {
-        let length = Int32(addr.pointee.sa_family) == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+        if let peerAddress { return peerAddress }
+        let length: Int
+        switch Int32(addr.pointee.sa_family) {
+        case AF_INET6: length = MemoryLayout<sockaddr_in6>.size
+        case AF_INET: length = MemoryLayout<sockaddr_in>.size
+        case AF_UNIX: length = MemoryLayout<sockaddr_un>.size
+        case AF_UNSPEC where isUnix: return .unnamedUnix
+        default: return nil
+        }
         let same = withUnsafeBytes(of: &lastSenderBytes) { memcmp($0.baseAddress!, addr, length) == 0 }
         if same, let lastSender { return lastSender }
         guard let address = SocketAddress(addr) else { return nil }
@@ -277,9 +398,15 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// completes without sending and is counted (``droppedSends``); with
     /// ``BackpressurePolicy/disconnect`` it fails with ``WriteQueueFullError`` and the socket
     /// closes; with ``BackpressurePolicy/pauseSource`` the socket's own receiving pauses
-    /// while the queue is above the mark (the kernel then drops what peers send, which is
-    /// UDP's flow control), and past four times the mark the socket closes as with
-    /// `disconnect`.
+    /// while the queue is above the mark (over IP the kernel then drops what peers send,
+    /// which is UDP's flow control; over a Unix socket the peer's own sends meet `EAGAIN`),
+    /// and past four times the mark the socket closes as with `disconnect`. The queue
+    /// grows only when the kernel says `EAGAIN`: never on loopback UDP, for real on a Unix
+    /// datagram socket whose peer does not read (see ``UDP/open(descriptor:options:on:)``).
+    ///
+    /// On a connected socket, `address` must be its ``peerAddress`` (the datagram goes out
+    /// as with ``send(_:)-([UInt8])``, so ``Datagram/reply(_:)`` works there too); another
+    /// address fails with `EISCONN`.
     ///
     /// Errors: a ``UVError`` (`EMSGSIZE` for more than 65,507 bytes over IPv4, `EACCES`
     /// for a broadcast address without ``UDPOptions/broadcast``, `ENETUNREACH`); these fail
@@ -294,6 +421,24 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
             loop.start(observer, lifetime, operation: "send", target: address.description) { [self] in
                 let waiter = UDPSendWaiter(observer, lifetime)
                 if let error = enqueue(bytes, to: address, waiter) { waiter.finish(error) }
+            }
+        }
+    }
+
+    /// Sends one datagram of `bytes` to the peer of a connected socket (``peerAddress``)
+    /// when subscribed; completes once it is handed to the kernel.
+    ///
+    /// `send(2)` without a destination (`uv_udp_send` with a `NULL` address), with
+    /// everything else as in ``send(_:to:)-([UInt8],_)``: ordering, the send queue and its
+    /// ``backpressure``. A socket that is not connected fails it with `EDESTADDRREQ`.
+    ///
+    /// - Parameter bytes: the payload (one datagram).
+    /// - Returns: a cold signal that sends no value and completes on ``loop``'s thread.
+    public func send(_ bytes: [UInt8]) -> Signal<Void> {
+        AnonymousSignal { [self] observer, lifetime in
+            loop.start(observer, lifetime, operation: "send", target: peerAddress?.description ?? localAddress.description) { [self] in
+                let waiter = UDPSendWaiter(observer, lifetime)
+                if let error = enqueue(bytes, to: nil, waiter) { waiter.finish(error) }
             }
         }
     }
@@ -356,9 +501,11 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Offers one datagram (loop thread); `nil` when sent or queued (the waiter hears of a
-    /// queued one later), else why not (the waiter is not told).
-    func enqueue(_ bytes: [UInt8], to address: SocketAddress, _ waiter: UDPSendWaiter) -> (any Error)?? {
-        let target = address.description
+    /// queued one later), else why not (the waiter is not told). A `nil` address, or the
+    /// peer's, sends to the connected peer.
+    func enqueue(_ bytes: [UInt8], to requested: SocketAddress?, _ waiter: UDPSendWaiter) -> (any Error)?? {
+        let address = requested == peerAddress ? nil : requested
+        let target = (requested ?? peerAddress ?? localAddress).description
         if handle.isClosing {
             return .some(UVError(code: UV_EBADF.rawValue, operation: "send (socket closed)", target: target))
         }
@@ -379,7 +526,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         if queued == 0 && uv_udp_get_send_queue_count(udp) == 0 {
             let rc = bytes.withUnsafeBytes { raw -> Int32 in
                 var buf = uv_buf_t(base: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: CChar.self)), len: raw.count)
-                return address.withSockaddr { uv_udp_try_send(udp, &buf, 1, $0) }
+                return UDPSocket.withDestination(address) { uv_udp_try_send(udp, &buf, 1, $0) }
             }
             if rc >= 0 { return .some(nil) }
             if rc != UV_EAGAIN.rawValue { return .some(UVError(code: rc, operation: "send", target: target)) }
@@ -391,7 +538,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         var buf = uv_buf_t(base: request.extra.assumingMemoryBound(to: CChar.self), len: bytes.count)
         do {
             try request.submit("send", target, on: loop) { req in
-                address.withSockaddr { uv_udp_send(req, udp, &buf, 1, $0, UDPSocket.sendCallback) }
+                UDPSocket.withDestination(address) { uv_udp_send(req, udp, &buf, 1, $0, UDPSocket.sendCallback) }
             }
         } catch {
             return .some(error)
@@ -402,6 +549,12 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
             updateReceiving()
         }
         return nil
+    }
+
+    /// Calls `body` with the destination, or `NULL` for the connected peer.
+    private static func withDestination<R>(_ address: SocketAddress?, _ body: (UnsafePointer<sockaddr>?) -> R) -> R {
+        guard let address else { return body(nil) }
+        return address.withSockaddr { body($0) }
     }
 
     private static let sendCallback: uv_udp_send_cb = { req, status in
@@ -613,7 +766,23 @@ extension SocketAddress {
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         return withUnsafeMutablePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                uv_udp_getsockname(udp, sa, &length) == 0 ? SocketAddress(UnsafePointer(sa)) : nil
+                uv_udp_getsockname(udp, sa, &length) == 0 ? SocketAddress(UnsafePointer(sa), length: Int(length)) : nil
+            }
+        }
+    }
+
+    /// The peer of a connected UDP handle, or `nil` when it is not connected. An unnamed
+    /// Unix peer may be reported with no address at all: it is still a peer.
+    static func peer(ofUDP udp: UnsafeMutablePointer<uv_udp_t>, isUnix: Bool) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                guard uv_udp_getpeername(udp, sa, &length) == 0 else { return nil }
+                if isUnix && (length <= MemoryLayout<sa_family_t>.size || Int32(sa.pointee.sa_family) == AF_UNSPEC) {
+                    return .unnamedUnix
+                }
+                return SocketAddress(UnsafePointer(sa), length: Int(length))
             }
         }
     }
