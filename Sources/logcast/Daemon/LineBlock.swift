@@ -1,4 +1,5 @@
 import Glibc
+import ReactiveUV
 
 /// Lines read in one loop turn, formatted once for every client: `<file>: <text>\n` each.
 ///
@@ -19,13 +20,17 @@ final class LineBlock {
     let sequence: Int
     /// Bytes of all blocks before this one (how far behind a client is, in bytes).
     var streamStart = 0
+    /// When it was sealed: how long a client's batch has waited (``LineFanOut``).
+    let sealedAt: SchedulerTime
     /// Line indexes each pattern (by ``PatternID``) matched, ascending; filled by the scan.
     var matches: [PatternID: [UInt32]] = [:]
 
     var lineCount: Int { ends.count }
 
-    init(bytes: [UInt8], lineStarts: [UInt32], textStarts: [UInt32], ends: [UInt32], sequence: Int) {
+    init(bytes: [UInt8], lineStarts: [UInt32], textStarts: [UInt32], ends: [UInt32], sequence: Int,
+         sealedAt: SchedulerTime = .monotonicNow) {
         self.bytes = bytes
+        self.sealedAt = sealedAt
         self.lineStarts = lineStarts
         self.textStarts = textStarts
         self.ends = ends
@@ -36,6 +41,15 @@ final class LineBlock {
     func count(for pattern: PatternID?) -> Int {
         guard let pattern else { return lineCount }
         return matches[pattern]?.count ?? 0
+    }
+
+    /// How many bytes of lines `pattern` takes from this block (`nil`: every line).
+    func byteCount(for pattern: PatternID?) -> Int {
+        guard let pattern else { return bytes.count }
+        guard let lines = matches[pattern] else { return 0 }
+        var total = 0
+        for line in lines { total += Int(ends[Int(line)] &- lineStarts[Int(line)]) }
+        return total
     }
 
     /// Appends the lines `pattern` takes (`nil`: all of them) to `output`; returns how many.
@@ -106,8 +120,9 @@ struct LineBlockBuilder {
     }
 
     /// The block, and an empty builder for the next turn.
-    mutating func seal(sequence: Int) -> LineBlock {
-        let block = LineBlock(bytes: bytes, lineStarts: lineStarts, textStarts: textStarts, ends: ends, sequence: sequence)
+    mutating func seal(sequence: Int, at time: SchedulerTime = .monotonicNow) -> LineBlock {
+        let block = LineBlock(bytes: bytes, lineStarts: lineStarts, textStarts: textStarts, ends: ends, sequence: sequence,
+                              sealedAt: time)
         self = LineBlockBuilder()
         return block
     }
