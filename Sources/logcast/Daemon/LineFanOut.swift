@@ -74,12 +74,12 @@ final class LineFanOut {
     static let minRoundInterval = 0.001
     static let maxPumpSeconds = 0.004
     /// While lines stream in, a client is written once this many bytes wait for it...
-    static let minBatchBytes = 16 << 10
+    static let minBatchBytes = 32 << 10
     /// ...or once its oldest waiting line has waited this long (seconds).
-    static let maxBatchDelay = 0.01
-    /// Seals closer together than this (seconds) mean lines are streaming in: then a line
-    /// may wait for a batch no longer than it waited for the previous seal.
-    static let busyGap = maxBatchDelay
+    static let maxBatchDelay = 0.025
+    /// Seals closer together than this (seconds) mean lines are streaming in (lines that
+    /// come further apart are written at once).
+    static let busyGap = 0.01
 
     init(stats: Stats, queueLimit: Int, disconnectSlowClients: Bool) {
         self.stats = stats
@@ -371,6 +371,10 @@ final class LineFanOut {
             lines = block.lineCount
         } else {
             bytes = feed.outbox
+            // One allocation for the whole write when its size is known (see mayWait).
+            if feed.pendingFrom == feed.nextSequence && feed.pendingThrough == nextSequence {
+                bytes.reserveCapacity(bytes.count + feed.pendingBytes)
+            }
             for sequence in feed.nextSequence..<nextSequence {
                 lines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &bytes)
             }
