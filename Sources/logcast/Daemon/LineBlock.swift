@@ -84,29 +84,66 @@ struct LineBlockBuilder {
 
     /// Adds every complete line of `chunk` (bytes as read from a file: lines ending in
     /// `\n`; a last line without one is taken as a line), each prefixed with `prefix`.
+    ///
+    /// Why raw copies: this runs for every byte logcast serves. The lines are counted
+    /// first, the arrays grown once (geometrically, so a block built from many chunks is
+    /// not copied over and over), and each line is then two `memcpy`s and three stores —
+    /// not four `Array.append`s, each with its own capacity and uniqueness checks.
     mutating func append(prefix: [UInt8], chunk: [UInt8]) {
-        if bytes.isEmpty { bytes.reserveCapacity(chunk.count + chunk.count / 8) }
         chunk.withUnsafeBufferPointer { source in
-            guard let base = source.baseAddress else { return }
-            var offset = 0
+            guard let base = source.baseAddress, source.count > 0 else { return }
             let count = source.count
-            while offset < count {
-                let rest = count - offset
-                let end: Int
-                if let nl = memchr(base + offset, 10, rest) {
-                    end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
-                } else {
-                    end = count
+            var lines = 0
+            var offset = 0
+            while offset < count, let nl = memchr(base + offset, 10, count - offset) {
+                lines += 1
+                offset = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
+            }
+            let unterminated = base[count - 1] != 10
+            if unterminated { lines += 1 }
+            let start = bytes.count
+            let added = count + lines * prefix.count + (unterminated ? 1 : 0)
+            Self.grow(&bytes, by: added)
+            Self.grow(&lineStarts, by: lines)
+            Self.grow(&textStarts, by: lines)
+            Self.grow(&ends, by: lines)
+            // Room for the new bytes (zeroed, then overwritten: Array has no uninitialized
+            // append; memset of a chunk is a small part of copying it).
+            bytes.append(contentsOf: repeatElement(0, count: added))
+            bytes.withUnsafeMutableBufferPointer { out in
+                prefix.withUnsafeBufferPointer { pre in
+                    let target = out.baseAddress!
+                    var w = start
+                    var offset = 0
+                    while offset < count {
+                        let end: Int
+                        if let nl = memchr(base + offset, 10, count - offset) {
+                            end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
+                        } else {
+                            end = count
+                        }
+                        lineStarts.append(UInt32(w))
+                        if let p = pre.baseAddress { memcpy(target + w, p, pre.count) }
+                        w += pre.count
+                        textStarts.append(UInt32(w))
+                        memcpy(target + w, base + offset, end - offset)
+                        w += end - offset
+                        if base[end - 1] != 10 {
+                            target[w] = 10
+                            w += 1
+                        }
+                        ends.append(UInt32(w))
+                        offset = end
+                    }
                 }
-                lineStarts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: prefix)
-                textStarts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[offset..<end]))
-                if base[end - 1] != 10 { bytes.append(10) }
-                ends.append(UInt32(bytes.count))
-                offset = end
             }
         }
+    }
+
+    /// Makes room for `more` elements, at least doubling the capacity when it grows.
+    private static func grow<T>(_ array: inout [T], by more: Int) {
+        let needed = array.count + more
+        if needed > array.capacity { array.reserveCapacity(Swift.max(needed, 2 * array.capacity)) }
     }
 
     /// Adds one line (`text` without its `\n`).
