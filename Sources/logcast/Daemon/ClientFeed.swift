@@ -20,6 +20,11 @@ final class ClientFeed {
     var outbox: [UInt8] = []
     /// How many log lines `outbox` holds.
     var outboxLines = 0
+    /// Bytes of the lines it takes from blocks `pendingFrom ..< pendingThrough`: what waits
+    /// for it in the shared blocks, counted once per block (the fan-out's batching rule).
+    var pendingFrom = 0
+    var pendingThrough = 0
+    var pendingBytes = 0
     /// A write is in flight; nothing more is written until it completes.
     var writing = false
     /// In the fan-out's list of feeds to visit soon.

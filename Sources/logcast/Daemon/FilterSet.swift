@@ -29,6 +29,10 @@ final class FilterSet: @unchecked Sendable {
     let expressionPattern: [PatternID]
     /// The patterns this set matches.
     let patterns: Set<PatternID>
+    /// Expression id → the pattern's slot in a scan's per-pattern lists (`slotPattern`):
+    /// an array index per match, not a dictionary lookup.
+    private let expressionSlot: [Int]
+    private let slotPattern: [PatternID]
     /// Reused match buffer: (line, expression) pairs.
     var pairs = [UInt32](repeating: 0, count: 2 * 4096)
 
@@ -41,6 +45,15 @@ final class FilterSet: @unchecked Sendable {
         self.scratch = scratch
         self.expressionPattern = expressionPattern
         self.patterns = Set(expressionPattern)
+        var slots: [PatternID: Int] = [:]
+        var slotPattern: [PatternID] = []
+        expressionSlot = expressionPattern.map { pattern in
+            if let slot = slots[pattern] { return slot }
+            slots[pattern] = slotPattern.count
+            slotPattern.append(pattern)
+            return slotPattern.count - 1
+        }
+        self.slotPattern = slotPattern
     }
 
     deinit {
@@ -189,7 +202,7 @@ final class FilterSet: @unchecked Sendable {
         guard block.lineCount > 0 else { return }
         var used = 0
         var next = 0
-        var result: [PatternID: [UInt32]] = [:]
+        var lists = [[UInt32]](repeating: [], count: slotPattern.count)
         block.bytes.withUnsafeBufferPointer { bytes in
             block.textStarts.withUnsafeBufferPointer { starts in
                 // The text ends before the line's `\n`.
@@ -201,7 +214,7 @@ final class FilterSet: @unchecked Sendable {
                             lcs_scan_lines(database, scratch, bytes.baseAddress, starts.baseAddress, ends.baseAddress,
                                            next, block.lineCount, out.baseAddress, out.count / 2, &used, &next)
                         }
-                        collect(used, into: &result)
+                        collect(used, into: &lists)
                         used = 0
                         if rc == 1 {
                             // Full: a larger buffer, then on from the line that did not fit.
@@ -217,17 +230,23 @@ final class FilterSet: @unchecked Sendable {
                 }
             }
         }
+        var result: [PatternID: [UInt32]] = [:]
+        for (slot, lines) in lists.enumerated() where !lines.isEmpty { result[slotPattern[slot]] = lines }
         block.matches = result
     }
 
     /// Moves `used` pairs into per-pattern line lists (a pattern split into several
     /// expressions reports a line once).
-    private func collect(_ used: Int, into result: inout [PatternID: [UInt32]]) {
-        for k in 0..<used {
-            let line = pairs[2 * k]
-            let pattern = expressionPattern[Int(pairs[2 * k + 1])]
-            if let last = result[pattern]?.last, last == line { continue }
-            result[pattern, default: []].append(line)
+    private func collect(_ used: Int, into lists: inout [[UInt32]]) {
+        pairs.withUnsafeBufferPointer { pairs in
+            expressionSlot.withUnsafeBufferPointer { expressionSlot in
+                for k in 0..<used {
+                    let line = pairs[2 * k]
+                    let slot = expressionSlot[Int(pairs[2 * k + 1])]
+                    if let last = lists[slot].last, last == line { continue }
+                    lists[slot].append(line)
+                }
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import ReactiveUV
 
 /// Lines read in one loop turn, formatted once for every client: `<file>: <text>\n` each.
 ///
@@ -19,13 +20,17 @@ final class LineBlock {
     let sequence: Int
     /// Bytes of all blocks before this one (how far behind a client is, in bytes).
     var streamStart = 0
+    /// When it was sealed: how long a client's batch has waited (``LineFanOut``).
+    let sealedAt: SchedulerTime
     /// Line indexes each pattern (by ``PatternID``) matched, ascending; filled by the scan.
     var matches: [PatternID: [UInt32]] = [:]
 
     var lineCount: Int { ends.count }
 
-    init(bytes: [UInt8], lineStarts: [UInt32], textStarts: [UInt32], ends: [UInt32], sequence: Int) {
+    init(bytes: [UInt8], lineStarts: [UInt32], textStarts: [UInt32], ends: [UInt32], sequence: Int,
+         sealedAt: SchedulerTime = .monotonicNow) {
         self.bytes = bytes
+        self.sealedAt = sealedAt
         self.lineStarts = lineStarts
         self.textStarts = textStarts
         self.ends = ends
@@ -36,6 +41,15 @@ final class LineBlock {
     func count(for pattern: PatternID?) -> Int {
         guard let pattern else { return lineCount }
         return matches[pattern]?.count ?? 0
+    }
+
+    /// How many bytes of lines `pattern` takes from this block (`nil`: every line).
+    func byteCount(for pattern: PatternID?) -> Int {
+        guard let pattern else { return bytes.count }
+        guard let lines = matches[pattern] else { return 0 }
+        var total = 0
+        for line in lines { total += Int(ends[Int(line)] &- lineStarts[Int(line)]) }
+        return total
     }
 
     /// Appends the lines `pattern` takes (`nil`: all of them) to `output`; returns how many.
@@ -70,29 +84,66 @@ struct LineBlockBuilder {
 
     /// Adds every complete line of `chunk` (bytes as read from a file: lines ending in
     /// `\n`; a last line without one is taken as a line), each prefixed with `prefix`.
+    ///
+    /// Why raw copies: this runs for every byte logcast serves. The lines are counted
+    /// first, the arrays grown once (geometrically, so a block built from many chunks is
+    /// not copied over and over), and each line is then two `memcpy`s and three stores —
+    /// not four `Array.append`s, each with its own capacity and uniqueness checks.
     mutating func append(prefix: [UInt8], chunk: [UInt8]) {
-        if bytes.isEmpty { bytes.reserveCapacity(chunk.count + chunk.count / 8) }
         chunk.withUnsafeBufferPointer { source in
-            guard let base = source.baseAddress else { return }
-            var offset = 0
+            guard let base = source.baseAddress, source.count > 0 else { return }
             let count = source.count
-            while offset < count {
-                let rest = count - offset
-                let end: Int
-                if let nl = memchr(base + offset, 10, rest) {
-                    end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
-                } else {
-                    end = count
+            var lines = 0
+            var offset = 0
+            while offset < count, let nl = memchr(base + offset, 10, count - offset) {
+                lines += 1
+                offset = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
+            }
+            let unterminated = base[count - 1] != 10
+            if unterminated { lines += 1 }
+            let start = bytes.count
+            let added = count + lines * prefix.count + (unterminated ? 1 : 0)
+            Self.grow(&bytes, by: added)
+            Self.grow(&lineStarts, by: lines)
+            Self.grow(&textStarts, by: lines)
+            Self.grow(&ends, by: lines)
+            // Room for the new bytes (zeroed, then overwritten: Array has no uninitialized
+            // append; memset of a chunk is a small part of copying it).
+            bytes.append(contentsOf: repeatElement(0, count: added))
+            bytes.withUnsafeMutableBufferPointer { out in
+                prefix.withUnsafeBufferPointer { pre in
+                    let target = out.baseAddress!
+                    var w = start
+                    var offset = 0
+                    while offset < count {
+                        let end: Int
+                        if let nl = memchr(base + offset, 10, count - offset) {
+                            end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(nl)) + 1
+                        } else {
+                            end = count
+                        }
+                        lineStarts.append(UInt32(w))
+                        if let p = pre.baseAddress { memcpy(target + w, p, pre.count) }
+                        w += pre.count
+                        textStarts.append(UInt32(w))
+                        memcpy(target + w, base + offset, end - offset)
+                        w += end - offset
+                        if base[end - 1] != 10 {
+                            target[w] = 10
+                            w += 1
+                        }
+                        ends.append(UInt32(w))
+                        offset = end
+                    }
                 }
-                lineStarts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: prefix)
-                textStarts.append(UInt32(bytes.count))
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: source[offset..<end]))
-                if base[end - 1] != 10 { bytes.append(10) }
-                ends.append(UInt32(bytes.count))
-                offset = end
             }
         }
+    }
+
+    /// Makes room for `more` elements, at least doubling the capacity when it grows.
+    private static func grow<T>(_ array: inout [T], by more: Int) {
+        let needed = array.count + more
+        if needed > array.capacity { array.reserveCapacity(Swift.max(needed, 2 * array.capacity)) }
     }
 
     /// Adds one line (`text` without its `\n`).
@@ -106,8 +157,9 @@ struct LineBlockBuilder {
     }
 
     /// The block, and an empty builder for the next turn.
-    mutating func seal(sequence: Int) -> LineBlock {
-        let block = LineBlock(bytes: bytes, lineStarts: lineStarts, textStarts: textStarts, ends: ends, sequence: sequence)
+    mutating func seal(sequence: Int, at time: SchedulerTime = .monotonicNow) -> LineBlock {
+        let block = LineBlock(bytes: bytes, lineStarts: lineStarts, textStarts: textStarts, ends: ends, sequence: sequence,
+                              sealedAt: time)
         self = LineBlockBuilder()
         return block
     }

@@ -1,5 +1,6 @@
 #include "LogcastScan.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,4 +58,11 @@ int lcs_platform_ok(void) { return hs_valid_platform() == HS_SUCCESS; }
 
 int lcs_thread_set_nice(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
+int lcs_keep_freed_memory(int mmap_threshold, int trim_threshold) {
+    // Setting the thresholds also turns off glibc's dynamic adjustment of them.
+    if (mallopt(M_MMAP_THRESHOLD, mmap_threshold) != 1) return -1;
+    if (mallopt(M_TRIM_THRESHOLD, trim_threshold) != 1) return -1;
+    return 0;
 }

@@ -29,4 +29,10 @@ int lcs_platform_ok(void);
 /// cannot call the variadic syscall(2) that gettid needs on older glibc). 0 on success.
 int lcs_thread_set_nice(int nice);
 
+/// Makes glibc keep freed memory for reuse: allocations under `mmap_threshold` bytes come
+/// from the heap (not a fresh mmap each), and up to `trim_threshold` free bytes at the top
+/// of the heap stay mapped (mallopt is in <malloc.h>, which Swift's Glibc module does not
+/// export). 0 on success.
+int lcs_keep_freed_memory(int mmap_threshold, int trim_threshold);
+
 #endif
