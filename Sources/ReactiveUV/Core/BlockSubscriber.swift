@@ -144,6 +144,13 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// subscription's resources.
     @usableFromInline
     override func dispose() {
+        // Already disposed (a terminal event ended it, the common case for a subscription
+        // disposed by its owner afterwards) and no delivery under way: the callbacks are
+        // gone and the members disposed, so no locked instruction is needed.
+        if csys_atomic_int_load(state.pointer, csys_seq_cst) & Int64(Disposable.disposedBit) != 0
+            && csys_atomic_int_load(subclassWord.pointer, csys_seq_cst) == 0 {
+            return
+        }
         let closedHere = csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
             & Int64(BlockSubscriber.closedBit) == 0
         let me = Int64(Int(bitPattern: csys_thread_token()))
