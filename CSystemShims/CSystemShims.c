@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 csys_atomic_int csys__placeholder_cell = {0};
+csys_atomic_int csys__live_subscriptions = {0};
 
 struct csys_mutex {
     pthread_mutex_t mutex;

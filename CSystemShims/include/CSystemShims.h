@@ -77,6 +77,13 @@ extern csys_atomic_int csys__placeholder_cell;
 /// The placeholder cell's address (constant for the process).
 static inline csys_atomic_int *csys_atomic_int_placeholder(void) { return &csys__placeholder_cell; }
 
+/// The process-wide count of live subscriber objects (ReactiveUV's `Diagnostics`): a C
+/// global, so reaching it costs no lazy-initialization check (a Swift `static let` does).
+extern csys_atomic_int csys__live_subscriptions;
+
+/// The live-subscription counter's address (constant for the process).
+static inline csys_atomic_int *csys_live_subscriptions(void) { return &csys__live_subscriptions; }
+
 /// Initializes the storage (not atomic; before it is shared).
 static inline void csys_atomic_int_init(csys_atomic_int *a, int64_t value) {
     atomic_init(csys__int(a), value);

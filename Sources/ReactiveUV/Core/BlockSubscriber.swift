@@ -26,14 +26,20 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     // everything they reach (subjects, schedulers) alive forever (LeakSanitizer found it:
     // `make sanitize`). Only the one thread that closes the gate (the closed bit 0 → 1)
     // clears them, and only once no delivery is under way on another thread (after the wait
-    // in `dispose`, or at the end of the terminal delivery itself); a delivery reads them
-    // only after seeing the gate open. A call in progress holds its own reference.
+    // in `dispose`, or at the end of the terminal delivery itself) and no callback of this
+    // subscriber is running on the closing thread (else the outermost delivery releases
+    // them on its way out: see `call(_:_:)`); a delivery reads them only after seeing the
+    // gate open, and calls them in place, without a reference of its own.
     @usableFromInline @exclusivity(unchecked) final var onNext: ((Value) -> Void)?
     @usableFromInline @exclusivity(unchecked) final var onError: ((any Error) -> Void)?
     @usableFromInline @exclusivity(unchecked) final var onCompleted: (() -> Void)?
     /// Set in the state word once closed (terminated or disposed): a bit of its own, beside
     /// `disposedBit` and `lockBit`, because the members are disposed after the gate closes.
     @usableFromInline static var closedBit: Int { 4 }
+    /// Set when the gate closed inside a delivery on the closing thread (a callback that
+    /// disposes its own subscription, a terminal event sent from a callback): that
+    /// delivery's outermost frame releases the callbacks once its own call has returned.
+    @usableFromInline static var releasePendingBit: Int { 8 }
 
     // The delivering thread's token (or 0) is the subclass word of `Disposable`'s inline
     // storage, and `closed` a bit of its state word: no allocation besides this object.
@@ -57,24 +63,52 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         let state = self.state.pointer
         let me = Int64(Int(bitPattern: csys_thread_token()))
         let previous = csys_atomic_int_exchange(inFlight, me, csys_seq_cst)
-        defer { if previous != me { csys_atomic_int_store(inFlight, 0, csys_release) } }
+        defer {
+            if previous != me {
+                // The outermost delivery on this thread: release the callbacks if a
+                // disposal or a terminal event inside it left that to us.
+                if csys_atomic_int_load(state, csys_relaxed) & Int64(BlockSubscriber.releasePendingBit) != 0 {
+                    releasePendingCallbacks()
+                }
+                csys_atomic_int_store(inFlight, 0, csys_release)
+            }
+        }
         if csys_atomic_int_load(state, csys_seq_cst) & Int64(BlockSubscriber.closedBit) != 0 { return }
         switch event {
         case .next(let value):
-            onNext?(value)
+            BlockSubscriber.call(&onNext, value)
         case .error(let error):
             if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
-                onError?(error)
-                releaseCallbacks()
+                BlockSubscriber.call(&onError, error)
+                releaseCallbacksAfterClosing(insideDelivery: previous == me)
                 super.dispose()
             }
         case .completed:
             if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
-                onCompleted?()
-                releaseCallbacks()
+                BlockSubscriber.call(&onCompleted)
+                releaseCallbacksAfterClosing(insideDelivery: previous == me)
                 super.dispose()
             }
         }
+    }
+
+    /// Calls a callback in place, without retaining what it captures: the `inout` access
+    /// promises that nothing replaces the callback during the call, which is what lets
+    /// the compiler borrow it (a plain `onNext?(value)` on a `var` costs a retain and a
+    /// release per event, two locked instructions). The promise holds because callbacks
+    /// are only released when no delivery of this subscriber is running: a disposal or
+    /// terminal event from inside a callback leaves the release to the outermost
+    /// delivery on that thread (`releasePendingBit`), and `dispose()` from another thread
+    /// waits for the delivery first.
+    @inlinable @inline(__always)
+    static func call<Argument>(_ callback: inout ((Argument) -> Void)?, _ argument: Argument) {
+        callback?(argument)
+    }
+
+    /// ``call(_:_:)`` for the completion callback.
+    @inlinable @inline(__always)
+    static func call(_ callback: inout (() -> Void)?) {
+        callback?()
     }
 
     /// Drops the callbacks (and what they capture); called once, by the thread that closed
@@ -86,21 +120,51 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         onCompleted = nil
     }
 
+    /// After the gate closed on this thread: releases the callbacks now, or, inside a
+    /// delivery of this subscriber (a callback of it is still running and borrows its
+    /// closure), marks them for the outermost delivery to release.
+    @usableFromInline
+    final func releaseCallbacksAfterClosing(insideDelivery: Bool) {
+        if insideDelivery {
+            csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.releasePendingBit), csys_seq_cst)
+        } else {
+            releaseCallbacks()
+        }
+    }
+
+    /// The outermost delivery's part of a deferred release: whoever clears the pending
+    /// bit releases, once.
+    @usableFromInline
+    final func releasePendingCallbacks() {
+        let was = csys_atomic_int_fetch_and(state.pointer, ~Int64(BlockSubscriber.releasePendingBit), csys_seq_cst)
+        if was & Int64(BlockSubscriber.releasePendingBit) != 0 { releaseCallbacks() }
+    }
+
     /// Closes the gate, waits for a delivery running on another thread, then disposes the
     /// subscription's resources.
     @usableFromInline
     override func dispose() {
+        // Already disposed (a terminal event ended it, the common case for a subscription
+        // disposed by its owner afterwards) and no delivery under way: the callbacks are
+        // gone and the members disposed, so no locked instruction is needed.
+        if csys_atomic_int_load(state.pointer, csys_seq_cst) & Int64(Disposable.disposedBit) != 0
+            && csys_atomic_int_load(subclassWord.pointer, csys_seq_cst) == 0 {
+            return
+        }
         let closedHere = csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
             & Int64(BlockSubscriber.closedBit) == 0
         let me = Int64(Int(bitPattern: csys_thread_token()))
         var spins = 0
+        var delivering: Int64 = 0
         while true {
-            let delivering = csys_atomic_int_load(subclassWord.pointer, csys_seq_cst)
+            delivering = csys_atomic_int_load(subclassWord.pointer, csys_seq_cst)
             if delivering == 0 || delivering == me { break }
             spins += 1
             if spins > 64 { csys_thread_yield() }
         }
-        if closedHere { releaseCallbacks() }
+        // `delivering == me`: called from inside one of this subscriber's callbacks, which
+        // is still running on its borrowed closure; the delivery releases them on its way out.
+        if closedHere { releaseCallbacksAfterClosing(insideDelivery: delivering == me) }
         super.dispose()
     }
 }

@@ -100,14 +100,26 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
 
     /// Disposes every member, once.
     open override func dispose() {
-        if lockState() {
-            unlockState()
-            return
+        // The disposed bit is never cleared: seen set, there is nothing to do, and a second
+        // `dispose()` (a subscription that already terminated, disposed by its owner) costs
+        // a load instead of two locked instructions.
+        if isDisposedBitSet { return }
+        // One locked instruction, not a lock and an unlock: the disposed bit goes on first.
+        // From then on `add` and `remove`, which take the spin bit and see the disposed
+        // bit, leave `members` alone; so once a holder of the spin bit from before has let
+        // go (its release pairs with this wait's acquire), the members are ours alone.
+        let previous = state.fetchOr(Disposable.disposedBit)
+        if previous & Disposable.disposedBit != 0 { return }
+        if previous & Disposable.lockBit != 0 {
+            var spins = 0
+            while state.load(csys_acquire) & Disposable.lockBit != 0 {
+                spins += 1
+                if spins > 32 { csys_thread_yield() }
+            }
         }
         let taken = members
         members = []
         holes = 0
-        unlockState(markingDisposed: true)
         for d in taken { d?.dispose() }
     }
 

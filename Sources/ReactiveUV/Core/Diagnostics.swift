@@ -10,8 +10,10 @@ public enum Diagnostics {
     /// Subscriber objects currently alive.
     public static var liveSubscriptions: Int { counter.load() }
 
-    @usableFromInline
-    static let counter = UnsafeAtomicInt(0)
+    /// A C global (`csys_live_subscriptions`), not a `static let`: every subscription
+    /// touches it twice, and a Swift global is reached through a lazy-initialization check.
+    @inlinable
+    static var counter: UnsafeAtomicInt { UnsafeAtomicInt(pointer: csys_live_subscriptions()) }
 
     @inlinable
     static func subscriptionCreated() { counter.fetchAdd(1, csys_relaxed) }

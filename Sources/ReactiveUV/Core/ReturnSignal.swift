@@ -2,27 +2,30 @@
 ///
 /// Why not an ``AnonymousSignal`` like the other operators: that is two allocations (the
 /// signal and its closure's context, which holds the value), and `return` starts most cold
-/// subscribe cycles. Here the subscription code is a closure that captures nothing and
-/// reads the value from the signal it is handed, so in a caller's module (where it is
-/// specialized, no generic context to capture) forming it allocates nothing. `attach` only
-/// forwards to it, so the per-subscription work still runs specialized.
+/// subscribe cycles. Here the subscription code is a closure that captures nothing and is
+/// handed the value, so in a caller's module (where it is specialized, no generic context
+/// to capture) forming it allocates nothing. `attach` only forwards to it, so the
+/// per-subscription work still runs specialized. The closure gets the value, not the
+/// signal: the signal then never escapes into a call, and where the optimizer sees the
+/// whole subscription (`Signal.return(i).subscribeNext { … }`) it keeps the signal on the
+/// stack, leaving the subscription the cycle's only heap object.
 @usableFromInline
 final class ReturnSignal<Value>: Signal<Value>, @unchecked Sendable {
-    @usableFromInline let run: (ReturnSignal<Value>, @escaping Sink<Value>, CompoundDisposable) -> Void
+    @usableFromInline let run: (Value, @escaping Sink<Value>, CompoundDisposable) -> Void
     @usableFromInline let value: Value
 
     @inlinable
     init(_ value: Value) {
         self.value = value
-        run = { signal, observer, lifetime in
-            observer(.next(signal.value))
-            if !lifetime.isDisposed { observer(.completed) }
+        run = { value, observer, lifetime in
+            observer(.next(value))
+            if !lifetime.isDisposedBitSet { observer(.completed) }
         }
         super.init()
     }
 
     @inlinable
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
-        run(self, observer, lifetime)
+        run(value, observer, lifetime)
     }
 }

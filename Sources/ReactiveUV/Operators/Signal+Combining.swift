@@ -8,6 +8,9 @@ extension Signal {
     /// An error from the receiver ends everything and `next` is never subscribed.
     ///
     /// `--1--|` + `--2--|` → `--1----2--|`
+    ///
+    /// **RAC:** `-concat:`. **Thread:** each source's own. **Disposal:** disposes the active
+    /// source. **Terminates:** when `next` terminates; at once on the receiver's error.
     @inlinable
     public func concat(_ next: Signal<Value>) -> Signal<Value> {
         let first = self
@@ -34,6 +37,9 @@ extension Signal {
     /// disposes the active signal.
     ///
     /// `--1--|` + `--2--|` + `--3|` → `--1----2----3|`
+    ///
+    /// **RAC:** `+concat:`. **Thread:** each source's own. **Disposal:** disposes the active
+    /// source. **Terminates:** after the last one completes; at once on an error.
     @inlinable
     public static func concat<S: Sequence>(_ signals: S) -> Signal<Value> where S.Element == Signal<Value> {
         let list = Array(signals)
@@ -45,6 +51,10 @@ extension Signal {
 
     /// Ignores the receiver's values; when it completes, calls `block` and subscribes to the
     /// signal it returns. An error ends it and `block` is never called: RAC's `-then:`.
+    ///
+    /// **RAC:** `-then:`. **Thread:** the receiver's, then the new signal's. **Disposal:**
+    /// disposes the active source. **Terminates:** when the new signal terminates; at once on
+    /// the receiver's error.
     @inlinable
     public func then<U>(_ block: @escaping () -> Signal<U>) -> Signal<U> {
         let first = self
@@ -63,6 +73,9 @@ extension Signal {
     }
 
     /// Merges the receiver with `other`: RAC's `-merge:` (the same operator as `Signal.merge([self, other])`).
+    ///
+    /// **RAC:** `-merge:`. **Thread:** the sending source's, serialized. **Disposal:**
+    /// disposes both sources. **Terminates:** when both have completed; at once on an error.
     @inlinable
     public func merge(_ other: Signal<Value>) -> Signal<Value> { Signal.merge([self, other]) }
 
@@ -75,6 +88,9 @@ extension Signal {
     /// that completes is disposed at once. An empty collection completes at once.
     ///
     /// `--1----3--|` + `----2----|` → `--1-2--3--|`
+    ///
+    /// **RAC:** `+merge:`. **Thread:** the sending source's, serialized. **Disposal:**
+    /// disposes every source. **Terminates:** when all have completed; at once on an error.
     @inlinable
     public static func merge<S: Sequence>(_ signals: S) -> Signal<Value> where S.Element == Signal<Value> {
         let list = Array(signals)
@@ -94,6 +110,10 @@ extension Signal {
     ///
     /// Completes as soon as one side has completed and has nothing queued; an error from
     /// either side is forwarded at once, even with queued values. Disposes both sides.
+    ///
+    /// **RAC:** `-zipWith:`. **Thread:** the thread of the source whose value completes a
+    /// pair, serialized. **Disposal:** disposes both sides. **Terminates:** when a completed
+    /// side has nothing queued; at once on an error.
     @inlinable
     public func zip<U>(with other: Signal<U>) -> Signal<(Value, U)> {
         Signal<(Value, U)>.zip(self, other)
@@ -102,6 +122,10 @@ extension Signal {
     /// Sends the latest values of both sides once both have sent, then on every value
     /// from either: RAC's `-combineLatestWith:` (the same operator as
     /// `Signal.combineLatest(self, other)`). Completes only when **both** complete.
+    ///
+    /// **RAC:** `-combineLatestWith:`. **Thread:** the sending side's, serialized.
+    /// **Disposal:** disposes both sides. **Terminates:** when both have completed; at once
+    /// on an error.
     @inlinable
     public func combineLatest<U>(with other: Signal<U>) -> Signal<(Value, U)> {
         Signal<(Value, U)>.combineLatest(self, other)
@@ -110,6 +134,10 @@ extension Signal {
     /// On each value of `sampler`, sends the receiver's latest value (nothing before the
     /// receiver's first value; repeats when it is silent). Completes when **either** side
     /// completes; an error from either is forwarded: RAC's `-sample:`.
+    ///
+    /// **RAC:** `-sample:`. **Thread:** the sampler's (the receiver's values are kept under a
+    /// lock). **Disposal:** disposes both. **Terminates:** when either completes; at once on
+    /// an error from either.
     public func sample<T>(_ sampler: Signal<T>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -149,6 +177,10 @@ extension Signal {
     /// disposes both: RAC's `-takeUntil:`. The trigger is subscribed **first**, so a trigger
     /// that fires synchronously means the receiver is never subscribed; trigger errors are
     /// ignored.
+    ///
+    /// **RAC:** `-takeUntil:`. **Thread:** the receiver's, or the trigger's for the
+    /// completion it causes. **Disposal:** disposes both. **Terminates:** when the receiver
+    /// terminates or the trigger sends a value or completes.
     public func takeUntil<T>(_ trigger: Signal<T>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -181,6 +213,10 @@ extension Signal {
     /// Forwards the receiver's values and error (but **not** its completion) until
     /// `replacement` sends any event; from then on only the replacement's events pass and
     /// the receiver is disposed: RAC's `-takeUntilReplacement:`.
+    ///
+    /// **RAC:** `-takeUntilReplacement:`. **Thread:** the receiver's, then the replacement's.
+    /// **Disposal:** disposes both. **Terminates:** when the replacement terminates; on the
+    /// receiver's error before the replacement's first event.
     public func takeUntilReplacement(_ replacement: Signal<Value>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -212,6 +248,9 @@ extension Signal {
 
 extension Signal {
     /// A signal that sends the elements of `array` and completes (RACSequence's `signal`).
+    ///
+    /// **RAC:** RACSequence's `-signal`. **Thread:** the subscribing thread, synchronously.
+    /// **Disposal:** stops sending. **Terminates:** after the last element.
     @inlinable
     public static func fromArray(_ array: [Value]) -> Signal<Value> {
         AnonymousSignal { observer, lifetime in
@@ -229,6 +268,10 @@ extension Signal {
     /// as a completed source has nothing queued, errors at once, serialized by a lock. One
     /// signal gives 1-element arrays; an empty collection completes at once. Values are kept
     /// typed, not boxed.
+    ///
+    /// **RAC:** `+zip:`. **Thread:** the thread of the source whose value completes an array,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when a completed
+    /// source has nothing queued; at once on an error.
     @inlinable
     public static func zip<S: Sequence>(_ signals: S) -> Signal<[Value]> where S.Element == Signal<Value> {
         let list = Array(signals)
@@ -244,6 +287,8 @@ extension Signal {
     }
 
     /// ``zip(_:)`` then `reduce` over each array: RAC's `+zip:reduce:`.
+    ///
+    /// **RAC:** `+zip:reduce:`. **Thread**, **Disposal**, **Terminates:** as ``zip(_:)``.
     @inlinable
     public static func zip<S: Sequence, U>(_ signals: S, reduce: @escaping ([Value]) -> U) -> Signal<U>
     where S.Element == Signal<Value> {
@@ -257,6 +302,10 @@ extension Signal {
     /// ends it. Subscribed in order, serialized by a lock; an empty collection completes at
     /// once. Values are kept typed, not boxed, and the array is updated in place when the
     /// subscriber does not keep it.
+    ///
+    /// **RAC:** `+combineLatest:`. **Thread:** the sending source's, serialized.
+    /// **Disposal:** disposes every source. **Terminates:** when all have completed; at once
+    /// on an error.
     @inlinable
     public static func combineLatest<S: Sequence>(_ signals: S) -> Signal<[Value]> where S.Element == Signal<Value> {
         let list = Array(signals)
@@ -271,6 +320,9 @@ extension Signal {
     }
 
     /// ``combineLatest(_:)`` then `reduce`: RAC's `+combineLatest:reduce:`.
+    ///
+    /// **RAC:** `+combineLatest:reduce:`. **Thread**, **Disposal**, **Terminates:** as
+    /// ``combineLatest(_:)``.
     @inlinable
     public static func combineLatest<S: Sequence, U>(_ signals: S, reduce: @escaping ([Value]) -> U) -> Signal<U>
     where S.Element == Signal<Value> {

@@ -14,6 +14,10 @@ extension Signal {
     /// source has completed with nothing queued; an error from any source is forwarded at
     /// once, even with values queued. Disposing (or a terminal event) disposes every source.
     ///
+    /// **RAC:** `+zip:` (a typed tuple). **Thread:** the thread of the source whose value
+    /// completes a tuple, serialized. **Disposal:** disposes every source. **Terminates:**
+    /// when a completed source has nothing queued; at once on an error.
+    ///
     /// - Returns: a signal of `(A, B)` tuples.
     @inlinable
     public static func zip<A, B>(_ a: Signal<A>, _ b: Signal<B>) -> Signal<(A, B)> where Value == (A, B) {
@@ -33,6 +37,10 @@ extension Signal {
     /// completed (even one that never sent); an error from any source is forwarded and ends
     /// it. Disposing (or a terminal event) disposes every source.
     ///
+    /// **RAC:** `+combineLatest:` (a typed tuple). **Thread:** the sending source's,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when all sources
+    /// have completed; at once on an error.
+    ///
     /// - Returns: a signal of `(A, B)` tuples.
     @inlinable
     public static func combineLatest<A, B>(_ a: Signal<A>, _ b: Signal<B>) -> Signal<(A, B)> where Value == (A, B) {
@@ -51,6 +59,10 @@ extension Signal {
     /// completed a tuple, serialized by a per-subscription lock. It completes as soon as one
     /// source has completed with nothing queued; an error from any source is forwarded at
     /// once, even with values queued. Disposing (or a terminal event) disposes every source.
+    ///
+    /// **RAC:** `+zip:` (a typed tuple). **Thread:** the thread of the source whose value
+    /// completes a tuple, serialized. **Disposal:** disposes every source. **Terminates:**
+    /// when a completed source has nothing queued; at once on an error.
     ///
     /// - Returns: a signal of `(A, B, C)` tuples.
     @inlinable
@@ -73,6 +85,10 @@ extension Signal {
     /// completed (even one that never sent); an error from any source is forwarded and ends
     /// it. Disposing (or a terminal event) disposes every source.
     ///
+    /// **RAC:** `+combineLatest:` (a typed tuple). **Thread:** the sending source's,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when all sources
+    /// have completed; at once on an error.
+    ///
     /// - Returns: a signal of `(A, B, C)` tuples.
     @inlinable
     public static func combineLatest<A, B, C>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>) -> Signal<(A, B, C)> where Value == (A, B, C) {
@@ -93,6 +109,10 @@ extension Signal {
     /// completed a tuple, serialized by a per-subscription lock. It completes as soon as one
     /// source has completed with nothing queued; an error from any source is forwarded at
     /// once, even with values queued. Disposing (or a terminal event) disposes every source.
+    ///
+    /// **RAC:** `+zip:` (a typed tuple). **Thread:** the thread of the source whose value
+    /// completes a tuple, serialized. **Disposal:** disposes every source. **Terminates:**
+    /// when a completed source has nothing queued; at once on an error.
     ///
     /// - Returns: a signal of `(A, B, C, D)` tuples.
     @inlinable
@@ -117,6 +137,10 @@ extension Signal {
     /// completed (even one that never sent); an error from any source is forwarded and ends
     /// it. Disposing (or a terminal event) disposes every source.
     ///
+    /// **RAC:** `+combineLatest:` (a typed tuple). **Thread:** the sending source's,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when all sources
+    /// have completed; at once on an error.
+    ///
     /// - Returns: a signal of `(A, B, C, D)` tuples.
     @inlinable
     public static func combineLatest<A, B, C, D>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>) -> Signal<(A, B, C, D)> where Value == (A, B, C, D) {
@@ -139,6 +163,10 @@ extension Signal {
     /// completed a tuple, serialized by a per-subscription lock. It completes as soon as one
     /// source has completed with nothing queued; an error from any source is forwarded at
     /// once, even with values queued. Disposing (or a terminal event) disposes every source.
+    ///
+    /// **RAC:** `+zip:` (a typed tuple). **Thread:** the thread of the source whose value
+    /// completes a tuple, serialized. **Disposal:** disposes every source. **Terminates:**
+    /// when a completed source has nothing queued; at once on an error.
     ///
     /// - Returns: a signal of `(A, B, C, D, E)` tuples.
     @inlinable
@@ -165,6 +193,10 @@ extension Signal {
     /// completed (even one that never sent); an error from any source is forwarded and ends
     /// it. Disposing (or a terminal event) disposes every source.
     ///
+    /// **RAC:** `+combineLatest:` (a typed tuple). **Thread:** the sending source's,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when all sources
+    /// have completed; at once on an error.
+    ///
     /// - Returns: a signal of `(A, B, C, D, E)` tuples.
     @inlinable
     public static func combineLatest<A, B, C, D, E>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>) -> Signal<(A, B, C, D, E)> where Value == (A, B, C, D, E) {
@@ -189,6 +221,10 @@ extension Signal {
     /// completed a tuple, serialized by a per-subscription lock. It completes as soon as one
     /// source has completed with nothing queued; an error from any source is forwarded at
     /// once, even with values queued. Disposing (or a terminal event) disposes every source.
+    ///
+    /// **RAC:** `+zip:` (a typed tuple). **Thread:** the thread of the source whose value
+    /// completes a tuple, serialized. **Disposal:** disposes every source. **Terminates:**
+    /// when a completed source has nothing queued; at once on an error.
     ///
     /// - Returns: a signal of `(A, B, C, D, E, F)` tuples.
     @inlinable
@@ -216,6 +252,10 @@ extension Signal {
     /// sent, serialized by a per-subscription lock. It completes when **all** sources have
     /// completed (even one that never sent); an error from any source is forwarded and ends
     /// it. Disposing (or a terminal event) disposes every source.
+    ///
+    /// **RAC:** `+combineLatest:` (a typed tuple). **Thread:** the sending source's,
+    /// serialized. **Disposal:** disposes every source. **Terminates:** when all sources
+    /// have completed; at once on an error.
     ///
     /// - Returns: a signal of `(A, B, C, D, E, F)` tuples.
     @inlinable

@@ -197,13 +197,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next(let v) = event, !isIncluded(v) { return }
-                observer(event)
-            }, lifetime)
-        }
+        FilterSignal(self, isIncluded)
     }
 
     /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.

@@ -14,16 +14,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func map<U>(_ transform: @escaping (Value) -> U) -> Signal<U> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                switch event {
-                case .next(let v): observer(.next(transform(v)))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        MapSignal(self, transform)
     }
 
     /// Replaces every value with `value`: RAC's `-mapReplace:`.

@@ -100,4 +100,56 @@ import Testing
         for i in 0..<5 { subject.sendNext(i) }
         #expect(got == [0, 1])
     }
+
+    /// What a callback captures, watched through a weak reference.
+    final class Captured {
+        let name: String
+        init(_ name: String) { self.name = name }
+    }
+
+    /// A callback that disposes its own subscription runs to its end on what it captured
+    /// (callbacks are called without a reference of their own, so their release waits for
+    /// the delivery to return), and what it captured is released right after.
+    @Test func selfDisposingCallbackFinishesOnItsCapturesWhichAreReleasedAfterIt() {
+        let subject = Subject<Int>()
+        var got: [String] = []
+        weak var watched: Captured?
+        var d: Disposable?
+        do {
+            let captured = Captured("c")
+            watched = captured
+            d = subject.subscribeNext { [captured] v in
+                d?.dispose()
+                got.append("\(captured.name)\(v)")
+            }
+        }
+        #expect(watched != nil)
+        subject.sendNext(1)
+        subject.sendNext(2)
+        #expect(got == ["c1"])
+        #expect(watched == nil)
+    }
+
+    /// A terminal event sent from inside a `next` callback reaches `completed` at once (RAC
+    /// order), the `next` callback then finishes on its captures, and both callbacks'
+    /// captures are released once the outer delivery returns.
+    @Test func completionSentFromInsideANextCallbackLetsThatCallbackFinish() {
+        let subject = Subject<Int>()
+        var events: [String] = []
+        weak var watched: Captured?
+        do {
+            let captured = Captured("c")
+            watched = captured
+            subject.subscribe(
+                next: { [captured] v in
+                    subject.sendCompleted()
+                    events.append("next \(v) \(captured.name)")
+                },
+                completed: { [captured] in events.append("completed \(captured.name)") })
+        }
+        subject.sendNext(1)
+        subject.sendNext(2)
+        #expect(events == ["completed c", "next 1 c"])
+        #expect(watched == nil)
+    }
 }

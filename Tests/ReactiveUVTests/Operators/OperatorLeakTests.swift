@@ -76,7 +76,7 @@ final class OperatorLeakTests: XCTestCase {
     // `repeat()` resubscribes at every completion and `retry(when: { $0 })` at every error;
     // a terminated subject replays its terminal event to each resubscription, so those two
     // would resubscribe forever on the sending thread. They are left out of the terminated
-    // runs (see ErrorHandlingTests / BeyondTests for their own termination tests).
+    // runs (see ErrorHandlingTests / RetryWhenTests for their own termination tests).
     func testCompletedChainsLeaveNothingAlive() {
         for (name, chain) in Self.chains where name != "repeat" {
             check(name, chain) { s, d in

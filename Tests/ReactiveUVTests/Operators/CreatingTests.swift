@@ -3,7 +3,7 @@ import Testing
 
 /// Creating signals (catalogue §1): create, return, empty, error, never, defer, try,
 /// startLazily, startEagerly, and Signal(sequence:on:).
-@Suite struct StartingTests {
+@Suite struct CreatingTests {
     // MARK: create and the constants
 
     @Test func createRunsOncePerSubscriptionAndItsDisposableEndsWithTheSubscription() {

@@ -1,0 +1,37 @@
+/// The signal of ``Signal/map(_:)``: one object holding the source and the transform.
+///
+/// Why not an ``AnonymousSignal``: that is the signal plus its closure's context (which
+/// holds the source and the transform), two allocations for the most common operator of
+/// a cold chain. Here the subscription code is a closure that captures nothing and is
+/// handed the source and the transform, so forming it in a caller's module (where it is
+/// specialized) allocates nothing, and the signal never escapes into a call: where the
+/// optimizer sees a whole subscription it can keep the signal on the stack. `attach` only
+/// forwards, as ``ReturnSignal``'s does.
+@usableFromInline
+final class MapSignal<Upstream, Value>: Signal<Value>, @unchecked Sendable {
+    @usableFromInline let upstream: Signal<Upstream>
+    @usableFromInline let transform: (Upstream) -> Value
+    @usableFromInline
+    let run: (Signal<Upstream>, @escaping (Upstream) -> Value, @escaping Sink<Value>, CompoundDisposable) -> Void
+
+    @inlinable
+    init(_ upstream: Signal<Upstream>, _ transform: @escaping (Upstream) -> Value) {
+        self.upstream = upstream
+        self.transform = transform
+        run = { upstream, transform, observer, lifetime in
+            upstream.attach({ event in
+                switch event {
+                case .next(let v): observer(.next(transform(v)))
+                case .error(let e): observer(.error(e))
+                case .completed: observer(.completed)
+                }
+            }, lifetime)
+        }
+        super.init()
+    }
+
+    @inlinable
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        run(upstream, transform, observer, lifetime)
+    }
+}
