@@ -136,6 +136,36 @@ final class NatsExactlyOnceTests: XCTestCase {
         assertExactlyOnce(total)
     }
 
+    func testAFileTruncatedInPlaceIsShippedAgainFromItsStartExactlyOnce() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let first = 3_000, second = 1_000, third = 500
+        var edge = try startEdge([log], urls: servers.urls)
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        appendText(log, (0..<first).map(NumberedLineWriter.line).joined())
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= first }, timeout: 60),
+                      "the first \(first) lines are in the stream (\(self.counter?.counts.count ?? 0))")
+        // copytruncate's cut: the same file (same inode) emptied, then written again. The
+        // new lines take byte ranges the old ones had, and the file stays shorter than what
+        // was shipped before (87 kB after 258 kB).
+        let inode = inodeNumber(log)
+        XCTAssertEqual(truncate(log, 0), 0)
+        appendText(log, (first..<first + second).map(NumberedLineWriter.line).joined())
+        XCTAssertEqual(inodeNumber(log), inode)
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= first + second }, timeout: 60),
+                      "the lines written after the truncation are shipped (\(self.counter?.counts.count ?? 0) of \(first + second)); edge: \(edge.errors.suffix(1500))")
+        XCTAssertTrue(edge.errors.contains("file truncated"), "the edge saw the truncation: \(edge.errors.suffix(800))")
+        // A crash after the truncation: the restarted edge resumes the new content (its
+        // checkpoint is the new content's, its message ids the same as before the crash).
+        kill9(edge)
+        edge = try startEdge([log], urls: servers.urls)
+        appendText(log, (first + second..<first + second + third).map(NumberedLineWriter.line).joined() + "END\n")
+        assertExactlyOnce(first + second + third)
+    }
+
     func testServersUnreachableAtTheStartLinesWaitOnDiskThenArriveOnce() throws {
         let servers = try NatsTestServers(count: 1)
         self.servers = servers
@@ -229,6 +259,12 @@ final class NatsExactlyOnceTests: XCTestCase {
         let rest = line[range.upperBound...]
         return Int(rest.prefix { $0.isNumber })
     }
+}
+
+/// The inode number of `path` (0 when it cannot be read).
+func inodeNumber(_ path: String) -> UInt64 {
+    var info = stat()
+    return stat(path, &info) == 0 ? UInt64(info.st_ino) : 0
 }
 
 /// The resident set of a process, in kB (VmRSS), or 0.
