@@ -71,6 +71,11 @@ final class NatsEdge {
 
     func start() {
         for path in paths { follow(path) }
+        // The followers registered the files they opened: on disk now, not at the first
+        // tick. Why: an edge killed within its first second, whose file was then rotated
+        // away, found no record of it at restart and never read the rest of it (lines lost;
+        // the rotation test caught it once the stream reader started without delay).
+        save()
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
@@ -117,15 +122,11 @@ final class NatsEdge {
 
     func received(_ chunk: TailChunk) {
         let file = files[chunk.identity] ?? {
-            // Another identity of an inode we read, whose first bytes differ: the file was
-            // truncated and written again while not followed (or the inode was reused). The
-            // old one's queue still goes out; its positions are no longer the store's.
-            for old in files.values where old.identity.device == chunk.identity.device
-                && old.identity.inode == chunk.identity.inode && !old.identity.isSameFile(as: chunk.identity) {
-                old.truncated()
-            }
             let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset)
             files[chunk.identity] = made
+            // A file new to this run (one that appeared, a rotation's new file) is on disk
+            // before its lines go out, for the same reason as in `start`.
+            save()
             return made
         }()
         if file.tag == nil {
