@@ -19,7 +19,12 @@
 //   to close it: reconnect or close), so it stops the handle completely and shuts the
 //   duplicate down (the connection ends now, as cnats's close would end it);
 // - events of a handle that is no longer the connection's current one (a socket replaced by
-//   a reconnect) are not passed to cnats: they would be read as events of the new socket.
+//   a reconnect) are not passed to cnats: they would be read as events of the new socket;
+// - after an error event (libuv stops the handle itself on POLLERR and says UV_EBADF) cnats
+//   reads, and the handle is started again unless cnats stopped polling. cnats's adapter
+//   only read, so the socket stayed unpolled while cnats thought it was: the loop stopped
+//   reading the connection until cnats's ping timer found it stale seconds later (in
+//   logcast's leader-kill test the callback saw UV_EBADF ~20 times per run).
 //
 // Like cnats's adapter, requests made on the loop's thread are applied at once (unless
 // others wait in the queue: order is kept), requests from other threads are queued and
@@ -112,8 +117,15 @@ static void ruv_on_poll(uv_poll_t *handle, int status, int events)
     }
     natsConnection *nc = a->nc;
     if (status < 0) {
-        // As cnats's adapter does: a read tells cnats about the socket's error.
+        // libuv stopped this handle itself before calling (uv__poll_io does so on POLLERR)
+        // and cnats knows nothing of that: a read lets cnats see the socket's error, and
+        // unless cnats then stopped polling (a broken connection) the handle is started
+        // again. Without the restart a socket error cnats did not take as fatal left the
+        // socket unpolled for good: replies and pings went unread until cnats's ping timer
+        // declared the connection stale (logcast's leader-kill test, every run).
         natsConnection_ProcessReadEvent(nc);
+        if (a->poll != NULL && &a->poll->handle == handle && !a->detached && a->events != 0)
+            uv_poll_start(handle, a->events, ruv_on_poll);
         return;
     }
     if (events & UV_READABLE) natsConnection_ProcessReadEvent(nc);
