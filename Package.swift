@@ -84,7 +84,7 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
-        // cnats's libuv adapter, a header of non-static functions, compiled exactly once.
+        // Our libuv adapter for cnats (in place of cnats's nats/adapters/libuv.h: adapter.c says why).
         .target(
             name: "CNATSLibuv",
             dependencies: ["CNATS", "CLibUV"],

@@ -44,3 +44,33 @@ final class JetStreamClusterTests: NATSTestCase {
         XCTAssertEqual(Set(replayed.value), Set((0..<total).map { "c-\($0)" }))
     }
 }
+
+/// An ordered consumer made the moment a 3-replica stream exists (what logcast's stream
+/// reader does right after the edge created the stream) must deliver every message.
+final class JetStreamClusterConsumerTests: NATSTestCase {
+    func testAnOrderedConsumerMadeRightAfterAReplicatedStreamAppearsDeliversEverything() throws {
+        let servers = try startServers(3)
+        let connection = try connect(servers.urls)
+        let js = try connection.jetStream(requestTimeout: 5, window: 64)
+        _ = try addStream(js, JetStreamConfig(name: "R", subjects: ["r.>"], replicas: 3))
+        let received = Box<[String]>([])
+        let failure = Box<Error?>(nil)
+        let done = Box(false)
+        let started = Date()
+        subscriptions.append(js.consume(stream: "R").subscribe(
+            next: { received.value.append(String(decoding: $0.payload, as: UTF8.self)) },
+            error: { failure.value = $0; print("consumer failed after \(Date().timeIntervalSince(started)) s: \($0)") },
+            completed: { done.value = true }))
+        let total = 2000
+        let acked = Box(0)
+        for i in 0..<total {
+            subscriptions.append(js.publish("r.x", payload: Array("m\(i)".utf8), id: "r-\(i)").subscribe(
+                next: { _ in acked.value += 1 }, error: { failure.value = $0 }, completed: {}))
+        }
+        XCTAssertTrue(waitFor(120) { acked.value == total || failure.value != nil }, "acknowledged \(acked.value)")
+        XCTAssertTrue(waitFor(120) { received.value.count >= total || failure.value != nil },
+                      "received \(received.value.count) of \(total); error: \(String(describing: failure.value))")
+        XCTAssertNil(failure.value)
+        XCTAssertEqual(received.value, (0..<total).map { "m\($0)" })
+    }
+}

@@ -108,4 +108,43 @@ final class NATSConnectionTests: NATSTestCase {
         subscriptions.append(connection.publish("after", payload: Array("two".utf8)).subscribe())
         XCTAssertTrue(waitFor { received.value == ["one", "two"] }, "received \(received.value)")
     }
+
+    /// cnats's ping timer finds a frozen server (SIGSTOP) and closes the socket on its own
+    /// thread while the loop publishes (write interest changing from cnats's flusher
+    /// thread): the loop must never be left polling the closed descriptor. With cnats's
+    /// own libuv adapter it could (libuv aborts on the EBADF of epoll_ctl: logcast's
+    /// leader-kill test died of it every run); with ours it polls a duplicate that stays
+    /// open until its handle has closed. Four freezes, each a disconnect and a reconnect,
+    /// with messages flowing after each.
+    func testAStaleConnectionClosedByCnatsOwnThreadNeverLeavesTheLoopPollingAClosedSocket() throws {
+        let servers = try startServers(1)
+        let server = servers.servers[0]
+        var options = NATSOptions()
+        options.pingInterval = 0.2
+        options.reconnectWait = 0.1
+        options.connectTimeout = 0.5
+        let connection = try connect(servers.urls, options: options)
+        let events = Box<[NATSConnectionEvent]>([])
+        subscriptions.append(connection.events.subscribeNext { events.value.append($0) })
+        let received = Box(0)
+        subscriptions.append(connection.subscribe("flow").subscribeNext { _ in received.value += 1 })
+        let payload = Array(repeating: UInt8(ascii: "x"), count: 512)
+        // Publishing on every tick keeps cnats's write interest going on and off.
+        subscriptions.append(Signal<SchedulerTime>.interval(0.002, on: loop.scheduler).subscribeNext { _ in
+            for _ in 0..<20 { _ = connection.publish("flow", payload: payload).subscribe() }
+        })
+        XCTAssertTrue(waitFor { received.value >= 1000 }, "messages flow at first (\(received.value))")
+        for cycle in 1...4 {
+            let pid = try XCTUnwrap(server.pid)
+            XCTAssertEqual(kill(pid, SIGSTOP), 0)
+            XCTAssertTrue(waitFor { events.value.filter { $0 == .disconnected }.count >= cycle },
+                          "cycle \(cycle): the ping timer finds the frozen server (events \(events.value))")
+            XCTAssertEqual(kill(pid, SIGCONT), 0)
+            XCTAssertTrue(waitFor { events.value.filter { $0 == .reconnected(servers.urls[0]) }.count >= cycle },
+                          "cycle \(cycle): reconnected (events \(events.value))")
+            let before = received.value
+            XCTAssertTrue(waitFor { received.value >= before + 1000 }, "cycle \(cycle): messages flow again")
+        }
+        XCTAssertTrue(connection.isConnected)
+    }
 }

@@ -1,4 +1,4 @@
-// cnats's libuv adapter, compiled once (see adapter.c for why it needs a file of its own).
+// The libuv adapter for cnats's event-loop callbacks (adapter.c says why it is our own).
 #ifndef REACTIVEUV_CNATSLIBUV_H
 #define REACTIVEUV_CNATSLIBUV_H
 

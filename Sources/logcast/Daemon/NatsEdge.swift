@@ -9,8 +9,8 @@ import ReactiveUVNATS
 /// ```
 /// File.follow(path, checkpoints: store) ─► EdgeFile (per file identity: a queue of
 ///   batches of whole lines, each naming its bytes [start, end)) ─► JetStream.publish
-///   (id "<subject>/<file id>@<start>", headers Logcast-Path, Logcast-Range) ─► ack
-///   ─► store.acknowledge(identity, through: end) ─► store.save() every second
+///   (id "<subject>/<file id>.<content tag>@<start>", headers Logcast-Path, Logcast-Range)
+///   ─► ack ─► store.acknowledge(identity, through: end) ─► store.save() every second
 /// ```
 ///
 /// Why exactly once holds:
@@ -18,7 +18,13 @@ import ReactiveUVNATS
 ///   that carries the bytes before it; after a crash the follower resumes there.
 /// - One message per file is in flight at a time, so what the stream holds of a file is
 ///   always a prefix of it: the resent message starts where the stored ones end.
-/// - A message's id names its file and its first byte. Resent after a crash it may carry
+/// - A message's id names its file, the file's content since its last truncation (the
+///   *content tag*: a hash of the file's first line, see ``EdgeFile/contentTag(_:)``) and
+///   its first byte. A file truncated in place (copytruncate) and written again reuses the
+///   same inode and byte offsets; its new content has another first line, hence other ids,
+///   so JetStream does not take the new lines for resends of the old ones. The tag comes
+///   from the file's content, not from a counter, so after a crash the same lines get the
+///   same ids again. Resent after a crash a message may carry
 ///   more or fewer lines than the copy the stream stored (batches are cut by what was
 ///   read); JetStream answers "duplicate" with the stored copy's sequence, the edge reads
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
@@ -65,6 +71,11 @@ final class NatsEdge {
 
     func start() {
         for path in paths { follow(path) }
+        // The followers registered the files they opened: on disk now, not at the first
+        // tick. Why: an edge killed within its first second, whose file was then rotated
+        // away, found no record of it at restart and never read the rest of it (lines lost;
+        // the rotation test caught it once the stream reader started without delay).
+        save()
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
@@ -88,17 +99,42 @@ final class NatsEdge {
     func follow(_ path: String) {
         guard follows[path] == nil else { return }
         follows[path] = File.follow(path, from: .line(1), checkpoints: store,
-                                    notices: { [logger] in logger.notice("\($0)") })
+                                    notices: { [weak self] notice in self?.noticed(notice) })
             .subscribe(next: { [weak self] chunk in self?.received(chunk) },
                        error: { [weak self] error in self?.logger.error("\(path): \(error); no longer followed") })
+    }
+
+    /// A notice of the follower (in order with its chunks): logged; a truncation starts a
+    /// new generation of the file, read again from byte 0.
+    func noticed(_ notice: TailNotice) {
+        logger.notice("\(notice)")
+        switch notice {
+        case .truncated(_, let identity, _), .lost(_, let identity?, _, .truncatedWhileStopped):
+            // Every reader of this inode so far read content that is gone: what they queued
+            // still goes out under its own ids, the positions now belong to the new content.
+            for file in files.values where file.identity.device == identity.device && file.identity.inode == identity.inode {
+                file.truncated()
+            }
+        default:
+            break
+        }
     }
 
     func received(_ chunk: TailChunk) {
         let file = files[chunk.identity] ?? {
             let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset)
             files[chunk.identity] = made
+            // A file new to this run (one that appeared, a rotation's new file) is on disk
+            // before its lines go out, for the same reason as in `start`.
+            save()
             return made
         }()
+        if file.tag == nil {
+            file.tag = EdgeFile.contentTag(of: chunk) ?? EdgeFile.readContentTag(chunk.path, chunk.identity) ?? {
+                logger.notice("nats: \(chunk.path): its first line is unknown; its message ids carry no content tag")
+                return "-"
+            }()
+        }
         guard let taken = file.take(chunk, batchBytes: batchBytes) else { return }
         local?(chunk.path, taken)
         if file.queuedBytes > pauseBytes, let d = follows.removeValue(forKey: file.path) {
@@ -164,8 +200,8 @@ final class NatsEdge {
     func sendNext(_ file: EdgeFile) {
         guard ready, let js, !file.inFlight, let batch = file.batches.first else { return }
         file.inFlight = true
-        var id = "\(subject)/\(file.idText)@\(batch.start)"
-        if batch.salted { id += "~" + EdgeFile.hash(batch.bytes.prefix(64)) }
+        var id = "\(subject)/\(file.idText).\(batch.tag)@\(batch.start)"
+        if batch.salted { id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) }
         let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
         running += js.publish(subject, payload: batch.bytes, id: id, headers: headers).subscribe(
             next: { [weak self] ack in self?.acknowledged(file, batch, ack) },
@@ -181,7 +217,7 @@ final class NatsEdge {
 
     private func acknowledged(_ file: EdgeFile, _ batch: EdgeBatch, _ ack: JetStreamAck) {
         guard ack.duplicate, let js else {
-            finished(file, through: batch.end)
+            finished(file, batch, through: batch.end)
             return
         }
         // Stored before (a resend after a crash): the stored copy says where it ended.
@@ -202,7 +238,7 @@ final class NatsEdge {
                     return
                 }
                 self.logger.info("nats: \(file.path) [\(range[0]), \(range[1])) was already in the stream (sent before a restart); going on after it")
-                self.finished(file, through: range[1])
+                self.finished(file, batch, through: range[1])
             },
             error: { [weak self] error in
                 file.inFlight = false
@@ -211,11 +247,13 @@ final class NatsEdge {
             })
     }
 
-    /// The stream holds the file's bytes before `end`: acknowledge, drop them, go on.
-    private func finished(_ file: EdgeFile, through end: Int64) {
+    /// The stream holds the bytes of `batch`'s generation of the file before `end`:
+    /// acknowledge, drop them, go on. A batch read before the file's last truncation
+    /// acknowledges nothing in the store: the store's position is the new content's.
+    private func finished(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
         messagesAcknowledged += 1
-        store.acknowledge(file.identity, through: end)
-        file.dropThrough(end)
+        if batch.generation == file.generation { store.acknowledge(file.identity, through: end) }
+        file.dropThrough(end, generation: batch.generation)
         file.inFlight = false
         resumeIfDrained(file)
         sendNext(file)
@@ -232,6 +270,11 @@ final class EdgeFile {
     let idText: String
     /// The offset after the last byte taken from the follower.
     var next: Int64
+    /// Truncations seen in this run: batches of an older generation are content the file
+    /// no longer has (in memory only; the ids use ``tag``).
+    var generation = 0
+    /// The content tag of the current generation (see ``contentTag(_:)``), once known.
+    var tag: String?
     /// Batches not yet acknowledged, oldest first; only the first may be in flight.
     var batches: [EdgeBatch] = []
     var inFlight = false
@@ -254,6 +297,59 @@ final class EdgeFile {
         return String(hash, radix: 16)
     }
 
+    /// The file's first line, at most 64 bytes of it (what ``contentTag(_:)`` hashes).
+    static func firstLine(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var line: [UInt8] = []
+        for byte in bytes.prefix(64) {
+            line.append(byte)
+            if byte == 10 { break }
+        }
+        return line
+    }
+
+    /// The content tag of a file whose first bytes are `head`: a hash of its first line
+    /// (at most 64 bytes of it), or `nil` while `head` holds neither a whole first line nor
+    /// 64 bytes. Why the first line: the edge ships whole lines only, so when it ships
+    /// anything the first line is complete and fixed until the next truncation; a
+    /// truncated file written again starts with another line (log lines carry times and
+    /// numbers), and the same line gives the same tag after a restart.
+    static func contentTag(_ head: [UInt8]) -> String? {
+        guard head.prefix(64).contains(10) || head.count >= 64 else { return nil }
+        return hash(firstLine(head))
+    }
+
+    /// The tag from a chunk: its own first line when it starts the file, else the first
+    /// bytes the follower saw when it opened the file (its identity's fingerprint).
+    static func contentTag(of chunk: TailChunk) -> String? {
+        if chunk.offset == 0 { return contentTag(chunk.bytes) }
+        return contentTag(chunk.identity.fingerprint)
+    }
+
+    /// The tag read from the file itself when the follower's fingerprint was taken before
+    /// its first line was complete (a record of the checkpoint store made when the file was
+    /// young): one open and a 64-byte read, only if `path` is still that file.
+    static func readContentTag(_ path: String, _ identity: FileIdentity) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, UInt64(info.st_dev) == identity.device, UInt64(info.st_ino) == identity.inode else {
+            return nil
+        }
+        var head = [UInt8](repeating: 0, count: 64)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 64, 0) }
+        if n <= 0 { return nil }
+        return contentTag(Array(head.prefix(n)))
+    }
+
+    /// The follower read the file again from byte 0 (truncated): a new generation, whose
+    /// bytes are never merged with the old ones' batches, with its own content tag.
+    func truncated() {
+        generation += 1
+        tag = nil
+        next = 0
+    }
+
     var queuedBytes: Int { batches.reduce(0) { $0 + $1.bytes.count } }
 
     /// Appends the chunk's bytes not taken before (a follower resumed after a pause
@@ -268,8 +364,9 @@ final class EdgeFile {
             start = next
         }
         next = chunk.endOffset
-        if let last = batches.last, last.end == start, last.bytes.count + bytes.count <= batchBytes,
-           !(inFlight && batches.count == 1) {
+        let tag = self.tag ?? "-"
+        if let last = batches.last, last.generation == generation, last.end == start,
+           last.bytes.count + bytes.count <= batchBytes, !(inFlight && batches.count == 1) {
             batches[batches.count - 1].bytes += bytes
             batches[batches.count - 1].end = chunk.endOffset
         } else {
@@ -278,21 +375,22 @@ final class EdgeFile {
                 // A batch never splits a line: cut after the last line break within the limit.
                 var cut = min(bytes.count, offset + batchBytes)
                 if cut < bytes.count, let nl = bytes[offset..<cut].lastIndex(of: 10) { cut = nl + 1 }
-                batches.append(EdgeBatch(start: start + Int64(offset), end: start + Int64(cut), bytes: Array(bytes[offset..<cut])))
+                batches.append(EdgeBatch(start: start + Int64(offset), end: start + Int64(cut), bytes: Array(bytes[offset..<cut]),
+                                         generation: generation, tag: tag))
                 offset = cut
             }
         }
         return bytes
     }
 
-    /// The stream holds everything before `end`.
-    func dropThrough(_ end: Int64) {
-        while let first = batches.first, first.end <= end { batches.removeFirst() }
-        if let first = batches.first, first.start < end {
+    /// The stream holds everything of `generation` before `end`.
+    func dropThrough(_ end: Int64, generation: Int) {
+        while let first = batches.first, first.generation == generation, first.end <= end { batches.removeFirst() }
+        if let first = batches.first, first.generation == generation, first.start < end {
             batches[0].bytes.removeFirst(Int(end - first.start))
             batches[0].start = end
         }
-        if next < end { next = end }
+        if generation == self.generation && next < end { next = end }
     }
 }
 
@@ -301,6 +399,10 @@ struct EdgeBatch {
     var start: Int64
     var end: Int64
     var bytes: [UInt8]
-    /// Sent under an id with a hash of its first bytes (after an id collision).
+    /// The file's generation it was read in (``EdgeFile/generation``).
+    var generation: Int
+    /// The content tag of that generation (in the message id).
+    var tag: String
+    /// Sent under an id with a hash of its first line (after an id collision).
     var salted = false
 }

@@ -85,16 +85,35 @@ func appendText(_ path: String, _ text: String) {
 }
 
 /// Reads a stream from its start on the main loop and counts each numbered line.
+///
+/// Why it waits for the stream before consuming, and makes its consumer again when one
+/// fails: a new 3-node cluster answers JetStream requests only once it has elected its
+/// meta leader, seconds after every server said it was ready; until then requests time
+/// out (after the client's 5 s request timeout), and a consumer can also fail later (its
+/// creation times out during a leader election). A counter that took 2 s of silence for
+/// "started" kept a consumer that had failed 3 s later and counted nothing (the 3-node
+/// leader-kill test saw 0 of 60,000 lines). Each stream message is counted once: a new
+/// consumer starts after the last sequence counted.
 final class StreamLineCounter {
     var counts: [Int: Int] = [:]
     var lines = 0
     var sawEnd = false
     var others: [String] = []
+    /// The stream sequence of the last message counted.
+    private(set) var lastSequence: UInt64 = 0
+    /// Why consumers ended before the counter was closed (shown when a check fails).
+    private(set) var consumerErrors: [String] = []
     private var subscriptions: [Disposable] = []
+    private var consumer: Disposable?
+    private var restart: Disposable?
+    private var js: JetStream?
+    private let stream: String
+    private var closed = false
     var connection: NATSConnection?
 
     /// Connects to `urls` and consumes `stream` (created by the edge: waits for it).
     init(urls: [String], stream: String, timeout: Double = 120) throws {
+        self.stream = stream
         let box = ReplayBox<NATSConnection>()
         subscriptions.append(NATS.connect(urls).subscribe(next: { box.value = $0 }, error: { box.error = $0 }))
         _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 30)
@@ -102,28 +121,47 @@ final class StreamLineCounter {
         guard let connection = box.value else { throw HarnessError.timedOut("no NATS connection") }
         self.connection = connection
         let js = try connection.jetStream()
-        // The edge creates the stream once connected; until then, try again.
+        self.js = js
+        // The edge creates the stream once connected; until then (and until a new cluster
+        // answers at all) the stream's info is an error: ask again.
         let deadline = Date().addingTimeInterval(timeout)
-        var consuming = false
-        while !consuming && Date() < deadline {
-            let failed = ReplayBox<Bool>()
-            let started = ReplayBox<Bool>()
-            let sub = js.consume(stream: stream).subscribe(
-                next: { [weak self] message in
-                    started.value = true
-                    self?.count(message.payload)
-                },
-                error: { _ in failed.value = true })
-            _ = EventLoop.main.run(until: { failed.value != nil || started.value != nil }, timeout: 2)
-            if failed.value == nil {
-                subscriptions.append(sub)
-                consuming = true
-            } else {
-                sub.dispose()
-                _ = EventLoop.main.run(until: { false }, timeout: 0.3)
+        var lastError: Error?
+        while true {
+            let info = ReplayBox<JetStreamInfo>()
+            let sub = js.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
+            _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30)
+            sub.dispose()
+            if info.value != nil { break }
+            lastError = info.error
+            if Date() >= deadline {
+                throw HarnessError.timedOut("stream \(stream) never appeared: \(lastError.map { "\($0)" } ?? "no answer")")
             }
+            _ = EventLoop.main.run(until: { false }, timeout: 0.3)
         }
-        if !consuming { throw HarnessError.timedOut("stream \(stream) never appeared") }
+        startConsumer()
+    }
+
+    /// A consumer from the message after the last one counted.
+    private func startConsumer() {
+        guard !closed, let js else { return }
+        consumer = js.consume(stream: stream, from: .sequence(lastSequence + 1)).subscribe(
+            next: { [weak self] message in self?.received(message) },
+            error: { [weak self] error in self?.consumerFailed(error) })
+    }
+
+    private func consumerFailed(_ error: any Error) {
+        consumer = nil
+        guard !closed else { return }
+        consumerErrors.append("\(error)")
+        restart = Scheduler.main.afterDelay(0.5) { [weak self] in self?.startConsumer() }
+    }
+
+    private func received(_ message: NATSMessage) {
+        // An ordered consumer delivers in sequence; one made again after a failure starts
+        // after `lastSequence`, so nothing is counted twice.
+        guard let sequence = message.streamSequence, sequence > lastSequence else { return }
+        lastSequence = sequence
+        count(message.payload)
     }
 
     private func count(_ payload: [UInt8]) {
@@ -156,6 +194,12 @@ final class StreamLineCounter {
     }
 
     func close() {
+        closed = true
+        restart?.dispose()
+        restart = nil
+        consumer?.dispose()
+        consumer = nil
+        js = nil
         for d in subscriptions { d.dispose() }
         subscriptions = []
         connection?.close()
