@@ -261,7 +261,9 @@ static void append_file(const char *path, const char *text) {
     fclose(f);
 }
 
-/* connection_lines / connection_reads: the signal is made once connected. */
+/* connection_lines / connection_reads: the signal is made once connected. The callback's
+   reference to the connection is kept until the cell ends (ruv_connection_cb: the callback
+   owns one reference and releases it). */
 static ruv_connection_t *cell_connection;
 static ruv_subscription_t *cell_connect;
 static void connected(ruv_connection_t *c, void *ctx) {
@@ -409,6 +411,7 @@ static int run_cell(const char *source, const char *way) {
     ruv_signal_release(cell_signal);
     ruv_subject_release(cell_trigger);
     ruv_subject_release(hot_subject);
+    ruv_connection_release(cell_connection);
     for (int i = 0; i < raw_count; i++) close(raw_clients[i]);
 
     /* Every handle the cell opened closes. */
