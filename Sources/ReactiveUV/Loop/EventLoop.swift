@@ -435,7 +435,8 @@ public final class EventLoop: @unchecked Sendable {
     /// too, then `uv_loop_close`. Afterwards the loop is unusable.
     ///
     /// Work already queued runs first; later ``execute(_:)`` calls are dropped. Pending
-    /// timers are cancelled. For an owned loop this runs the loop until every close callback
+    /// timers are cancelled. IO subscriptions still running end silently: their handles
+    /// close, they are disposed, and they deliver nothing more. For an owned loop this runs the loop until every close callback
     /// ran, then closes it, so no memory is left behind. For an adopted loop only our
     /// handles are closed; their close callbacks run on the host's next `uv_run`.
     /// Call it on the loop's thread, outside its callbacks. Calling it again does nothing.
