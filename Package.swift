@@ -93,7 +93,9 @@ let package = Package(
         ),
         .target(
             name: "ReactiveUVNATS",
-            dependencies: ["ReactiveUV", "CNATS", "CNATSLibuv", "CLibUV", "CSystemShims"],
+            // COpenSSL: only to work around cnats's TLS cleanup in NATS.shutdown (libnats
+            // links libssl itself; see NATS+Shutdown.swift).
+            dependencies: ["ReactiveUV", "CNATS", "CNATSLibuv", "CLibUV", "CSystemShims", "COpenSSL"],
             path: "Sources/ReactiveUVNATS"
         ),
         .executableTarget(

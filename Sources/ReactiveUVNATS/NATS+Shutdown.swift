@@ -1,4 +1,5 @@
 import CNATS
+import COpenSSL
 
 extension NATS {
     /// cnats connections made by ``connect(_:options:on:)`` and not destroyed yet (any thread).
@@ -39,5 +40,27 @@ extension NATS {
         guard status == NATS_OK || status == NATS_NOT_INITIALIZED else {
             throw NATSError(status, "shut down the NATS library (some connection was not closed)")
         }
+        _ = compressionMethodsGuard
     }
+
+    /// Installed by the first ``shutdown(timeout:)``: an exit handler that keeps cnats's exit
+    /// cleanup from freeing what OpenSSL's frees again.
+    ///
+    /// Why: cnats registers an exit handler when it first opens; once the library is
+    /// closed (as ``shutdown(timeout:)`` leaves it) and it had set up TLS, that handler frees
+    /// libssl's list of compression methods, `sk_SSL_COMP_free(SSL_COMP_get_compression_methods())`,
+    /// and leaves libssl pointing at it; OpenSSL's own exit handler (`OPENSSL_cleanup`) then
+    /// frees it again and the process crashes on its way out (nats-io/nats.c#904; a SEGV in
+    /// `OPENSSL_sk_pop_free` at the exit of the test process). Exit handlers run in reverse
+    /// order of registration, so this one, registered after cnats's, runs first: it takes
+    /// the list out of libssl (both cleanups then free nothing) and keeps it in
+    /// `detachedCompressionMethods`, a global, so it is not a leak to LeakSanitizer either.
+    private static let compressionMethodsGuard: Void = {
+        atexit {
+            detachedCompressionMethods = SSL_COMP_set0_compression_methods(nil)
+        }
+    }()
 }
+
+/// libssl's compression-method list, taken out at exit (see `NATS.compressionMethodsGuard`).
+nonisolated(unsafe) private var detachedCompressionMethods: OpaquePointer?
