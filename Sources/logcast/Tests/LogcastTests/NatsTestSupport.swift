@@ -143,9 +143,27 @@ final class StreamLineCounter {
         }
     }
 
-    /// Runs the main loop until the END line and `total` distinct numbers arrived.
-    func waitForAll(_ total: Int, timeout: Double = 180) -> Bool {
-        EventLoop.main.run(until: { self.sawEnd && self.counts.count >= total }, timeout: timeout)
+    /// Runs the main loop until the END line and `total` distinct numbers arrived; false
+    /// when no line arrived for `stall` seconds, or after `timeout` in all.
+    ///
+    /// The bound is on progress, not on the total: a debug daemon under ThreadSanitizer on a
+    /// loaded 2-core machine shipped a 180,000-line backlog at ~800 lines/s (147,837 lines
+    /// after a fixed 180 s), slow but moving; a daemon that stopped shipping still fails
+    /// after `stall` seconds.
+    func waitForAll(_ total: Int, stall: Double = 60, timeout: Double = 900) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var seen = lines
+        var lastProgress = Date()
+        while Date() < deadline {
+            if EventLoop.main.run(until: { self.sawEnd && self.counts.count >= total }, timeout: 5) { return true }
+            if lines != seen {
+                seen = lines
+                lastProgress = Date()
+            } else if Date().timeIntervalSince(lastProgress) > stall {
+                return false
+            }
+        }
+        return false
     }
 
     /// Numbers seen more than once, and numbers in 0..<total never seen.
