@@ -245,9 +245,10 @@ int ruv_runtime_run_once(ruv_runtime_t *runtime);
  * closed and no callback of theirs runs again (their subscriptions end silently); work
  * queued from other threads runs first; later work is dropped. Subjects, and subscriptions
  * to them, do not belong to a runtime and keep working (except through operators that
- * needed this runtime's loop). Dispose the subscriptions to the runtime's sources first:
- * one that is still live when the runtime closes never hears of it, so the memory of its
- * pipeline stays allocated (nothing is called or touched again; a leak, not a hazard).
+ * needed this runtime's loop). A subscription to one of the runtime's sources that is still
+ * live ends here, silently (none of its callbacks runs again); its memory is freed once the
+ * program has released its references (ruv_subscription_release, and every
+ * ruv_connection_t a connection callback was given).
  *
  * On its own loop, the loop is run until every handle has closed, then closed
  * (uv_loop_close). On a host's loop only ReactiveUV's handles are closed; their close

@@ -101,6 +101,9 @@ public final class EventLoop: @unchecked Sendable {
     var dueTimers: [LoopTimer] = []
     /// Everything holding handles on this loop that ``close()`` must close.
     var resources: [ObjectIdentifier: any LoopResource] = [:]
+    /// Running IO subscriptions, by their lifetime, that ``close()`` ends (see
+    /// ``endAtClose(_:)``).
+    var runningSubscriptions: [ObjectIdentifier: CompoundDisposable] = [:]
     /// Whether a handle or request may have started a watcher (a descriptor libuv adds to
     /// its epoll set only in the next poll phase) since our last `uv_run` began: set by
     /// ``UVHandle`` and ``UVRequest``, cleared by `runUV`. A host polling the backend
@@ -432,7 +435,8 @@ public final class EventLoop: @unchecked Sendable {
     /// too, then `uv_loop_close`. Afterwards the loop is unusable.
     ///
     /// Work already queued runs first; later ``execute(_:)`` calls are dropped. Pending
-    /// timers are cancelled. For an owned loop this runs the loop until every close callback
+    /// timers are cancelled. IO subscriptions still running end silently: their handles
+    /// close, they are disposed, and they deliver nothing more. For an owned loop this runs the loop until every close callback
     /// ran, then closes it, so no memory is left behind. For an adopted loop only our
     /// handles are closed; their close callbacks run on the host's next `uv_run`.
     /// Call it on the loop's thread, outside its callbacks. Calling it again does nothing.
@@ -463,6 +467,10 @@ public final class EventLoop: @unchecked Sendable {
         closedOnLoop = true
         for resource in Array(resources.values) { resource.closeForLoopShutdown() }
         dueTimers.removeAll()
+        // Then end the subscriptions still running, now that their handles are closing
+        // and silent: disposing sends nothing, and it lets go of what they hold.
+        for lifetime in Array(runningSubscriptions.values) { lifetime.dispose() }
+        runningSubscriptions.removeAll()
         // Each handle holds this loop (its `loop` and `owner`) and the loop holds it: the
         // close callbacks break both links.
         prepare.close { [self] in prepare = nil }
@@ -511,6 +519,27 @@ public final class EventLoop: @unchecked Sendable {
     /// Removes a registration (typically from the handle's close callback). Loop thread only.
     func unregister(_ resource: any LoopResource) {
         resources.removeValue(forKey: ObjectIdentifier(resource))
+    }
+
+    /// Has ``close()`` dispose `lifetime`, an IO subscription's, if it is still running then
+    /// (loop thread; the registration is dropped when the lifetime is disposed).
+    ///
+    /// Why: a subscription and the object serving it hold each other (the object keeps the
+    /// subscription's sink and lifetime, the lifetime keeps a disposable that stops the
+    /// object) until the lifetime is disposed. Closing the loop closes the handles silently,
+    /// so nothing would dispose a subscription its subscriber never disposed, and that
+    /// cycle, the loop with it, would outlive the loop's close. ``close()`` disposes these
+    /// after closing every handle, so the disposal delivers nothing.
+    func endAtClose(_ lifetime: CompoundDisposable) {
+        let key = ObjectIdentifier(lifetime)
+        runningSubscriptions[key] = lifetime
+        lifetime.add(Disposable { [self] in
+            if isCurrentThread {
+                runningSubscriptions[key] = nil
+            } else {
+                execute { [self] in runningSubscriptions[key] = nil }
+            }
+        })
     }
 
     // MARK: - Helpers

@@ -301,6 +301,13 @@ final class ArrayRead: @unchecked Sendable {
     static func perform(
         fd: Int32, count: Int, offset: Int64, prefix: [UInt8], split: Bool, withoutWaiting: Bool
     ) -> ArrayReadResult {
+        // Never `Array(unsafeUninitializedCapacity: 0)`: for no capacity the standard
+        // library (Swift 6.3) stores the count 0 into the one empty-array object every
+        // empty array shares, a write ThreadSanitizer reports as a race with any other
+        // thread reading an empty array (it did, against the loop thread's LineBuffer).
+        if prefix.isEmpty && count <= 0 {
+            return ArrayReadResult(count: 0, bytes: [], partialLine: nil)
+        }
         var n = 0
         var partialLine: [UInt8]?
         let filled = [UInt8](unsafeUninitializedCapacity: prefix.count + count) { storage, initialized in
@@ -336,7 +343,7 @@ final class ArrayRead: @unchecked Sendable {
         // than half of its storage (a few lines appended, not a catch-up), it moves into
         // storage of its own size, so a kept chunk never pins 256 KiB.
         let compact = split && filled.count < (prefix.count + count) / 2
-            ? [UInt8](unsafeUninitializedCapacity: filled.count) { storage, initialized in
+            ? filled.isEmpty ? [] : [UInt8](unsafeUninitializedCapacity: filled.count) { storage, initialized in
                 filled.withUnsafeBufferPointer { bytes in
                     if let from = bytes.baseAddress, let to = storage.baseAddress { to.initialize(from: from, count: bytes.count) }
                 }

@@ -84,22 +84,25 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
     /// and the send goes on.
     public var failedSends: Int { failed.load() }
 
+    // Allocated by `init` only after everything that can throw: a failed init runs no
+    // `deinit`, so cells allocated before the throw (as property initializers would be)
+    // were never freed.
     private let mark: UnsafeAtomicInt
     private let policyRaw: UnsafeAtomicInt
-    private let dropped = UnsafeAtomicInt(0)
-    private let droppedByteCount = UnsafeAtomicInt(0)
-    private let received = UnsafeAtomicInt(0)
-    private let truncated = UnsafeAtomicInt(0)
-    private let failed = UnsafeAtomicInt(0)
+    private let dropped: UnsafeAtomicInt
+    private let droppedByteCount: UnsafeAtomicInt
+    private let received: UnsafeAtomicInt
+    private let truncated: UnsafeAtomicInt
+    private let failed: UnsafeAtomicInt
 
     /// The size of one receive slot: the largest UDP payload.
     static let slotSize = 64 * 1024
 
     /// Creates, binds and configures the socket (loop thread).
     ///
-    /// Everything that can fail happens before the object is complete, so a failure never
-    /// runs `deinit` on half a socket (the handle is closed and freed by its close callback;
-    /// the counters' few bytes of a failed open are not reclaimed).
+    /// Everything that can fail happens before the object is made: a failure runs no
+    /// `deinit`, so the handle is closed here (and freed by its close callback) and the
+    /// atomic counters are allocated by the designated init, once nothing can throw.
     convenience init(loop: EventLoop, address: SocketAddress, options: UDPOptions) throws {
         let target = address.description
         let batch = min(max(options.receiveBatch, 1), 20)
@@ -202,6 +205,12 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
         bufferSize = batch * UDPSocket.slotSize
         mark = UnsafeAtomicInt(max(1, options.highWaterMark))
         policyRaw = UnsafeAtomicInt(options.backpressure.rawValue)
+        dropped = UnsafeAtomicInt(0)
+        droppedByteCount = UnsafeAtomicInt(0)
+        received = UnsafeAtomicInt(0)
+        truncated = UnsafeAtomicInt(0)
+        failed = UnsafeAtomicInt(0)
+        closedFlag = UnsafeAtomicInt(0)
         handle.owner = self
         handle.onLoopShutdown = { [unowned self] in receiver = nil }
     }
@@ -250,7 +259,7 @@ public final class UDPSocket: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether the socket has started closing. Safe from any thread (a snapshot).
     public var isClosed: Bool { closedFlag.load() != 0 }
-    private let closedFlag = UnsafeAtomicInt(0)
+    private let closedFlag: UnsafeAtomicInt
 
     // MARK: - Receiving
 

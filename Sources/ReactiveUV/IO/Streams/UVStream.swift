@@ -45,7 +45,7 @@ final class UVStream: @unchecked Sendable {
     /// Run (in order) by the close callback with `closeReason`.
     var closeHandlers: [((any Error)?) -> Void] = []
     /// 1 once closing started: ``isClosed`` from any thread.
-    let closedFlag = UnsafeAtomicInt(0)
+    let closedFlag: UnsafeAtomicInt
 
     // MARK: Reading (loop thread)
     /// The one subscription reading the stream, if any.
@@ -70,16 +70,19 @@ final class UVStream: @unchecked Sendable {
     @exclusivity(unchecked) var peakWriteQueueSize = 0
 
     // MARK: Limits and counters (atomic)
+    // Every atomic cell (here and `closedFlag`) is allocated by `init` after the handle,
+    // the one step that can throw: a failed init runs no `deinit`, so a cell allocated
+    // before the throw (as a property initializer would be) was never freed.
     /// Bytes queued and not flushed above which ``policy`` acts.
     let highWaterMark: UnsafeAtomicInt
     /// The ``BackpressurePolicy`` as its raw value.
     let policyRaw: UnsafeAtomicInt
     /// Writes refused by `.dropAndCount`.
-    let droppedWrites = UnsafeAtomicInt(0)
+    let droppedWrites: UnsafeAtomicInt
     /// Bytes of those writes.
-    let droppedBytes = UnsafeAtomicInt(0)
+    let droppedBytes: UnsafeAtomicInt
     /// `uv_stream_get_write_queue_size` as of the last write or write callback.
-    let writeQueueSnapshot = UnsafeAtomicInt(0)
+    let writeQueueSnapshot: UnsafeAtomicInt
 
     /// The read buffer's size: what libuv suggests for sockets.
     static let readBufferSize = 64 * 1024
@@ -103,6 +106,10 @@ final class UVStream: @unchecked Sendable {
         self.target = target
         self.highWaterMark = UnsafeAtomicInt(max(1, limits.highWaterMark))
         self.policyRaw = UnsafeAtomicInt(limits.policy.rawValue)
+        self.closedFlag = UnsafeAtomicInt(0)
+        self.droppedWrites = UnsafeAtomicInt(0)
+        self.droppedBytes = UnsafeAtomicInt(0)
+        self.writeQueueSnapshot = UnsafeAtomicInt(0)
         uv.owner = self
         uv.onLoopShutdown = { [unowned self] in
             // The loop is closing: close without telling anyone.

@@ -49,7 +49,8 @@ extension EventLoop {
     /// The subscription glue every watcher-backed IO signal shares: picks the loop (see
     /// ``sourceLoop(_:)``), fails at once on a closed loop, hands the watcher a `send` that
     /// drops values after disposal and a `fail` that ends the subscription, and starts and
-    /// stops it on the loop's thread (disposal may come from any thread).
+    /// stops it on the loop's thread (disposal may come from any thread). A subscription
+    /// still running when the loop closes is disposed then (``endAtClose(_:)``).
     static func startWatcher<Value>(
         on loop: EventLoop?, operation: String, target: String,
         observer: @escaping Sink<Value>, lifetime: CompoundDisposable,
@@ -69,6 +70,10 @@ extension EventLoop {
                 lifetime.dispose()
             })
         lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
-        loop.performOnLoop { watcher.start() }
+        loop.performOnLoop {
+            if lifetime.isDisposed { return }
+            loop.endAtClose(lifetime)
+            watcher.start()
+        }
     }
 }

@@ -30,7 +30,8 @@ extension EventLoop {
     /// subscription was disposed before it got there (a dispose from another thread can
     /// overtake the hop). On a loop that ``close()`` has closed nothing could ever run, so
     /// the subscription fails at once with `closedLoopError(operation, target)` instead of
-    /// waiting forever.
+    /// waiting forever. A subscription still running when the loop closes is disposed then
+    /// (``endAtClose(_:)``).
     func start<Value>(
         _ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable,
         operation: String, target: String?, _ start: @escaping () -> Void
@@ -41,8 +42,10 @@ extension EventLoop {
             return
         }
         IOProcessSetup.once()
-        perform {
-            if !lifetime.isDisposed { start() }
+        perform { [self] in
+            if lifetime.isDisposed { return }
+            endAtClose(lifetime)
+            start()
         }
     }
 }
