@@ -44,6 +44,10 @@ final class FilterCompiler: @unchecked Sendable {
     private var refused: [String: FilterSet.Refusal] = [:]
     private var waiting: [(text: String, completion: Completion)] = []
     private var inFlight: Batch?
+    /// The watchdog timer of `inFlight`, cancelled when it finishes: a timer left pending
+    /// kept the loop alive for `timeLimit` after a GREP, so logcast took that long to exit
+    /// on SIGTERM (its last `run()` waits for every timer).
+    private var watchdog: Disposable?
     /// The live set no longer matches `users` (a pattern was dropped).
     private var stale = false
     private var abandoned = 0
@@ -159,7 +163,7 @@ final class FilterCompiler: @unchecked Sendable {
             finished(batch, failure: .tooLarge("cannot start a compile thread"))
             return
         }
-        _ = Scheduler.main.afterDelay(timeLimit) { [weak self] in self?.giveUp(batch) }
+        watchdog = Scheduler.main.afterDelay(timeLimit) { [weak self] in self?.giveUp(batch) }
     }
 
     /// The watchdog: the batch took too long. Its new patterns are refused (and remembered
@@ -168,6 +172,7 @@ final class FilterCompiler: @unchecked Sendable {
         guard inFlight === batch else { return }
         batch.givenUp = true
         inFlight = nil
+        watchdog = nil
         abandoned += 1
         let seconds = timeLimit == timeLimit.rounded() ? "\(Int(timeLimit))" : "\(timeLimit)"
         let others = batch.newPatterns.count - 1
@@ -190,6 +195,8 @@ final class FilterCompiler: @unchecked Sendable {
         }
         guard inFlight === batch else { return }
         inFlight = nil
+        watchdog?.dispose()
+        watchdog = nil
         var refusals = batch.refusals
         switch batch.set {
         case .success(let set)?:

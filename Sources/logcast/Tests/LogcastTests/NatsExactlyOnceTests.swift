@@ -45,6 +45,39 @@ final class NatsExactlyOnceTests: XCTestCase {
         XCTAssertNotNil(edge.waitForExit(timeout: 30))
     }
 
+    /// SIGKILLs `edge` at a moment when the stream holds more lines than the edge's saved
+    /// positions cover, so the restarted edge must send some batches again and JetStream
+    /// must take them as resends. The edge is stopped first (SIGSTOP: its state file cannot
+    /// change while the stream only gains lines), the saved offset of `log` compared with
+    /// the lines counted in the stream, and the edge continued and tried again while they
+    /// are level. Without this, a kill landing right after a save (easy under a sanitizer's
+    /// slowdown) left nothing to resend and the test could not see deduplication happen.
+    func kill9WithResendsPending(_ edge: LogcastProcess, log: String) {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            edge.signal(SIGSTOP)
+            let covered = linesCovered(log)
+            if EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) > covered }, timeout: 1) {
+                kill9(edge)
+                return
+            }
+            edge.signal(SIGCONT)
+            _ = EventLoop.main.run(until: { false }, timeout: 0.1)
+        }
+        XCTFail("the stream never held more lines than the edge's saved positions cover")
+        kill9(edge)
+    }
+
+    /// How many whole lines of `log` the saved positions cover (0 when none are saved).
+    func linesCovered(_ log: String) -> Int {
+        guard let store = try? TailCheckpointStore(directory: directory + "/state") else { return 0 }
+        let offset = store.checkpoints.map(\.offset).max() ?? 0
+        guard offset > 0, let handle = FileHandle(forReadingAtPath: log) else { return 0 }
+        defer { try? handle.close() }
+        let bytes = (try? handle.read(upToCount: Int(offset))) ?? Data()
+        return bytes.reduce(0) { $1 == 10 ? $0 + 1 : $0 }
+    }
+
     /// Waits until the stream holds `total` distinct lines and END, then checks exactly once.
     func assertExactlyOnce(_ total: Int, file: StaticString = #filePath, line: UInt = #line) {
         guard let counter else { return XCTFail("no counter", file: file, line: line) }
@@ -70,13 +103,14 @@ final class NatsExactlyOnceTests: XCTestCase {
         // Kill it twice while the writer runs at ~20k lines/s.
         for mark in [15_000, 35_000] {
             XCTAssertTrue(EventLoop.main.run(until: { writer.count >= mark && (self.counter?.counts.count ?? 0) > mark / 4 }, timeout: 60))
-            kill9(edge)
+            kill9WithResendsPending(edge, log: log)
             edge = try startEdge([log], urls: servers.urls)
         }
         XCTAssertTrue(writer.wait())
         appendText(log, "END\n")
         assertExactlyOnce(total)
-        // The resends were recognised (the path that keeps them out of the stream ran).
+        // Each kill left lines in the stream beyond the saved positions: the restarted edge
+        // sent them again, and they were recognised (the path that keeps them out ran).
         XCTAssertTrue(processes.contains { $0.errors.contains("was already in the stream") }, "no resend was deduplicated")
     }
 
