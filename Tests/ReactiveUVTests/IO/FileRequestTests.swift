@@ -115,25 +115,29 @@ final class FileRequestTests: XCTestCase {
 
     func testReadIfCachedDoesNotWaitForDataThatIsNotInMemory() throws {
         let path = directory.file("cold.log")
-        writeFile(path, Array(repeating: UInt8(ascii: "z"), count: 1 << 20))
+        let size = 16 << 20
+        writeFile(path, Array(repeating: UInt8(ascii: "z"), count: size))
         let fd = open(path, O_RDONLY)
         defer { close(fd) }
         XCTAssertEqual(fsync(fd), 0)
-        // Why several attempts: between mincore's answer and the read, the kernel may bring
-        // the first pages back on its own (readahead a NOWAIT read itself starts can finish
-        // before it returns on a fast virtual disk), and then the read rightly finds them in
-        // memory. A readIfCached that waited for storage would read every time; one that
-        // does not is refused at least once in ten cold attempts (seen here: 2 of 5 single
-        // attempts were such races on a loaded machine).
+        // Why many attempts, each at another offset: between mincore's answer and the read,
+        // the kernel may bring the pages back on its own (readahead a NOWAIT read itself
+        // starts can finish before it returns on a fast virtual disk), and then the read
+        // rightly finds them in memory. A readIfCached that waited for storage would read
+        // every time; one that does not is refused at least once in 40 cold attempts. Seen
+        // here: 2 of 5 single attempts were such races on a loaded machine, and once all of
+        // 10 attempts at offset 0 under TSan on a heavily loaded one (fresh offsets keep one
+        // attempt's readahead from serving the next).
         var reads: [Int] = []
-        for _ in 0..<10 {
+        for attempt in 0..<40 {
+            let offset = Int64(attempt) * (3 << 19) % Int64(size - 4096)
             // Dropped from the page cache (advice the kernel may ignore: mincore says
             // whether it was taken).
             _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-            guard try !anyPageResident(fd, length: 1 << 20) else {
+            guard try !anyPageResident(fd, length: size) else {
                 throw XCTSkip("the file system kept the pages in memory")
             }
-            switch FileRequest.readIfCached(fd, count: 4096, at: 0, after: Array("kept".utf8)) {
+            switch FileRequest.readIfCached(fd, count: 4096, at: offset, after: Array("kept".utf8)) {
             case .wouldWait(let prefix):
                 XCTAssertEqual(prefix, Array("kept".utf8), "the prefix comes back for the pool read")
                 return
@@ -143,7 +147,7 @@ final class FileRequestTests: XCTestCase {
                 reads.append(result.count)
             }
         }
-        XCTFail("every one of 10 cold reads read data that was not in memory: \(reads)")
+        XCTFail("every one of 40 cold reads read data that was not in memory: \(reads)")
     }
 
     func testReadIfCachedReportsOtherErrorsAsAFailedRead() throws {
