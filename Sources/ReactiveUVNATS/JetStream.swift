@@ -374,16 +374,19 @@ public final class JetStream: @unchecked Sendable {
     ///   - subject: a filter subject; `nil` for the stream's own subject(s).
     ///   - start: where to start.
     ///   - bufferLimit: messages handed to the loop and not yet delivered, at most.
+    ///   - gate: while closed, holds deliveries back (see ``ConsumerGate`` for how long
+    ///     that may last); `nil` delivers as fast as the loop takes them.
     /// - Returns: a cold signal of messages.
     public func consume(stream: String, subject: String? = nil, from start: JetStreamStart = .all,
-                        bufferLimit: Int = 1024) -> Signal<NATSMessage> {
+                        bufferLimit: Int = 1024, gate: ConsumerGate? = nil) -> Signal<NATSMessage> {
         if case .time(let t) = start, let earlier = JetStream.startTimeCnatsEncodes(t) {
             // Start at a time cnats encodes correctly, at or before `t`, and skip what was
             // stored before `t`: the consumer still begins exactly at `t`.
-            return orderedConsumer(stream: stream, subject: subject, from: .time(earlier), bufferLimit: bufferLimit)
+            return orderedConsumer(stream: stream, subject: subject, from: .time(earlier), bufferLimit: bufferLimit,
+                                   gate: gate)
                 .filter { ($0.timestamp ?? t) >= t }
         }
-        return orderedConsumer(stream: stream, subject: subject, from: start, bufferLimit: bufferLimit)
+        return orderedConsumer(stream: stream, subject: subject, from: start, bufferLimit: bufferLimit, gate: gate)
     }
 
     /// A start time that cnats 3.4 encodes without shifting it, or `nil` when `t` itself is.
@@ -401,11 +404,12 @@ public final class JetStream: @unchecked Sendable {
         return t - fraction
     }
 
-    /// The ordered consumer itself (see ``consume(stream:subject:from:bufferLimit:)``).
+    /// The ordered consumer itself (see ``consume(stream:subject:from:bufferLimit:gate:)``).
     private func orderedConsumer(stream: String, subject: String?, from start: JetStreamStart,
-                                 bufferLimit: Int) -> Signal<NATSMessage> {
+                                 bufferLimit: Int, gate: ConsumerGate?) -> Signal<NATSMessage> {
         Signal.create { [self] subscriber in
-            let relay = MessageRelay(loop: loop, subscriber: subscriber, jetStream: true, bufferLimit: bufferLimit)
+            let relay = MessageRelay(loop: loop, subscriber: subscriber, jetStream: true, bufferLimit: bufferLimit,
+                                     gate: gate)
             loop.natsPerform { [self] in
                 guard !subscriber.isDisposed else { return }
                 guard let js, !connectionGone else {

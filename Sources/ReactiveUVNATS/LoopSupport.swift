@@ -103,6 +103,9 @@ final class NATSCounter: @unchecked Sendable {
     func add(_ delta: Int64) -> Int64 { csys_atomic_int_fetch_add(cell, delta, csys_acq_rel) + delta }
 
     var value: Int64 { csys_atomic_int_load(cell, csys_acquire) }
+
+    /// Sets the value.
+    func store(_ value: Int64) { csys_atomic_int_store(cell, value, csys_release) }
 }
 
 /// Seconds → the milliseconds cnats takes.

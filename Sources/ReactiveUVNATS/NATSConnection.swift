@@ -290,15 +290,19 @@ final class MessageRelay: @unchecked Sendable {
     let subscriber: Subscriber<NATSMessage>
     let jetStream: Bool
     let bufferLimit: Int64
+    /// Holds deliveries back while closed (``ConsumerGate``), or `nil`.
+    let gate: ConsumerGate?
     let queued = NATSCounter()
     let stopped = NATSCounter()
     var sub: OpaquePointer?
 
-    init(loop: EventLoop, subscriber: Subscriber<NATSMessage>, jetStream: Bool, bufferLimit: Int) {
+    init(loop: EventLoop, subscriber: Subscriber<NATSMessage>, jetStream: Bool, bufferLimit: Int,
+         gate: ConsumerGate? = nil) {
         self.loop = loop
         self.subscriber = subscriber
         self.jetStream = jetStream
         self.bufferLimit = Int64(max(1, bufferLimit))
+        self.gate = gate
     }
 
     /// cnats's subscription is made (loop thread): the relay's retained reference is now
@@ -338,9 +342,19 @@ final class MessageRelay: @unchecked Sendable {
     }
 
     /// Bounded hand-over: waits (on cnats's thread) while the loop has `bufferLimit`
-    /// messages of this subscription still to deliver.
+    /// messages of this subscription still to deliver, or while the gate is closed. cnats
+    /// sends a flow-control reply only after its callback returned for the message before
+    /// it, so waiting here is what makes the server stop sending.
     private func deliver(_ message: NATSMessage) {
-        while queued.value >= bufferLimit && stopped.value == 0 { usleep(200) }
+        while stopped.value == 0 {
+            if let gate, gate.isClosed {
+                usleep(1000)  // a closed gate waits for a reader: no hurry to look again
+            } else if queued.value >= bufferLimit {
+                usleep(200)
+            } else {
+                break
+            }
+        }
         if stopped.value != 0 { return }
         queued.add(1)
         loop.execute { [self] in

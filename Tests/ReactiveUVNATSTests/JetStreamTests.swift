@@ -167,4 +167,39 @@ final class JetStreamTests: NATSTestCase {
         let error = try XCTUnwrap(awaitError(js.consume(stream: "NOPE")) as? NATSError)
         XCTAssertTrue(error.description.contains("NOPE"), error.description)
     }
+
+    func testAClosedGateHoldsAConsumersDeliveriesBackUntilItOpens() throws {
+        let servers = try startServers(1)
+        let connection = try connect(servers.urls)
+        let js = try connection.jetStream()
+        _ = try addStream(js, JetStreamConfig(name: "G", subjects: ["g"]))
+        _ = publishAll(js, subject: "g", (1...300).map { "g\($0)" })
+
+        // Closed from the start: nothing, while an ungated consumer of the same stream gets all.
+        let gate = ConsumerGate()
+        gate.close()
+        let gated = Box<[UInt64]>([])
+        let free = Box<Int>(0)
+        subscriptions.append(js.consume(stream: "G", bufferLimit: 1, gate: gate).subscribeNext { message in
+            gated.value.append(message.streamSequence!)
+            // Closed again from inside delivery at the 100th: at most the one message already
+            // handed to the loop and the one being handed over follow.
+            if message.streamSequence == 100 { gate.close() }
+        })
+        subscriptions.append(js.consume(stream: "G").subscribeNext { _ in free.value += 1 })
+        XCTAssertTrue(waitFor { free.value == 300 })
+        _ = EventLoop.main.run(until: { !gated.value.isEmpty }, timeout: 0.5)
+        XCTAssertEqual(gated.value, [], "a closed gate delivers nothing")
+        XCTAssertTrue(gate.isClosed)
+
+        gate.open()
+        XCTAssertTrue(waitFor { gated.value.count >= 100 })
+        _ = EventLoop.main.run(until: { gated.value.count > 102 }, timeout: 0.5)
+        XCTAssertLessThanOrEqual(gated.value.count, 102, "held back again after the 100th")
+        XCTAssertTrue(gate.isClosed)
+
+        gate.open()
+        XCTAssertTrue(waitFor { gated.value.count == 300 }, "got \(gated.value.count)")
+        XCTAssertEqual(gated.value, Array(1...300), "in order, each once")
+    }
 }

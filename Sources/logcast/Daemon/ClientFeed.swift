@@ -41,6 +41,8 @@ final class ClientFeed {
     /// The transport failed, or (with `--slow-client disconnect`) the client fell too far
     /// behind; the session ends.
     var onFailure: (String) -> Void = { _ in }
+    /// Runs once a write completes with little waiting (``LineFanOut/whenRoom(_:_:)``).
+    var onRoom: (() -> Void)?
     var ended = false
 
     init(transport: ClientTransport, nextSequence: Int) {

@@ -164,6 +164,7 @@ final class LineFanOut {
     func remove(_ feed: ClientFeed) {
         guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
         feed.ended = true
+        feed.onRoom = nil  // (it may hold the replay that holds the session)
         if feed.pattern != nil { filteredFeeds -= 1 }
         let last = feeds.removeLast()
         if index < feeds.count {
@@ -200,37 +201,39 @@ final class LineFanOut {
     }
 
     /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
-    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered, counted
-    /// and bounded as the shared lines are.
+    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered and
+    /// counted as the shared lines are.
     ///
     /// Why here and not as replies: a replay replaces the client's share of the fan-out
-    /// (its feed is paused meanwhile), so its `GREP` must go on applying, and a client that
-    /// does not read must not make the outbox grow without bound.
-    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) {
-        guard !feed.ended, !feed.closing else { return }
+    /// (its feed is paused meanwhile), so its `GREP` must go on applying.
+    ///
+    /// Replayed lines are never dropped, whatever the slow-client policy: they are stored,
+    /// so the replay can wait for the client instead. Returns `false` once more than the
+    /// queue limit waits for `feed`; the caller then holds the replay back until
+    /// ``whenRoom(_:_:)`` says the client caught up (what arrives meanwhile is still queued).
+    @discardableResult
+    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) -> Bool {
+        guard !feed.ended, !feed.closing else { return true }
         var builder = LineBlockBuilder()
         builder.append(prefix: prefix, chunk: chunk)
-        guard !builder.isEmpty else { return }
+        guard !builder.isEmpty else { return true }
         let block = builder.seal(sequence: 0)
         if let pattern = feed.pattern {
             // The set in force holds every live client's pattern (a client switches to a
             // pattern only once a set with it is installed).
-            guard let filters, filters.patterns.contains(pattern) else { return }
+            guard let filters, filters.patterns.contains(pattern) else { return true }
             filters.scan(block)
         }
         take(feed)
-        if feed.outbox.count > queueLimit {
-            if disconnectSlowClients {
-                feed.onFailure("too slow: \(feed.outbox.count) bytes behind (limit \(queueLimit))")
-                return
-            }
-            let lost = block.count(for: feed.pattern)
-            feed.linesDropped += lost
-            stats.linesDropped += lost
-            return
-        }
         feed.outboxLines += block.append(for: feed.pattern, to: &feed.outbox)
         markReady(feed)
+        return feed.outbox.count <= queueLimit
+    }
+
+    /// Runs `action` once, when a write to `feed` completes with at most half the queue
+    /// limit still waiting for it (replaces an action not yet run).
+    func whenRoom(_ feed: ClientFeed, _ action: @escaping () -> Void) {
+        feed.onRoom = action
     }
 
     /// Ends `feed` gracefully: `done` runs once everything queued for it is written.
@@ -407,6 +410,10 @@ final class LineFanOut {
                     self.finishDrain(feed)
                 } else if !feed.outbox.isEmpty || feed.nextSequence < self.nextSequence {
                     self.markReady(feed)
+                }
+                if let onRoom = feed.onRoom, feed.outbox.count <= self.queueLimit / 2 {
+                    feed.onRoom = nil
+                    onRoom()
                 }
             })
     }

@@ -34,6 +34,8 @@ final class LogcastServer: @unchecked Sendable {
     /// `SINCE` handling and session ends, set by a NATS hub (NatsHub); nil without `--from`.
     var since: ((ClientSession, String) -> Void)?
     var sessionEnded: ((ClientSession) -> Void)?
+    /// The hub's `STATS` fields (NatsHub.fields), with `--from`.
+    var hubFields: (() -> String)?
     /// Out of descriptors at the last tick (said once per episode).
     var outOfDescriptors = false
     /// The syslog listeners (--syslog-udp/--syslog-tcp), if any: SyslogSource.swift.
@@ -54,7 +56,7 @@ final class LogcastServer: @unchecked Sendable {
     /// The `STATS` reply.
     func statsLine() -> String {
         var line = stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
-        let extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "")
+        let extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "") + (hubFields?() ?? "")
         if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
         return line
     }

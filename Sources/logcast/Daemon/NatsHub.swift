@@ -14,6 +14,11 @@ import ReactiveUVNATS
 /// ```
 /// Each message holds whole lines of one file; its `Logcast-Path` header becomes the
 /// line prefix (`<path>: <line>`), as for local files.
+///
+/// A replay waits for its client instead of dropping lines: past the queue limit behind,
+/// its consumer's ``ConsumerGate`` closes (JetStream's flow control stops the server), and
+/// after ``replayHoldLimit`` seconds of waiting the consumer goes; a new one starts from
+/// the sequence after the last message taken once the client has read most of its queue.
 final class NatsHub {
     // Main loop only.
     let target: NatsTarget
@@ -23,8 +28,21 @@ final class NatsHub {
     let live = SerialDisposable()
     var js: JetStream?
     /// Per-client replays, by session.
-    var replays: [ObjectIdentifier: Disposable] = [:]
+    var replays: [ObjectIdentifier: HubReplay] = [:]
+    /// Messages a replay's consumer hands to the loop ahead of the client, at most: what a
+    /// client may get beyond the queue limit before its replay is held back.
+    static let replayBufferLimit = 8
+    /// Seconds a replay's consumer may be held back by its gate before it is let go (less
+    /// than the ordered consumer's 5 s heartbeat: see ``ConsumerGate``).
+    static let replayHoldLimit = 2.0
     var messages = 0
+    /// Times a replay waited for its client (its gate closed), and times its consumer was
+    /// let go after a long wait (to start again when the client has room): `STATS` fields.
+    var replayWaits = 0
+    var replayRestarts = 0
+
+    /// The hub's `STATS` fields.
+    var fields: String { " replay_waits=\(replayWaits) replay_restarts=\(replayRestarts)" }
 
     init(target: NatsTarget, fanOut: LineFanOut, logger: Logger) {
         self.target = target
@@ -77,7 +95,7 @@ final class NatsHub {
     /// `SINCE <arg>` from `session`: a sequence number (`SINCE 1` is everything stored) or
     /// a time (`2026-11-23T22:00:00Z`, or seconds since the epoch with a fraction: `@1763935200.5`).
     func since(_ session: ClientSession, _ argument: String) {
-        guard let js else {
+        guard js != nil else {
             session.reply("ERR SINCE: not connected to NATS yet")
             return
         }
@@ -90,12 +108,52 @@ final class NatsHub {
         // This client now gets the stream from its own consumer: stored, then live.
         fanOut.setPaused(session.feed, true)
         session.reply("OK SINCE \(argument)")
-        replays[key] = js.consume(stream: target.stream, from: start).subscribe(
-            next: { [fanOut] message in
-                // Through the client's own filter and queue limit, as the live feed would be.
-                fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload)
+        let replay = HubReplay(start: start)
+        replays[key] = replay
+        consume(replay, for: session, from: start)
+    }
+
+    /// Starts `replay`'s consumer from `start`.
+    private func consume(_ replay: HubReplay, for session: ClientSession, from start: JetStreamStart) {
+        guard let js else {
+            session.reply("ERR SINCE: not connected to NATS")
+            return
+        }
+        replay.gate.open()
+        replay.consumer.replace(js.consume(stream: target.stream, from: start, bufferLimit: NatsHub.replayBufferLimit,
+                                           gate: replay.gate).subscribe(
+            next: { [weak self, fanOut] message in
+                if let sequence = message.streamSequence { replay.lastSequence = sequence }
+                // Through the client's own filter, as the live feed would be.
+                if !fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload) {
+                    self?.holdBack(replay, for: session)
+                }
             },
-            error: { error in session.reply("ERR SINCE: \(error)") })
+            error: { error in session.reply("ERR SINCE: \(error)") }))
+    }
+
+    /// The client is a queue limit behind: the replay waits until it has read most of it.
+    private func holdBack(_ replay: HubReplay, for session: ClientSession) {
+        guard !replay.gate.isClosed, !replay.suspended else { return }
+        replay.gate.close()
+        replayWaits += 1
+        replay.timer.replace(Scheduler.main.afterDelay(NatsHub.replayHoldLimit) { [weak self] in
+            // A long wait: let the consumer go rather than have the server's stalled-
+            // consumer heartbeat release more of the stream into cnats's memory.
+            replay.suspended = true
+            replay.consumer.replace(nil)
+            self?.replayRestarts += 1
+        })
+        fanOut.whenRoom(session.feed) { [weak self] in
+            replay.timer.replace(nil)
+            guard replay.suspended else {
+                replay.gate.open()
+                return
+            }
+            replay.suspended = false
+            let next = replay.lastSequence.map { JetStreamStart.sequence($0 + 1) } ?? replay.start
+            self?.consume(replay, for: session, from: next)
+        }
     }
 
     /// The session ended: its replay stops.
@@ -124,5 +182,26 @@ final class NatsHub {
         tm.tm_sec = 0
         let seconds = Double(timegm(&tm)) + second
         return .time(Int64(seconds * 1e9))
+    }
+}
+
+/// One client's replay (`SINCE`): its consumer, the gate that holds it back while the
+/// client is behind, and the last stream sequence it took (main loop only).
+final class HubReplay {
+    let start: JetStreamStart
+    let gate = ConsumerGate()
+    let consumer = SerialDisposable()
+    /// The hold-back timer (``NatsHub/replayHoldLimit``).
+    let timer = SerialDisposable()
+    var lastSequence: UInt64?
+    /// The consumer was let go after a long wait; a new one starts when the client has room.
+    var suspended = false
+
+    init(start: JetStreamStart) { self.start = start }
+
+    func dispose() {
+        timer.dispose()
+        consumer.dispose()
+        gate.open()
     }
 }

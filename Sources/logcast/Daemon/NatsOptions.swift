@@ -76,6 +76,7 @@ struct NatsOptions: ParsableArguments {
             let hub = NatsHub(target: try target(from, option: "--from"), fanOut: server.fanOut, logger: logger)
             server.since = { [weak hub] session, argument in hub?.since(session, argument) }
             server.sessionEnded = { [weak hub] session in hub?.ended(session) }
+            server.hubFields = { [weak hub] in hub?.fields ?? "" }
             hub.start()
             running.hub = hub
         }

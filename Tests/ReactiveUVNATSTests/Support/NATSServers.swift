@@ -71,7 +71,7 @@ final class NATSServerProcess {
     /// Starts the server; `waitReady` waits for its "Server is ready" log line.
     func start(waitReady: Bool = true) throws {
         guard let binary = natsServerPath() else { throw XCTSkip("nats-server is not installed (scripts/ensure-deps.sh installs it)") }
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         logOffset = Int(log.offsetInFile)

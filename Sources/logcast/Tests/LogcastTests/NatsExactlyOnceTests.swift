@@ -263,6 +263,49 @@ final class NatsExactlyOnceTests: XCTestCase {
         XCTAssertTrue(error.contains { $0.hasPrefix("ERR SINCE needs") }, "\(error)")
     }
 
+    func testASinceClientSlowerThanTheStreamIsWaitedForAndLosesNoLine() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        let total = 50_000
+        appendText(log, (0..<total).map(NumberedLineWriter.line).joined())
+        // A 64 KiB queue limit: the replay (about 4.5 MB) outruns a client that does not read
+        // seventy times over.
+        let both = try startEdge([log], urls: servers.urls, extra: ["--from", servers.urls[0], "--queue-limit", "65536"])
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= total }, timeout: 120))
+        let client = try LineClient(port: both.port, receiveBuffer: 4096)
+        client.send("SINCE 1\n")
+        // The client reads nothing until the hub has held its replay back longer than a gate
+        // may stay closed (2 s) and let the consumer go: both ways of waiting then ran.
+        let observer = try LineClient(port: both.port)
+        var stats = ""
+        let deadline = Date().addingTimeInterval(90)
+        while Date() < deadline {
+            stats = observer.command("STATS", reply: "STATS").last ?? ""
+            if NatsExactlyOnceTests.field("replay_restarts", in: stats) >= 1 { break }
+            usleep(100_000)
+        }
+        XCTAssertGreaterThanOrEqual(NatsExactlyOnceTests.field("replay_restarts", in: stats), 1, stats)
+        // Now it reads: every stored line once, in order, none dropped.
+        let lines = client.readLines(timeout: 120) { $0.count >= total + 1 }
+        XCTAssertEqual(lines.first, "OK SINCE 1")
+        let numbered = lines.compactMap { NatsExactlyOnceTests.number(in: $0) }
+        XCTAssertEqual(numbered.count, total, "lines received")
+        let firstOutOfOrder = numbered.indices.first { numbered[$0] != $0 }
+        XCTAssertNil(firstOutOfOrder, "line \(firstOutOfOrder ?? 0) is L\(firstOutOfOrder.map { numbered[$0] } ?? 0)")
+        let after = observer.command("STATS", reply: "STATS").last ?? ""
+        XCTAssertTrue(after.contains(" lines_dropped=0 "), after)
+        XCTAssertGreaterThanOrEqual(NatsExactlyOnceTests.field("replay_waits", in: after), 2, after)
+    }
+
+    /// The number after `name=` in a `STATS` line (0 when absent).
+    static func field(_ name: String, in stats: String) -> Int {
+        guard let range = stats.range(of: " \(name)=") else { return 0 }
+        return Int(stats[range.upperBound...].prefix { $0.isNumber }) ?? 0
+    }
+
     func testBadNatsOptionsAreClearErrors() throws {
         let bad = try runToExit(["--publish", "http://127.0.0.1:4222", "--listen", "127.0.0.1:0", "/dev/null"])
         XCTAssertEqual(bad.status, 64)
