@@ -48,6 +48,9 @@ final class NatsEdge {
     let paths: [String]
     let running = CompoundDisposable()
     var follows: [String: Disposable] = [:]
+    /// Paths whose follower this edge restarted after pausing it (their `resumed` notice is
+    /// routine, logged at debug level, not as news).
+    var restartedAfterPause: Set<String> = []
     var files: [FileIdentity: EdgeFile] = [:]
     var connection: NATSConnection?
     var js: JetStream?
@@ -107,7 +110,11 @@ final class NatsEdge {
     /// A notice of the follower (in order with its chunks): logged; a truncation starts a
     /// new generation of the file, read again from byte 0.
     func noticed(_ notice: TailNotice) {
-        logger.notice("\(notice)")
+        if case .resumed(let path, _, _) = notice, restartedAfterPause.remove(path) != nil {
+            logger.debug("\(notice)")
+        } else {
+            logger.notice("\(notice)")
+        }
         switch notice {
         case .truncated(_, let identity, _), .lost(_, let identity?, _, .truncatedWhileStopped):
             // Every reader of this inode so far read content that is gone: what they queued
@@ -156,6 +163,7 @@ final class NatsEdge {
         guard file.paused, file.queuedBytes < pauseBytes / 2 else { return }
         file.paused = false
         // Everything the follower re-reads below `file.next` is dropped by `take`.
+        restartedAfterPause.insert(file.path)
         follow(file.path)
     }
 
