@@ -338,24 +338,11 @@ final class EdgeFile {
     /// young): one open and a 64-byte read of the file `identity` names.
     ///
     /// The file may no longer be at `path`: a rotation while the edge was down renamed it
-    /// (`app.log` → `app.log.1`), and the follower resumes it by identity. Then the other
-    /// entries of the directory are tried: a tag that differed from the one the killed edge
-    /// used would give every resent batch a new id, and JetStream would store them twice.
+    /// (`app.log` → `app.log.1`), and the follower resumes it by identity; `locate(near:)`
+    /// finds it among its siblings the same way. A tag that differed from the one the killed
+    /// edge used would give every resent batch a new id, and JetStream would store them twice.
     static func readContentTag(_ path: String, _ identity: FileIdentity) -> String? {
-        if let tag = readContentTag(at: path, identity) { return tag }
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        guard let dir = opendir(directory) else { return nil }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
-            let full = directory == "/" ? "/" + name : directory + "/" + name
-            if full != path, let tag = readContentTag(at: full, identity) { return tag }
-        }
-        return nil
+        identity.locate(near: path).flatMap { readContentTag(at: $0, identity) }
     }
 
     /// The tag of the file at `path` if it is the file `identity` names.

@@ -71,6 +71,33 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
+    /// Where this file is now: `path` when the file there is this one, else another regular
+    /// file of `path`'s directory that is (a rotation renamed it: `app.log` → `app.log.1`,
+    /// as ``File/follow(_:from:checkpoints:options:notices:on:)`` finds a resumed file),
+    /// else `nil` (deleted, or moved out of the directory).
+    ///
+    /// A candidate is this file when device and inode agree and its first bytes agree with
+    /// the fingerprint (``isSameFile(as:)``), so a file that reuses the inode is not taken
+    /// for it. Blocking: a `stat` per directory entry and a small read per candidate; call
+    /// it off the loop, or where a blocking `stat` is acceptable.
+    ///
+    /// - Parameter path: where the file was last seen.
+    /// - Returns: the file's path now, or `nil`.
+    public func locate(near path: String) -> String? {
+        if isThisFile(at: path) { return path }
+        let siblings = TailFollower.directoryEntries(TailFollower.parentDirectory(of: path))
+        return siblings.first { $0.name != path && $0.device == device && $0.inode == inode && isThisFile(at: $0.name) }?.name
+    }
+
+    /// Whether the file at `path` is this one (opened, then ``isSameFile(as:)``).
+    private func isThisFile(at path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 { return false }
+        defer { close(fd) }
+        guard case .success(let (found, _, isDirectory)) = FileIdentity.of(descriptor: fd), !isDirectory else { return false }
+        return isSameFile(as: found)
+    }
+
     /// Whether two identities name the same inode (the fingerprints aside): enough while
     /// a descriptor of one is open, since an open file's inode cannot be reused.
     func sameInode(_ other: FileIdentity) -> Bool { device == other.device && inode == other.inode }
