@@ -21,9 +21,17 @@ typealias PatternID = Int32
 /// Made on a compile thread (``FilterCompiler``), then used on the main loop only: the
 /// scratch space is the main loop's.
 final class FilterSet: @unchecked Sendable {
-    // Immutable after init; `scratch` and `pairs` are used by the main loop only.
+    // Immutable after init; `scratch` and `pairs` are used by the main loop only;
+    // `helperScratch` and `helperPairs` by the helper thread while the main loop waits for it.
     let database: OpaquePointer
     let scratch: OpaquePointer
+    /// The helper thread's own scratch space (a clone: one scratch per scanning thread), or
+    /// `nil` when none could be made (then the loop scans alone).
+    let helperScratch: OpaquePointer?
+    /// The helper's match buffer: (line, expression) pairs; grown (by the loop thread, while
+    /// the helper is idle) when a scan filled it.
+    private var helperPairs: UnsafeMutablePointer<UInt32>
+    private var helperCapacity = 4096
     /// Hyperscan expression id → pattern (a pattern split into alternatives is several
     /// expressions: see ``FilterSet/expressions(of:)``).
     let expressionPattern: [PatternID]
@@ -40,9 +48,19 @@ final class FilterSet: @unchecked Sendable {
     /// the empty string (`x*`) is allowed and matches every line.
     static let flags = UInt32(HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY)
 
+    /// The thread that scans the upper half of a large block (one per process, made on
+    /// first use), or `nil` when no thread could be made.
+    nonisolated(unsafe) static let helper: OpaquePointer? = lcs_helper_start()
+    /// Blocks of at least this many lines are split between the loop and the helper: below
+    /// it, handing over and waiting cost more than the half scan saves.
+    static let splitLines = 1024
+
     private init(database: OpaquePointer, scratch: OpaquePointer, expressionPattern: [PatternID]) {
         self.database = database
         self.scratch = scratch
+        var clone: OpaquePointer?
+        helperScratch = hs_clone_scratch(scratch, &clone) == HS_SUCCESS ? clone : nil
+        helperPairs = .allocate(capacity: 2 * 4096)
         self.expressionPattern = expressionPattern
         self.patterns = Set(expressionPattern)
         var slots: [PatternID: Int] = [:]
@@ -57,6 +75,8 @@ final class FilterSet: @unchecked Sendable {
     }
 
     deinit {
+        helperPairs.deallocate()
+        if let helperScratch { hs_free_scratch(helperScratch) }
         hs_free_scratch(scratch)
         hs_free_database(database)
     }
@@ -198,54 +218,89 @@ final class FilterSet: @unchecked Sendable {
     }
 
     /// Scans every line of `block` once and records which patterns matched which lines.
-    func scan(_ block: LineBlock) {
-        guard block.lineCount > 0 else { return }
-        var used = 0
-        var next = 0
+    ///
+    /// A block of ``splitLines`` lines or more is scanned by two threads at once: the helper
+    /// takes the upper half (with its own scratch space and match buffer) while this thread
+    /// scans the lower half, then this thread waits for it. Matches are collected lower half
+    /// first, so every pattern's line list stays ascending. Returns whether it was split.
+    @discardableResult
+    func scan(_ block: LineBlock) -> Bool {
+        guard block.lineCount > 0 else { return false }
+        var split = false
         var lists = [[UInt32]](repeating: [], count: slotPattern.count)
+        let count = block.lineCount
         block.bytes.withUnsafeBufferPointer { bytes in
             block.textStarts.withUnsafeBufferPointer { starts in
                 // The text ends before the line's `\n`.
                 var textEnds = block.ends
                 for k in textEnds.indices { textEnds[k] -= 1 }
                 textEnds.withUnsafeBufferPointer { ends in
-                    while next < block.lineCount {
-                        let rc = pairs.withUnsafeMutableBufferPointer { out in
-                            lcs_scan_lines(database, scratch, bytes.baseAddress, starts.baseAddress, ends.baseAddress,
-                                           next, block.lineCount, out.baseAddress, out.count / 2, &used, &next)
-                        }
-                        collect(used, into: &lists)
-                        used = 0
-                        if rc == 1 {
-                            // Full: a larger buffer, then on from the line that did not fit.
-                            pairs = [UInt32](repeating: 0, count: pairs.count * 2)
-                            continue
-                        }
-                        if rc < 0 {
-                            // Cannot happen with a valid database and scratch; skip the line
-                            // rather than stop the daemon.
-                            next += 1
-                        }
+                    guard count >= FilterSet.splitLines, let helper = FilterSet.helper, let helperScratch else {
+                        scanLines(bytes, starts, ends, from: 0, to: count, into: &lists)
+                        return
                     }
+                    let half = count / 2
+                    split = true
+                    lcs_helper_submit(helper, database, helperScratch, bytes.baseAddress, starts.baseAddress,
+                                      ends.baseAddress, half, count, helperPairs, helperCapacity)
+                    scanLines(bytes, starts, ends, from: 0, to: half, into: &lists)
+                    var used = 0
+                    var next = half
+                    let rc = lcs_helper_wait(helper, &used, &next)
+                    collect(UnsafePointer(helperPairs), used, into: &lists)
+                    if rc == 1 {
+                        // Its buffer filled: a larger one for next time; this thread scans
+                        // on from the line that did not fit.
+                        helperPairs.deallocate()
+                        helperCapacity *= 2
+                        helperPairs = .allocate(capacity: 2 * helperCapacity)
+                    } else if rc < 0 {
+                        next += 1  // (as in scanLines: skip a line Hyperscan failed on)
+                    }
+                    if next < count { scanLines(bytes, starts, ends, from: next, to: count, into: &lists) }
                 }
             }
         }
         var result: [PatternID: [UInt32]] = [:]
         for (slot, lines) in lists.enumerated() where !lines.isEmpty { result[slotPattern[slot]] = lines }
         block.matches = result
+        return split
+    }
+
+    /// Scans lines `from ..< to` on this thread into `lists`.
+    private func scanLines(_ bytes: UnsafeBufferPointer<UInt8>, _ starts: UnsafeBufferPointer<UInt32>,
+                           _ ends: UnsafeBufferPointer<UInt32>, from: Int, to: Int, into lists: inout [[UInt32]]) {
+        var used = 0
+        var next = from
+        while next < to {
+            let rc = pairs.withUnsafeMutableBufferPointer { out in
+                lcs_scan_lines(database, scratch, bytes.baseAddress, starts.baseAddress, ends.baseAddress,
+                               next, to, out.baseAddress, out.count / 2, &used, &next)
+            }
+            pairs.withUnsafeBufferPointer { collect($0.baseAddress!, used, into: &lists) }
+            used = 0
+            if rc == 1 {
+                // Full: a larger buffer, then on from the line that did not fit.
+                pairs = [UInt32](repeating: 0, count: pairs.count * 2)
+                continue
+            }
+            if rc < 0 {
+                // Cannot happen with a valid database and scratch; skip the line rather
+                // than stop the daemon.
+                next += 1
+            }
+        }
     }
 
     /// Moves `used` pairs into per-pattern line lists (a pattern split into several
     /// expressions reports a line once).
-    private func collect(_ used: Int, into lists: inout [[UInt32]]) {
-        pairs.withUnsafeBufferPointer { pairs in
-            expressionSlot.withUnsafeBufferPointer { expressionSlot in
-                for k in 0..<used {
-                    let line = pairs[2 * k]
-                    let slot = expressionSlot[Int(pairs[2 * k + 1])]
-                    if let last = lists[slot].last, last == line { continue }
-                    lists[slot].append(line)
-                }
+    private func collect(_ pairs: UnsafePointer<UInt32>, _ used: Int, into lists: inout [[UInt32]]) {
+        expressionSlot.withUnsafeBufferPointer { expressionSlot in
+            for k in 0..<used {
+                let line = pairs[2 * k]
+                let slot = expressionSlot[Int(pairs[2 * k + 1])]
+                if let last = lists[slot].last, last == line { continue }
+                lists[slot].append(line)
             }
         }
     }

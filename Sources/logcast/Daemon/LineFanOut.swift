@@ -139,7 +139,7 @@ final class LineFanOut {
         totalBytes += block.bytes.count
         nextSequence += 1
         stats.linesRead += block.lineCount
-        if filteredFeeds > 0, let filters { filters.scan(block) }
+        if filteredFeeds > 0, let filters, filters.scan(block) { stats.splitScans += 1 }
         if feeds.isEmpty {
             firstSequence = nextSequence
             return

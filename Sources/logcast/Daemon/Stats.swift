@@ -1,7 +1,7 @@
 import ReactiveUV
 
 /// logcast's counters, shown by `STATS`. Updated on the main loop only, so plain integers
-/// suffice. Every count is of lines.
+/// suffice. Every count is of lines, but `splitScans`.
 final class Stats: @unchecked Sendable {
     var linesRead = 0
     var linesSent = 0
@@ -9,11 +9,13 @@ final class Stats: @unchecked Sendable {
     var linesDropped = 0
     var clients = 0
     var forwarded = 0
+    /// Blocks whose filter scan was shared with the helper thread (FilterSet.scan).
+    var splitScans = 0
     let started = SchedulerTime.monotonicNow
 
     /// The `STATS` reply.
     func line(now: SchedulerTime, patterns: Int, compiles: Int) -> String {
         let uptime = Int(started.distance(to: now))
-        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) patterns=\(patterns) compiles=\(compiles) uptime=\(uptime)s\n"
+        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) patterns=\(patterns) compiles=\(compiles) split_scans=\(splitScans) uptime=\(uptime)s\n"
     }
 }

@@ -22,6 +22,26 @@ int lcs_scan_lines(const hs_database_t *db, hs_scratch_t *scratch, const uint8_t
                    const uint32_t *starts, const uint32_t *ends, size_t first, size_t count,
                    uint32_t *pairs, size_t capacity_pairs, size_t *used_pairs, size_t *next_line);
 
+/// A second thread that scans part of a block while the caller scans the rest: the loop
+/// thread hands it the upper half of a large block's lines, scans the lower half itself,
+/// then waits (the scan is the daemon's largest cost with filters, and the second core is
+/// otherwise mostly idle while the loop reads, formats and writes).
+typedef struct lcs_helper lcs_helper;
+
+/// Starts the helper thread; NULL when no thread can be made (scan alone then).
+lcs_helper *lcs_helper_start(void);
+
+/// Hands the helper one `lcs_scan_lines` call (same arguments; `scratch` must be a scratch
+/// space of its own, e.g. from hs_clone_scratch). Returns at once; every pointer must stay
+/// valid until `lcs_helper_wait` returns. One job at a time.
+void lcs_helper_submit(lcs_helper *helper, const hs_database_t *db, hs_scratch_t *scratch, const uint8_t *base,
+                       const uint32_t *starts, const uint32_t *ends, size_t first, size_t count,
+                       uint32_t *pairs, size_t capacity_pairs);
+
+/// Waits for the job handed over last; returns what `lcs_scan_lines` returned, with its
+/// `*used_pairs` and `*next_line`.
+int lcs_helper_wait(lcs_helper *helper, size_t *used_pairs, size_t *next_line);
+
 /// 1 when this processor can run Hyperscan (it needs SSSE3), else 0.
 int lcs_platform_ok(void);
 

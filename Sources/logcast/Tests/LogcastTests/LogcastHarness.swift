@@ -28,8 +28,8 @@ final class LogcastProcess: @unchecked Sendable {
         let dir = temporaryDirectory()
         outPath = dir + "/stdout"
         errPath = dir + "/stderr"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         if wrapper.isEmpty {
             process.executableURL = URL(fileURLWithPath: Self.binary)
             process.arguments = arguments

@@ -118,6 +118,39 @@ final class LogcastTests: XCTestCase {
         }
     }
 
+    func testLargeBlocksScannedByTwoThreadsGiveEachFilteredClientExactlyItsLinesInOrder() throws {
+        let a = dir + "/a.log"
+        appendLines(a, ["before"])
+        let server = try start([a, "--listen", "127.0.0.1:0", "--queue-limit", "268435456", "--heartbeat", "0"])
+        try synchronize(server.port, files: [a])
+        // Patterns that take most lines, a seventh, none, and an alternation (split into
+        // expressions that must report a line once).
+        let filters = [("^line-[0-9]*[1-9] ", { (i: Int) in i % 10 != 0 }),
+                       ("tag=(0|7)$", { (i: Int) in i % 7 == 0 }),
+                       ("never-written", { (_: Int) in false }),
+                       ("-1[0-9]* |-2[0-9]* ", { (i: Int) in "\(i)".hasPrefix("1") || "\(i)".hasPrefix("2") })]
+        let clients = try filters.map { (pattern, _) -> LineClient in
+            let c = try LineClient(port: server.port)
+            _ = c.command("GREP \(pattern)", reply: "OK GREP")
+            return c
+        }
+        // 60,000 lines in three writes: the follower reads them in chunks of thousands of
+        // lines, so most blocks are past the split size (1,024 lines).
+        let total = 60_000
+        let text = (0..<total).map { "line-\($0) tag=\($0 % 7)" }
+        for part in 0..<3 { appendLines(a, Array(text[part * 20_000..<(part + 1) * 20_000])) }
+        for (client, filter) in zip(clients, filters) {
+            let want = (0..<total).filter(filter.1).map { a + ": " + text[$0] }
+            var got = want.isEmpty ? [] : client.readLines(timeout: 120) { $0.count >= want.count }
+            got += client.readLines(timeout: 0.5) { _ in false }  // nothing more may follow
+            XCTAssertEqual(got.count, want.count, "\(filter.0): exactly the matching lines")
+            XCTAssertTrue(got == want, "\(filter.0): first difference at \(got.indices.first { $0 >= want.count || got[$0] != want[$0] } ?? -1)")
+        }
+        let stats = try LineClient(port: server.port).command("STATS", reply: "STATS").last ?? ""
+        let split = Int(stats.components(separatedBy: " split_scans=").last?.prefix { $0.isNumber } ?? "") ?? 0
+        XCTAssertGreaterThan(split, 0, "no block was large enough to be split: \(stats)")
+    }
+
     func testAClientThatChangesItsFilterSeesTheNewFiltersLinesFromThenOn() throws {
         let a = dir + "/a.log"
         appendLines(a, ["before"])
