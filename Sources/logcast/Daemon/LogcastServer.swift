@@ -63,6 +63,14 @@ final class LogcastServer: @unchecked Sendable {
 
     /// Starts the sources and the listener; `onListening` gets the bound address.
     func start(forward: (host: String, port: Int, buffer: Int)?, onListening: @escaping (SocketAddress) -> Void) {
+        // First, so that a SIGTERM sent as soon as "listening" is printed is already handled
+        // (a drain and exit 0, not the default action's death by signal).
+        for signum in [SIGINT, SIGTERM] {
+            running += UnixSignal.signal(signum).take(1).subscribeNext { [weak self] n in
+                self?.logger.info("signal \(n): shutting down")
+                self?.shutdown()
+            }
+        }
         if let forward {
             let forwarder = Forwarder(host: forward.host, port: forward.port, capacity: forward.buffer, stats: stats, logger: logger)
             self.forwarder = forwarder
@@ -85,12 +93,6 @@ final class LogcastServer: @unchecked Sendable {
         }
 
         running += Signal.interval(config.tickInterval, on: Scheduler.main).subscribeNext { [weak self] now in self?.tick(now) }
-        for signum in [SIGINT, SIGTERM] {
-            running += UnixSignal.signal(signum).take(1).subscribeNext { [weak self] n in
-                self?.logger.info("signal \(n): shutting down")
-                self?.shutdown()
-            }
-        }
     }
 
     /// Follows one FILE into the fan-out (and the forwarder).
