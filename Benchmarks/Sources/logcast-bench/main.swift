@@ -2,7 +2,7 @@
 // and rsyslog (imfile -> TCP forward) measured in the same run.
 //
 //     logcast-bench [--logcast PATH] [--tail PATH] [--rsyslogd PATH] [--lines N] [--runs R]
-//                   [--rows tail,rsyslog,one,filtered,hundred,tenk] [--tenk-clients N]
+//                   [--rows tail,rsyslog,one,filtered,hundred,tenk,nats] [--tenk-clients N]
 //
 // Build the daemon first, in release, from the repository root:
 //
@@ -25,6 +25,11 @@
 // - `tenk`: logcast with 10,000 idle clients (this process raises its descriptor limit; the
 //   daemon inherits it): RSS per idle client from /proc/PID/status, then a burst of 1,000
 //   lines (10M deliveries) during which a control client's `STATS` round trip is timed.
+// - `nats`: logcast's NATS path, by running `logcast-nats-bench N` (built beside this
+//   program; it starts real nats-servers, needs `nats-server` installed, and writes its own
+//   file of N lines of ~87 bytes beforehand): file → JetStream through the edge into a
+//   1-node (R1) and a 3-node (R3) stream, and stream → a hub client's `SINCE 1`; three rows,
+//   beside rsyslog's file → TCP rate of the same run.
 //
 // One throughput run: synchronization first (logcast and tail follow the file from its end,
 // so `S` lines are appended every 20 ms until every reader has one); then the clock starts
@@ -47,7 +52,7 @@ struct Options {
     var rsyslogd = "/usr/sbin/rsyslogd"
     var lines = 1_000_000
     var runs = 3
-    var rows = ["tail", "rsyslog", "one", "filtered", "hundred", "tenk"]
+    var rows = ["tail", "rsyslog", "one", "filtered", "hundred", "tenk", "nats"]
     var tenkClients = 10_000
 }
 
@@ -64,7 +69,7 @@ func note(_ message: String) {
 
 let usage = """
     usage: logcast-bench [--logcast PATH] [--tail PATH] [--rsyslogd PATH] [--lines N] [--runs R]
-                         [--rows tail,rsyslog,one,filtered,hundred,tenk] [--tenk-clients N]
+                         [--rows tail,rsyslog,one,filtered,hundred,tenk,nats] [--tenk-clients N]
     Build the daemon first, from the repository root: swift build -c release --package-path Sources/logcast
     (default PATH: Sources/logcast/.build/release/logcast, or ../Sources/logcast/.build/release/logcast from Benchmarks/).
     Defaults: --lines 1000000 --runs 3, every row, --tenk-clients 10000.
@@ -734,6 +739,34 @@ func grouped(_ value: Double) -> String {
     return out
 }
 
+/// The `nats` row: runs `logcast-nats-bench lines` and reads its three rates (lines/s):
+/// file → R1 stream, stream → hub client, file → R3 stream.
+func runNats(_ program: String, lines: Int) -> [String: Double] {
+    let child = spawn([program, "\(lines)"])
+    var output: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(child.stdout, &buffer, buffer.count)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        output += buffer[0..<n]
+    }
+    var status: Int32 = 0
+    _ = waitpid(child.pid, &status, 0)
+    close(child.stdout)
+    let text = String(decoding: output, as: UTF8.self)
+    var rates: [String: Double] = [:]
+    for line in text.split(separator: "\n") {
+        guard let colon = line.lastIndex(of: ":") else { continue }
+        let number = line[line.index(after: colon)...].split(separator: " ").first.flatMap { Double($0) }
+        if line.hasPrefix("file → JetStream, 1 node") { rates["nats-r1"] = number }
+        if line.hasPrefix("stream → hub client") { rates["nats-hub"] = number }
+        if line.hasPrefix("file → JetStream, 3 nodes") { rates["nats-r3"] = number }
+    }
+    guard status == 0, rates.count == 3 else { fail("\(program) failed (status \(status)):\n\(text)") }
+    return rates
+}
+
 /// rsyslogd, installed with apt-get when missing and we may.
 func ensureRsyslog(_ path: String) -> Bool {
     if access(path, X_OK) == 0 { return true }
@@ -758,6 +791,19 @@ guard access(logcastPath, X_OK) == 0 else {
 }
 guard access(options.tail, X_OK) == 0 else { fail("no tail at \(options.tail); pass --tail PATH") }
 var rows = options.rows
+// `logcast-nats-bench` sits beside this program (the same build directory).
+var natsBench = "logcast-nats-bench"
+var exeBytes = [CChar](repeating: 0, count: 4096)
+let exeLength = readlink("/proc/self/exe", &exeBytes, exeBytes.count)
+if exeLength > 0 {
+    let exe = String(decoding: exeBytes[..<exeLength].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    if let slash = exe.lastIndex(of: "/") { natsBench = exe[..<slash] + "/logcast-nats-bench" }
+}
+let natsServers = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+if rows.contains("nats") && (access(natsBench, X_OK) != 0 || !natsServers.contains(where: { (path: String) in access(path, X_OK) == 0 })) {
+    note("no \(natsBench) (swift build -c release --package-path Benchmarks --product logcast-nats-bench) or no nats-server: the nats rows are left out")
+    rows.removeAll { $0 == "nats" }
+}
 if rows.contains("rsyslog") && !ensureRsyslog(options.rsyslogd) {
     note("no rsyslogd: the rsyslog row is left out")
     rows.removeAll { $0 == "rsyslog" }
@@ -781,7 +827,7 @@ guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddres
 let directory = String(cString: made)
 let payload = Payload(lines: options.lines)
 
-let throughputRows = rows.filter { $0 != "tenk" }
+let throughputRows = rows.filter { $0 != "tenk" }.flatMap { $0 == "nats" ? ["nats-r1", "nats-hub", "nats-r3"] : [$0] }
 var results: [String: [Run]] = [:]
 var tenks: [TenK] = []
 for round in 1...options.runs {
@@ -795,6 +841,10 @@ for round in 1...options.runs {
             let run = runRsyslog(options.rsyslogd, directory: directory, payload: payload, lines: options.lines)
             note("round \(round): rsyslog: \(format(run.seconds, 3)) s, CPU \(format(run.cpu, 3)) s, lost \(run.lost)")
             results[row, default: []].append(run)
+        case "nats":
+            let rates = runNats(natsBench, lines: options.lines)
+            note("round \(round): nats: R1 \(grouped(rates["nats-r1"]!)), hub \(grouped(rates["nats-hub"]!)), R3 \(grouped(rates["nats-r3"]!)) lines/s")
+            for (key, rate) in rates { results[key, default: []].append(Run(seconds: Double(options.lines) / rate, cpu: -1)) }
         case "one", "filtered", "hundred":
             let clients = row == "one" ? 1 : 100
             let run = runLogcast(logcastPath, clients: clients, filtered: row == "filtered", directory: directory,
@@ -849,12 +899,18 @@ if !throughputRows.isEmpty {
                 return ("rsyslog (imfile → omfwd TCP)\(lost.contains { $0 > 0 } ? ", lines lost per run: \(lost.map(String.init).joined(separator: "/"))" : "")", 1, rate)
             case "one": return ("logcast, every line", 1, rate)
             case "filtered": return ("logcast, each its own 1% GREP", 100, rate)
+            case "nats-r1": return ("logcast edge: file → JetStream, 1 node (R1), acknowledged (lines of ~87 B)", 1, rate)
+            case "nats-hub": return ("logcast hub: JetStream → a client's `SINCE 1`, 1 node", 1, rate)
+            case "nats-r3": return ("logcast edge: file → JetStream, 3 nodes (R3), acknowledged", 1, rate)
             default: return ("logcast, every line", 100, rate * 100)
             }
         }()
         let vsRsyslog = rsyslogRate.map { format(rate / $0, 2) + "×" } ?? "–"
         let vsTail = tailRate.map { format(rate / $0, 2) + "×" } ?? "–"
-        print("| \(label) | \(clients) | \(format(median.seconds, 3)) | \(grouped(rate)) | \(grouped(deliveries)) | \(vsRsyslog) | \(vsTail) | \(format(median.cpu, 3)) | \(format(median.benchCPU, 3)) |")
+        // (The nats rows run in another program: no CPU figures.)
+        let cpu = median.cpu < 0 ? "–" : format(median.cpu, 3)
+        let benchCPU = median.cpu < 0 ? "–" : format(median.benchCPU, 3)
+        print("| \(label) | \(clients) | \(format(median.seconds, 3)) | \(grouped(rate)) | \(grouped(deliveries)) | \(vsRsyslog) | \(vsTail) | \(cpu) | \(benchCPU) |")
     }
     print("")
 }
