@@ -28,10 +28,8 @@ final class FilterSet: @unchecked Sendable {
     /// The helper thread's own scratch space (a clone: one scratch per scanning thread), or
     /// `nil` when none could be made (then the loop scans alone).
     let helperScratch: OpaquePointer?
-    /// The helper's match buffer: (line, expression) pairs; grown (by the loop thread, while
-    /// the helper is idle) when a scan filled it.
-    private var helperPairs: UnsafeMutablePointer<UInt32>
-    private var helperCapacity = 4096
+    /// The helper's match buffer (grown by the loop thread, while the helper is idle).
+    private var helperPairs = MatchPairs()
     /// Hyperscan expression id → pattern (a pattern split into alternatives is several
     /// expressions: see ``FilterSet/expressions(of:)``).
     let expressionPattern: [PatternID]
@@ -41,8 +39,24 @@ final class FilterSet: @unchecked Sendable {
     /// an array index per match, not a dictionary lookup.
     private let expressionSlot: [Int]
     private let slotPattern: [PatternID]
-    /// Reused match buffer: (line, expression) pairs.
-    var pairs = [UInt32](repeating: 0, count: 2 * 4096)
+    /// The loop thread's match buffer.
+    private var pairs = MatchPairs()
+
+    /// A match buffer the C scan fills: (line, expression) pairs, two `UInt32`s each,
+    /// doubled when a scan filled it. Its owner frees it (`free()`, in `deinit`).
+    private struct MatchPairs {
+        private(set) var base = UnsafeMutablePointer<UInt32>.allocate(capacity: 2 * 4096)
+        /// How many pairs fit.
+        private(set) var capacity = 4096
+
+        mutating func grow() {
+            base.deallocate()
+            capacity *= 2
+            base = .allocate(capacity: 2 * capacity)
+        }
+
+        func free() { base.deallocate() }
+    }
 
     /// Flags of every expression: report a pattern once per line; a pattern that can match
     /// the empty string (`x*`) is allowed and matches every line.
@@ -60,7 +74,6 @@ final class FilterSet: @unchecked Sendable {
         self.scratch = scratch
         var clone: OpaquePointer?
         helperScratch = hs_clone_scratch(scratch, &clone) == HS_SUCCESS ? clone : nil
-        helperPairs = .allocate(capacity: 2 * 4096)
         self.expressionPattern = expressionPattern
         self.patterns = Set(expressionPattern)
         var slots: [PatternID: Int] = [:]
@@ -75,7 +88,8 @@ final class FilterSet: @unchecked Sendable {
     }
 
     deinit {
-        helperPairs.deallocate()
+        pairs.free()
+        helperPairs.free()
         if let helperScratch { hs_free_scratch(helperScratch) }
         hs_free_scratch(scratch)
         hs_free_database(database)
@@ -223,7 +237,6 @@ final class FilterSet: @unchecked Sendable {
     /// takes the upper half (with its own scratch space and match buffer) while this thread
     /// scans the lower half, then this thread waits for it. Matches are collected lower half
     /// first, so every pattern's line list stays ascending. Returns whether it was split.
-    @discardableResult
     func scan(_ block: LineBlock) -> Bool {
         guard block.lineCount > 0 else { return false }
         var split = false
@@ -242,18 +255,16 @@ final class FilterSet: @unchecked Sendable {
                     let half = count / 2
                     split = true
                     lcs_helper_submit(helper, database, helperScratch, bytes.baseAddress, starts.baseAddress,
-                                      ends.baseAddress, half, count, helperPairs, helperCapacity)
+                                      ends.baseAddress, half, count, helperPairs.base, helperPairs.capacity)
                     scanLines(bytes, starts, ends, from: 0, to: half, into: &lists)
                     var used = 0
                     var next = half
                     let rc = lcs_helper_wait(helper, &used, &next)
-                    collect(UnsafePointer(helperPairs), used, into: &lists)
+                    collect(helperPairs.base, used, into: &lists)
                     if rc == 1 {
                         // Its buffer filled: a larger one for next time; this thread scans
                         // on from the line that did not fit.
-                        helperPairs.deallocate()
-                        helperCapacity *= 2
-                        helperPairs = .allocate(capacity: 2 * helperCapacity)
+                        helperPairs.grow()
                     } else if rc < 0 {
                         next += 1  // (as in scanLines: skip a line Hyperscan failed on)
                     }
@@ -273,15 +284,13 @@ final class FilterSet: @unchecked Sendable {
         var used = 0
         var next = from
         while next < to {
-            let rc = pairs.withUnsafeMutableBufferPointer { out in
-                lcs_scan_lines(database, scratch, bytes.baseAddress, starts.baseAddress, ends.baseAddress,
-                               next, to, out.baseAddress, out.count / 2, &used, &next)
-            }
-            pairs.withUnsafeBufferPointer { collect($0.baseAddress!, used, into: &lists) }
+            let rc = lcs_scan_lines(database, scratch, bytes.baseAddress, starts.baseAddress, ends.baseAddress,
+                                    next, to, pairs.base, pairs.capacity, &used, &next)
+            collect(pairs.base, used, into: &lists)
             used = 0
             if rc == 1 {
                 // Full: a larger buffer, then on from the line that did not fit.
-                pairs = [UInt32](repeating: 0, count: pairs.count * 2)
+                pairs.grow()
                 continue
             }
             if rc < 0 {
@@ -294,7 +303,7 @@ final class FilterSet: @unchecked Sendable {
 
     /// Moves `used` pairs into per-pattern line lists (a pattern split into several
     /// expressions reports a line once).
-    private func collect(_ pairs: UnsafePointer<UInt32>, _ used: Int, into lists: inout [[UInt32]]) {
+    private func collect(_ pairs: UnsafeMutablePointer<UInt32>, _ used: Int, into lists: inout [[UInt32]]) {
         expressionSlot.withUnsafeBufferPointer { expressionSlot in
             for k in 0..<used {
                 let line = pairs[2 * k]

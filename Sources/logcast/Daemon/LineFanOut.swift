@@ -139,7 +139,7 @@ final class LineFanOut {
         totalBytes += block.bytes.count
         nextSequence += 1
         stats.linesRead += block.lineCount
-        if filteredFeeds > 0, let filters, filters.scan(block) { stats.splitScans += 1 }
+        if filteredFeeds > 0, let filters { scan(block, with: filters) }
         if feeds.isEmpty {
             firstSequence = nextSequence
             return
@@ -147,6 +147,11 @@ final class LineFanOut {
         if blocks.isEmpty { firstSequence = block.sequence }
         blocks.append(block)
         roundRemaining = feeds.count
+    }
+
+    /// Scans `block` with `filters`, counting a scan shared with the helper thread.
+    private func scan(_ block: LineBlock, with filters: FilterSet) {
+        if filters.scan(block) { stats.splitScans += 1 }
     }
 
     // MARK: Clients
@@ -222,7 +227,7 @@ final class LineFanOut {
             // The set in force holds every live client's pattern (a client switches to a
             // pattern only once a set with it is installed).
             guard let filters, filters.patterns.contains(pattern) else { return true }
-            filters.scan(block)
+            scan(block, with: filters)
         }
         take(feed)
         feed.outboxLines += block.append(for: feed.pattern, to: &feed.outbox)
