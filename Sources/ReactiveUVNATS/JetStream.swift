@@ -362,7 +362,11 @@ public final class JetStream: @unchecked Sendable {
     ///
     /// Ordered consumers are ephemeral and unacknowledged; cnats recreates one from the
     /// last delivered sequence when it sees a gap or loses its server, so the order holds
-    /// across reconnects. The consumer is created off the loop; messages arrive on the
+    /// across reconnects. Sequences only rise: a message at or below one already delivered,
+    /// or below `start`, is never delivered (cnats 3.4 recreates a consumer that has
+    /// received nothing yet from the stream's first message). A start time is turned into
+    /// the first sequence stored at that time before the consumer is made (cnats 3.4
+    /// cannot recreate a consumer made from a time). The consumer is created off the loop; messages arrive on the
     /// loop's thread with ``NATSMessage/streamSequence`` and ``NATSMessage/timestamp``
     /// set. When the loop falls behind by `bufferLimit` messages, delivery waits (the
     /// server's flow control then pauses the stream). Fails with a ``NATSError`` when the
@@ -379,10 +383,12 @@ public final class JetStream: @unchecked Sendable {
     /// - Returns: a cold signal of messages.
     public func consume(stream: String, subject: String? = nil, from start: JetStreamStart = .all,
                         bufferLimit: Int = 1024, gate: ConsumerGate? = nil) -> Signal<NATSMessage> {
-        if case .time(let t) = start, let earlier = JetStream.startTimeCnatsEncodes(t) {
+        if case .time(let t) = start {
             // Start at a time cnats encodes correctly, at or before `t`, and skip what was
-            // stored before `t`: the consumer still begins exactly at `t`.
-            return orderedConsumer(stream: stream, subject: subject, from: .time(earlier), bufferLimit: bufferLimit,
+            // stored before `t`: the consumer still begins exactly at `t` (also after a
+            // restart by cnats from the stream's start: see `MessageRelay.floor`).
+            let encodable = JetStream.startTimeCnatsEncodes(t) ?? t
+            return orderedConsumer(stream: stream, subject: subject, from: .time(encodable), bufferLimit: bufferLimit,
                                    gate: gate)
                 .filter { ($0.timestamp ?? t) >= t }
         }
@@ -418,10 +424,10 @@ public final class JetStream: @unchecked Sendable {
                 }
                 busy += 1
                 let closure = Unmanaged.passRetained(relay).toOpaque()
-                let context = NATSUnchecked((js, closure))
+                let context = NATSUnchecked((js, relay, closure))
                 loop.runOffLoop({ () -> Result<NATSUnchecked<OpaquePointer>, NATSError> in
                     JetStream.subscribeOrdered(context.value.0, stream: stream, subject: subject, start: start,
-                                               closure: context.value.1)
+                                               relay: context.value.1, closure: context.value.2)
                 }, done: { [self] result in
                     busy -= 1
                     switch result {
@@ -429,8 +435,9 @@ public final class JetStream: @unchecked Sendable {
                         relay.attach(sub.value, closure: closure)
                         if connectionGone { relay.stop() }
                     case .failure(let error):
-                        Unmanaged<MessageRelay>.fromOpaque(closure).release()
+                        // cnats may have subscribed and taken messages before it failed.
                         subscriber.sendError(error)
+                        relay.park(closure)
                     }
                     if connectionGone && busy == 0 { destroyContext() }
                 })
@@ -439,19 +446,37 @@ public final class JetStream: @unchecked Sendable {
         }
     }
 
-    /// Creates the ordered push consumer (a pool thread: it waits for the server).
+    /// Creates the ordered push consumer (a pool thread: it waits for the server), and sets
+    /// `relay`'s floor (``MessageRelay/floor``) to the first sequence it may deliver before
+    /// cnats can call it.
     private static func subscribeOrdered(_ js: OpaquePointer, stream: String, subject: String?, start: JetStreamStart,
-                                         closure: UnsafeMutableRawPointer) -> Result<NATSUnchecked<OpaquePointer>, NATSError> {
+                                         relay: MessageRelay, closure: UnsafeMutableRawPointer)
+        -> Result<NATSUnchecked<OpaquePointer>, NATSError> {
         var filter = subject
-        if filter == nil {
+        var isNew = false
+        if case .new = start { isNew = true }
+        if filter == nil || isNew {
             var si: UnsafeMutablePointer<jsStreamInfo>?
             var code = jsErrCode(rawValue: 0)
             let status = js_GetStreamInfo(&si, js, stream, nil, &code)
             guard status == NATS_OK, let si else { return .failure(NATSError(status, "consume (stream info)", stream, serverCode: code)) }
-            let subjects = JetStreamInfo(si).subjects
+            let info = JetStreamInfo(si)
             jsStreamInfo_Destroy(si)
-            filter = subjects.count == 1 ? subjects[0] : ">"
+            if filter == nil { filter = info.subjects.count == 1 ? info.subjects[0] : ">" }
+            // "New" is what is stored after now: nothing at or below today's last sequence.
+            if isNew { relay.floor = info.lastSequence + 1 }
         }
+        var start = start
+        if case .time(let t) = start {
+            // cnats 3.4 cannot restart an ordered consumer made from a time (its restart
+            // keeps the start time beside the start sequence it sets, and the server refuses
+            // that, at every try): consume from the first sequence at that time instead.
+            switch JetStream.firstSequence(js, stream: stream, filter: filter!, at: t) {
+            case .success(let n): start = .sequence(n)
+            case .failure(let error): return .failure(error)
+            }
+        }
+        if case .sequence(let n) = start { relay.floor = n }
         var options = jsSubOptions()
         jsSubOptions_Init(&options)
         options.Ordered = true
@@ -473,6 +498,35 @@ public final class JetStream: @unchecked Sendable {
         }
         guard status == NATS_OK, let sub else { return .failure(NATSError(status, "consume", stream, serverCode: code)) }
         return .success(NATSUnchecked(sub))
+    }
+
+    /// The sequence of the first message of `filter` in `stream` stored at or after `time`
+    /// (the next one to be stored when there is none yet): the server's own answer, read
+    /// from a pull consumer made from that time, which is deleted at once (and which the
+    /// server drops by itself after 30 s should this process die first). A pool thread.
+    static func firstSequence(_ js: OpaquePointer, stream: String, filter: String, at time: Int64)
+        -> Result<UInt64, NATSError> {
+        var config = jsConsumerConfig()
+        jsConsumerConfig_Init(&config)
+        config.DeliverPolicy = js_DeliverByStartTime
+        config.OptStartTime = time
+        config.AckPolicy = js_AckExplicit
+        config.InactiveThreshold = 30_000_000_000
+        var info: UnsafeMutablePointer<jsConsumerInfo>?
+        var code = jsErrCode(rawValue: 0)
+        let status = filter.withCString { subject -> natsStatus in
+            config.FilterSubject = subject
+            return js_AddConsumer(&info, js, stream, &config, nil, &code)
+        }
+        guard status == NATS_OK, let info else {
+            return .failure(NATSError(status, "consume (find the start time's sequence)", stream, serverCode: code))
+        }
+        // A new consumer has delivered nothing: its "delivered" stream sequence is the one
+        // before its first.
+        let first = info.pointee.Delivered.Stream + 1
+        if let name = info.pointee.Name { _ = js_DeleteConsumer(js, stream, name, nil, nil) }
+        jsConsumerInfo_Destroy(info)
+        return .success(first)
     }
 
     // MARK: - The connection's end

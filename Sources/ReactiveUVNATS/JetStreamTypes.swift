@@ -53,6 +53,8 @@ public struct JetStreamInfo: Sendable {
     public let firstSequence: UInt64
     /// The last sequence number stored.
     public let lastSequence: UInt64
+    /// Consumers the stream has (ordered consumers included, while they exist).
+    public let consumers: Int
     /// The cluster node leading the stream (`nil` without a cluster).
     public let leader: String?
     /// The other nodes holding replicas.
@@ -70,6 +72,7 @@ public struct JetStreamInfo: Sendable {
         bytes = si.pointee.State.Bytes
         firstSequence = si.pointee.State.FirstSeq
         lastSequence = si.pointee.State.LastSeq
+        consumers = Int(si.pointee.State.Consumers)
         if let cluster = si.pointee.Cluster {
             leader = cluster.pointee.Leader.map { String(cString: $0) }
             var names: [String] = []

@@ -202,4 +202,49 @@ final class JetStreamTests: NATSTestCase {
         XCTAssertTrue(waitFor { gated.value.count == 300 }, "got \(gated.value.count)")
         XCTAssertEqual(gated.value, Array(1...300), "in order, each once")
     }
+
+    /// After a reconnect cnats 3.4 restarts every ordered consumer from "the last sequence it
+    /// received + 1": 1 for a consumer that has received nothing yet, whatever its start.
+    /// A consumer of new messages on a quiet stream (the hub's live feed) then got the whole
+    /// stream again; now every consumer still starts where it was asked to.
+    func testAReconnectBeforeTheFirstMessageDoesNotSendTheStreamFromItsStartAgain() throws {
+        let servers = try startServers(1)
+        let connection = try connect(servers.urls)
+        let events = Box<[NATSConnectionEvent]>([])
+        subscriptions.append(connection.events.subscribeNext { events.value.append($0) })
+        let js = try connection.jetStream()
+        _ = try addStream(js, JetStreamConfig(name: "Q", subjects: ["q"]))
+        _ = publishAll(js, subject: "q", (1...100).map { "q\($0)" })
+
+        let fresh = Box<[UInt64]>([])
+        let fromEnd = Box<[UInt64]>([])
+        let fromTime = Box<[UInt64]>([])
+        let later = Int64(Date().timeIntervalSince1970 * 1e9) + 1_000_000_000
+        subscriptions.append(js.consume(stream: "Q", from: .new).subscribeNext { fresh.value.append($0.streamSequence!) })
+        subscriptions.append(js.consume(stream: "Q", from: .sequence(101)).subscribeNext { fromEnd.value.append($0.streamSequence!) })
+        subscriptions.append(js.consume(stream: "Q", from: .time(later)).subscribeNext { fromTime.value.append($0.streamSequence!) })
+        let deadline = Date().addingTimeInterval(60)
+        while (try? awaitValue(js.streamInfo("Q")).consumers) != 3 && Date() < deadline { _ = waitFor(0.1) { false } }
+        XCTAssertEqual(try awaitValue(js.streamInfo("Q")).consumers, 3)
+
+        // The server goes and comes back (its file store keeps the stream): cnats reconnects
+        // and restarts the three consumers.
+        servers.servers[0].stop(SIGKILL)
+        XCTAssertTrue(waitFor { events.value.contains(.disconnected) }, "events: \(events.value)")
+        try servers.servers[0].start()
+        XCTAssertTrue(waitFor { events.value.contains(.reconnected(servers.urls[0])) }, "events: \(events.value)")
+        _ = waitFor(2) { false }  // the restarted consumers would send 1...100 now
+        XCTAssertEqual(fresh.value, [], "nothing stored before the consumer was made")
+        XCTAssertEqual(fromEnd.value, [])
+
+        // New messages (stored a second after `later` at least) reach all three, once each.
+        _ = waitFor(1.5) { false }
+        _ = publishAll(js, subject: "q", (101...110).map { "q\($0)" })
+        XCTAssertTrue(waitFor { fresh.value.count >= 10 && fromEnd.value.count >= 10 && fromTime.value.count >= 10 },
+                      "new \(fresh.value), from 101 \(fromEnd.value), from a time \(fromTime.value); events \(events.value)")
+        _ = waitFor(0.5) { false }
+        XCTAssertEqual(fresh.value, Array(101...110))
+        XCTAssertEqual(fromEnd.value, Array(101...110))
+        XCTAssertEqual(fromTime.value, Array(101...110))
+    }
 }

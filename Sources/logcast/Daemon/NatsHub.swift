@@ -40,9 +40,13 @@ final class NatsHub {
     /// let go after a long wait (to start again when the client has room): `STATS` fields.
     var replayWaits = 0
     var replayRestarts = 0
+    /// Times a replay's consumer failed or ended and was made again (`STATS replay_retries`).
+    var replayRetries = 0
+    /// Seconds before a failed replay consumer is made again.
+    static let replayRetryDelay = 1.0
 
     /// The hub's `STATS` fields.
-    var fields: String { " replay_waits=\(replayWaits) replay_restarts=\(replayRestarts)" }
+    var fields: String { " replay_waits=\(replayWaits) replay_restarts=\(replayRestarts) replay_retries=\(replayRetries)" }
 
     init(target: NatsTarget, fanOut: LineFanOut, logger: Logger) {
         self.target = target
@@ -129,7 +133,34 @@ final class NatsHub {
                     self?.holdBack(replay, for: session)
                 }
             },
-            error: { error in session.reply("ERR SINCE: \(error)") }))
+            error: { [weak self] error in self?.interrupted(replay, for: session, by: error) },
+            completed: { [weak self] in self?.interrupted(replay, for: session, by: nil) }))
+    }
+
+    /// `replay`'s consumer failed (`error`) or ended with its connection (`nil`): a
+    /// failure a later try may not meet (a timeout, no leader, the connection) is tried
+    /// again after ``replayRetryDelay`` from the message after the last one the client
+    /// took; any other ends the replay with `ERR SINCE`.
+    ///
+    /// Why: a new consumer is a request to the server, and a busy server or machine can
+    /// let it time out. Ending the replay then left the client with half of what it
+    /// asked for and no way to know where to ask again.
+    private func interrupted(_ replay: HubReplay, for session: ClientSession, by error: Error?) {
+        if let error, !NatsHub.isTransient(error) {
+            session.reply("ERR SINCE: \(error)")
+            return
+        }
+        replayRetries += 1
+        logger.warning("nats: a replay \(error.map { "failed: \($0)" } ?? "ended with its connection"); trying again in \(NatsHub.replayRetryDelay) s")
+        replay.retry.replace(Scheduler.main.afterDelay(NatsHub.replayRetryDelay) { [weak self] in
+            self?.consume(replay, for: session, from: replay.next)
+        })
+    }
+
+    /// Whether `error` may not happen on a later try.
+    static func isTransient(_ error: Error) -> Bool {
+        guard let error = error as? NATSError else { return false }
+        return [.timeout, .noResponders, .noServer, .connectionClosed].contains(error.status)
     }
 
     /// The client is a queue limit behind: the replay waits until it has read most of it.
@@ -151,8 +182,7 @@ final class NatsHub {
                 return
             }
             replay.suspended = false
-            let next = replay.lastSequence.map { JetStreamStart.sequence($0 + 1) } ?? replay.start
-            self?.consume(replay, for: session, from: next)
+            self?.consume(replay, for: session, from: replay.next)
         }
     }
 
@@ -193,7 +223,11 @@ final class HubReplay {
     let consumer = SerialDisposable()
     /// The hold-back timer (``NatsHub/replayHoldLimit``).
     let timer = SerialDisposable()
+    /// The timer that makes a failed consumer again (``NatsHub/replayRetryDelay``).
+    let retry = SerialDisposable()
     var lastSequence: UInt64?
+    /// Where a new consumer for this replay starts: after the last message taken.
+    var next: JetStreamStart { lastSequence.map { .sequence($0 + 1) } ?? start }
     /// The consumer was let go after a long wait; a new one starts when the client has room.
     var suspended = false
 
@@ -201,6 +235,7 @@ final class HubReplay {
 
     func dispose() {
         timer.dispose()
+        retry.dispose()
         consumer.dispose()
         gate.open()
     }

@@ -264,6 +264,21 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testASinceClientSlowerThanTheStreamIsWaitedForAndLosesNoLine() throws {
+        try replayToASlowClient(stallingTheServerAtTheRestart: false)
+    }
+
+    /// The replay's new consumer cannot be made at first (the server is stopped, so the
+    /// hub's request times out, as it can on a loaded machine): the hub tries again from
+    /// where the client stands, and the client still gets every line once, in order.
+    func testAReplayWhoseRestartTimesOutIsRetriedAndLosesNoLine() throws {
+        try replayToASlowClient(stallingTheServerAtTheRestart: true)
+    }
+
+    /// 50,000 stored lines replayed (`SINCE 1`) to a client that reads nothing until the
+    /// hub has let its consumer go; then it reads all. With `stallingTheServerAtTheRestart`
+    /// the server is stopped (SIGSTOP) from then until 8 s after the client starts reading,
+    /// so the hub's first try at a new consumer times out (5 s).
+    func replayToASlowClient(stallingTheServerAtTheRestart stall: Bool) throws {
         let servers = try NatsTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
@@ -293,6 +308,12 @@ final class NatsExactlyOnceTests: XCTestCase {
             usleep(100_000)
         }
         XCTAssertGreaterThanOrEqual(NatsExactlyOnceTests.field("replay_restarts", in: stats), 1, stats)
+        let pid = try XCTUnwrap(servers.servers[0].pid)
+        if stall {
+            kill(pid, SIGSTOP)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 8) { kill(pid, SIGCONT) }
+        }
+        defer { if stall { kill(pid, SIGCONT) } }
         // Now it reads: every stored line once, in order, none dropped.
         var replayed = false
         var afterReply = 0
@@ -318,6 +339,9 @@ final class NatsExactlyOnceTests: XCTestCase {
         XCTAssertNil(firstOutOfOrder, "line \(firstOutOfOrder ?? 0) is L\(firstOutOfOrder.map { numbered[$0] } ?? 0)")
         let after = observer.command("STATS", reply: "STATS").last ?? ""
         XCTAssertGreaterThanOrEqual(NatsExactlyOnceTests.field("replay_waits", in: after), 2, after)
+        if stall {
+            XCTAssertGreaterThanOrEqual(NatsExactlyOnceTests.field("replay_retries", in: after), 1, after)
+        }
     }
 
     /// The number after `name=` in a `STATS` line (0 when absent).
