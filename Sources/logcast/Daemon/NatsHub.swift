@@ -36,6 +36,8 @@ final class NatsHub {
     /// than the ordered consumer's 5 s heartbeat: see ``ConsumerGate``).
     static let replayHoldLimit = 2.0
     var messages = 0
+    /// The stream sequence of the last message fed to live clients.
+    var liveSequence: UInt64?
     /// Times a replay waited for its client (its gate closed), and times its consumer was
     /// let go after a long wait (to start again when the client has room): `STATS` fields.
     var replayWaits = 0
@@ -77,12 +79,18 @@ final class NatsHub {
         consumeLive()
     }
 
+    /// Feeds every live client from the stream: new messages, or after an interruption
+    /// (a failed consumer, a new connection) the ones after the last fed, so a client
+    /// misses nothing stored while the hub was cut off.
     private func consumeLive() {
         guard let js else { return }
         let fanOut = self.fanOut
-        live.inner = js.consume(stream: target.stream, from: .new).subscribe(
+        let start = liveSequence.map { JetStreamStart.sequence($0 + 1) } ?? .new
+        live.inner = js.consume(stream: target.stream, from: start).subscribe(
             next: { [weak self] message in
-                self?.messages += 1
+                guard let self else { return }
+                self.messages += 1
+                if let sequence = message.streamSequence { self.liveSequence = sequence }
                 fanOut.ingest(prefix: NatsHub.prefix(message), chunk: message.payload)
             },
             error: { [weak self] error in

@@ -263,6 +263,47 @@ final class NatsExactlyOnceTests: XCTestCase {
         XCTAssertTrue(error.contains { $0.hasPrefix("ERR SINCE needs") }, "\(error)")
     }
 
+    /// A hub started on a stream that already holds lines, then its server restarted before
+    /// anything new was stored: cnats makes the hub's live consumer again after the
+    /// reconnect, and (cnats 3.4) from the stream's first message, since that consumer had
+    /// received nothing. Its clients got the whole stream again; now only the new lines.
+    func testAHubsLiveClientsGetNoStoredLineAgainWhenItsServerComesBack() throws {
+        let servers = try NatsTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, (0..<1_000).map(NumberedLineWriter.line).joined())
+        _ = try startEdge([log], urls: servers.urls)
+        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        self.counter = counter
+        XCTAssertTrue(EventLoop.main.run(until: { counter.counts.count >= 1_000 }, timeout: 120))
+        let hub = try LogcastProcess(["--from", servers.urls[0], "--stream", "LOGS", "--listen", "127.0.0.1:0"])
+        processes.append(hub)
+        let client = try LineClient(port: hub.waitUntilListening())
+        // The hub's live consumer exists (beside the counter's) before the server goes.
+        func waitForTwoConsumers() -> Bool {
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline {
+                if counter.consumers() == 2 { return true }
+                _ = EventLoop.main.run(until: { false }, timeout: 0.2)
+            }
+            return false
+        }
+        XCTAssertTrue(waitForTwoConsumers(), "the hub's consumer was not made")
+        servers.servers[0].stop(SIGKILL)
+        try servers.servers[0].start()
+        // Ephemeral consumers do not outlive their server: both are made again.
+        XCTAssertTrue(waitForTwoConsumers(), "the consumers were not made again")
+        appendText(log, (1_000..<1_100).map(NumberedLineWriter.line).joined())
+        var numbered: [Int] = []
+        _ = client.readLines(timeout: 120) { lines in
+            numbered = lines.compactMap { NatsExactlyOnceTests.number(in: $0) }
+            return numbered.contains(1_099)
+        }
+        XCTAssertEqual(numbered.first, 1_000, "a live client got stored lines again")
+        XCTAssertEqual(numbered, Array(1_000..<1_100))
+    }
+
     func testASinceClientSlowerThanTheStreamIsWaitedForAndLosesNoLine() throws {
         try replayToASlowClient(stallingTheServerAtTheRestart: false)
     }

@@ -141,6 +141,17 @@ final class StreamLineCounter {
         startConsumer()
     }
 
+    /// The consumers `stream` has now (the counter's own among them), or `nil` when the
+    /// server does not answer.
+    func consumers() -> Int? {
+        guard let js else { return nil }
+        let info = ReplayBox<JetStreamInfo>()
+        let sub = js.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
+        defer { sub.dispose() }
+        _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30)
+        return info.value?.consumers
+    }
+
     /// A consumer from the message after the last one counted.
     private func startConsumer() {
         guard !closed, let js else { return }
