@@ -16,6 +16,8 @@ let package = Package(
         // NATS and JetStream as signals over cnats (Debian libnats-dev); the core library
         // above stays libuv-only.
         .library(name: "ReactiveUVNATS", targets: ["ReactiveUVNATS"]),
+        // Real nats-server processes on loopback for tests (ours, logcast's, a user's).
+        .library(name: "ReactiveUVNATSTestKit", targets: ["ReactiveUVNATSTestKit"]),
         // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
         // so the core library stays libuv-only.
         .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
@@ -96,6 +98,10 @@ let package = Package(
             dependencies: ["ReactiveUV", "CNATS", "CNATSLibuv", "CLibUV", "CSystemShims"],
             path: "Sources/ReactiveUVNATS"
         ),
+        .target(
+            name: "ReactiveUVNATSTestKit",
+            path: "Sources/ReactiveUVNATSTestKit"
+        ),
         .executableTarget(
             name: "ruv-demo",
             dependencies: ["ReactiveUV"],
@@ -142,7 +148,7 @@ let package = Package(
         // NATS against real nats-server processes on loopback (one server, a 3-node cluster).
         .testTarget(
             name: "ReactiveUVNATSTests",
-            dependencies: ["ReactiveUVNATS", "ReactiveUV", "CLibUV"],
+            dependencies: ["ReactiveUVNATS", "ReactiveUVNATSTestKit", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVNATSTests"
         ),
         // TLS against certificates the tests make with the openssl command.

@@ -54,6 +54,7 @@ let package = Package(
         .testTarget(
             name: "LogcastTests",
             dependencies: ["logcast", .product(name: "ReactiveUVNATS", package: rootIdentity),
+                           .product(name: "ReactiveUVNATSTestKit", package: rootIdentity),
                            .product(name: "ReactiveUV", package: rootIdentity)],
             path: "Tests/LogcastTests"
         ),

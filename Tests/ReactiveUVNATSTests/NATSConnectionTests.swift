@@ -1,6 +1,7 @@
 import Foundation
 import ReactiveUV
 import ReactiveUVNATS
+import ReactiveUVNATSTestKit
 import XCTest
 
 /// Core NATS on one real server: connect, subscribe, publish, errors, reconnects.

@@ -1,6 +1,7 @@
 import Foundation
 import ReactiveUV
 import ReactiveUVNATS
+import ReactiveUVNATSTestKit
 import XCTest
 
 /// `tls://` URLs: a server with a certificate made by `openssl` at test time.

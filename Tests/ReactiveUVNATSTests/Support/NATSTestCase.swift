@@ -2,6 +2,7 @@ import CLibUV
 import Foundation
 import ReactiveUV
 import ReactiveUVNATS
+import ReactiveUVNATSTestKit
 import XCTest
 
 /// A test with its own event loop on the main thread and real nats-servers, both cleaned

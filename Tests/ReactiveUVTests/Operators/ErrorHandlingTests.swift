@@ -144,14 +144,10 @@ import Testing
 
     @Test func retryResubscribesInALoopNotByRecursion() {
         // A source that fails synchronously 100 000 times: the stack must not grow per retry.
-        var subscriptions = 0
-        let source = Signal<Int>.create { s in
-            subscriptions += 1
-            s.sendError(OpError.boom)
-            return nil
-        }
+        let p = OpProbe()
+        let source: Signal<Int> = opCold(p) { $0.sendError(OpError.boom) }
         #expect(opRecord(source.retry(100_000)).events == [.error(OpError.boom)])
-        #expect(subscriptions == 100_001)
+        #expect(p.subscriptions == 100_001)
         #expect(opRecord(Signal.return(1).repeat().take(100_000)).values.count == 100_000)
     }
 

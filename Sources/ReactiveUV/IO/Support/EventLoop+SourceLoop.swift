@@ -61,6 +61,7 @@ extension EventLoop {
             observer(.error(closedLoopError(operation, target)))
             return
         }
+        // (made here, not in `start`'s closure: the stop below needs the same watcher)
         let watcher = make(
             loop,
             { value in if !lifetime.isDisposed { observer(.next(value)) } },
@@ -70,10 +71,6 @@ extension EventLoop {
                 lifetime.dispose()
             })
         lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
-        loop.performOnLoop {
-            if lifetime.isDisposed { return }
-            loop.endAtClose(lifetime)
-            watcher.start()
-        }
+        loop.start(observer, lifetime, operation: operation, target: target) { watcher.start() }
     }
 }

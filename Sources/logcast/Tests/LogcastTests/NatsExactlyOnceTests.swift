@@ -2,13 +2,14 @@ import Foundation
 import Glibc
 import ReactiveUV
 import ReactiveUVNATS
+import ReactiveUVNATSTestKit
 import XCTest
 
 /// The edge (`logcast FILE --publish nats://…`) against real nats-servers: every line,
 /// numbered, is counted in the stream; crashes, rotations, leader failover and servers
 /// that come late must leave each exactly once.
 final class NatsExactlyOnceTests: XCTestCase {
-    var servers: NatsTestServers?
+    var servers: NATSTestServers?
     var processes: [LogcastProcess] = []
     var counter: StreamLineCounter?
     var directory = ""
@@ -90,7 +91,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testSigkillOfTheEdgeMidStreamRepeatsNothingAndLosesNothing() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -115,7 +116,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testRotationWhileTheEdgeIsDownIsShippedExactlyOnce() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -141,7 +142,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testSigkillOfTheStreamLeaderInAThreeNodeClusterRepeatsNothing() throws {
-        let servers = try NatsTestServers(count: 3)
+        let servers = try NATSTestServers(count: 3)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -171,7 +172,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAFileTruncatedInPlaceIsShippedAgainFromItsStartExactlyOnce() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -201,7 +202,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testServersUnreachableAtTheStartLinesWaitOnDiskThenArriveOnce() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         let log = directory + "/app.log"
         appendText(log, "")
@@ -226,7 +227,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAHubClientSendingSinceGetsStoredLinesInOrderThenLiveOnes() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -268,7 +269,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     /// reconnect, and (cnats 3.4) from the stream's first message, since that consumer had
     /// received nothing. Its clients got the whole stream again; now only the new lines.
     func testAHubsLiveClientsGetNoStoredLineAgainWhenItsServerComesBack() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -320,7 +321,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     /// the server is stopped (SIGSTOP) from then until 8 s after the client starts reading,
     /// so the hub's first try at a new consumer times out (5 s).
     func replayToASlowClient(stallingTheServerAtTheRestart stall: Bool) throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
@@ -402,7 +403,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAStreamThatCannotBeCreatedIsSaidAndRetriedWithoutACrash() throws {
-        let servers = try NatsTestServers(count: 1)
+        let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let log = directory + "/app.log"
