@@ -78,6 +78,48 @@ import Testing
         }
     }
 
+    /// The other way round: the thread that subscribed delivers and another thread
+    /// disposes. Nothing may start after `dispose()` returns, and the callback, released by
+    /// the disposing thread, must not be running then (it reads what it captured on every
+    /// call: AddressSanitizer would see a use after free).
+    @Test func nothingArrivesAfterDisposeReturnsWhileTheSubscribingThreadDelivers() {
+        for round in 0..<20 {
+            let subject = Subject<Int>()
+            let disposeReturned = SharedBox(csys_atomic_bool(value: false))
+            let received = SharedBox(csys_atomic_int(value: 0))
+            let lateDeliveries = SharedBox(csys_atomic_int(value: 0))
+            let stop = SharedBox(csys_atomic_bool(value: false))
+            let subscription = SharedBox<Disposable?>(nil)
+            let subscribed = SharedBox(csys_atomic_bool(value: false))
+            let join = startThread {
+                let captured = Captured("round \(round)")
+                let d = subject.subscribeNext { _ in
+                    if captured.name.isEmpty { return }
+                    if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) {
+                        csys_atomic_int_fetch_add(&lateDeliveries.value, 1, csys_relaxed)
+                    }
+                    csys_atomic_int_fetch_add(&received.value, 1, csys_relaxed)
+                }
+                subscription.value = d
+                csys_atomic_bool_store(&subscribed.value, true, csys_release)
+                while !csys_atomic_bool_load(&stop.value, csys_acquire) { subject.sendNext(0) }
+            }
+            let deadline = csys_monotonic_ns() + 30_000_000_000
+            while (!csys_atomic_bool_load(&subscribed.value, csys_acquire)
+                   || csys_atomic_int_load(&received.value, csys_acquire) < Int64(100 + round * 50))
+                && csys_monotonic_ns() < deadline { csys_thread_yield() }
+            subscription.value?.dispose()
+            csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
+            let receivedAtDispose = csys_atomic_int_load(&received.value, csys_acquire)
+            // The sender goes on for a while: a late delivery has every chance to show.
+            for _ in 0..<2_000 { csys_thread_yield() }
+            csys_atomic_bool_store(&stop.value, true, csys_release)
+            join()
+            #expect(receivedAtDispose >= 100, "round \(round): values flowed")
+            #expect(csys_atomic_int_load(&lateDeliveries.value, csys_acquire) == 0, "round \(round)")
+        }
+    }
+
     @Test func reentrantSendFromSubscriberDoesNotDeadlock() {
         let subject = Subject<Int>()
         var got: [Int] = []
