@@ -30,6 +30,14 @@ final class NatsExactlyOnceTests: XCTestCase {
         super.tearDown()
     }
 
+    /// Starts `count` servers (a cluster when more than one), stopped in tearDown.
+    func startServers(_ count: Int) throws -> NATSTestServers {
+        let servers = try NATSTestServers(count: count)
+        self.servers = servers
+        try servers.startAll()
+        return servers
+    }
+
     /// Starts an edge on `file` (its state in the test's directory) and waits until it listens.
     func startEdge(_ files: [String], urls: [String], extra: [String] = []) throws -> LogcastProcess {
         let edge = try LogcastProcess(files + [
@@ -91,9 +99,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testSigkillOfTheEdgeMidStreamRepeatsNothingAndLosesNothing() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
         let total = 60_000
@@ -116,9 +122,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testRotationWhileTheEdgeIsDownIsShippedExactlyOnce() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
         let total = 40_000
@@ -142,9 +146,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testSigkillOfTheStreamLeaderInAThreeNodeClusterRepeatsNothing() throws {
-        let servers = try NATSTestServers(count: 3)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(3)
         let log = directory + "/app.log"
         appendText(log, "")
         let total = 60_000
@@ -172,9 +174,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAFileTruncatedInPlaceIsShippedAgainFromItsStartExactlyOnce() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
         let first = 3_000, second = 1_000, third = 500
@@ -227,9 +227,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAHubClientSendingSinceGetsStoredLinesInOrderThenLiveOnes() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, (0..<2_000).map(NumberedLineWriter.line).joined())
         // Edge and hub in one process.
@@ -269,9 +267,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     /// reconnect, and (cnats 3.4) from the stream's first message, since that consumer had
     /// received nothing. Its clients got the whole stream again; now only the new lines.
     func testAHubsLiveClientsGetNoStoredLineAgainWhenItsServerComesBack() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, (0..<1_000).map(NumberedLineWriter.line).joined())
         _ = try startEdge([log], urls: servers.urls)
@@ -321,9 +317,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     /// the server is stopped (SIGSTOP) from then until 8 s after the client starts reading,
     /// so the hub's first try at a new consumer times out (5 s).
     func replayToASlowClient(stallingTheServerAtTheRestart stall: Bool) throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         let total = 50_000
         appendText(log, (0..<total).map(NumberedLineWriter.line).joined())
@@ -403,9 +397,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     }
 
     func testAStreamThatCannotBeCreatedIsSaidAndRetriedWithoutACrash() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "L0 x\n")
         // Three replicas on a single server: the server refuses; the edge says so and lives.
