@@ -37,10 +37,32 @@ final class JetStreamClusterTests: NATSTestCase {
         let stored = try awaitValue(js.streamInfo("C"))
         XCTAssertEqual(stored.messages, UInt64(total))
         XCTAssertNotEqual(stored.leader, nil)
+        // Read back with a consumer made again after a failure (from after the last message
+        // read): right after the old leader's return the cluster can still let a consumer's
+        // creation time out (a CI run saw "replayed 0" with a single try).
         let replayed = Box<[String]>([])
-        subscriptions.append(js.consume(stream: "C").subscribeNext { replayed.value.append($0.messageID ?? "?") })
-        XCTAssertTrue(waitFor(120) { replayed.value.count >= total }, "replayed \(replayed.value.count)")
-        XCTAssertEqual(replayed.value.count, total)
+        let lastSequence = Box<UInt64>(0)
+        let consumerErrors = Box<[String]>([])
+        let failed = Box(false)
+        let consumer = SerialDisposable()
+        subscriptions.append(consumer)
+        let deadline = Date().addingTimeInterval(120)
+        while replayed.value.count < total && Date() < deadline {
+            failed.value = false
+            consumer.inner = js.consume(stream: "C", from: .sequence(lastSequence.value + 1)).subscribe(
+                next: { message in
+                    lastSequence.value = message.streamSequence ?? lastSequence.value
+                    replayed.value.append(message.messageID ?? "?")
+                },
+                error: { error in
+                    consumerErrors.value.append("\(error)")
+                    failed.value = true
+                },
+                completed: {})
+            _ = waitFor(deadline.timeIntervalSinceNow) { replayed.value.count >= total || failed.value }
+            if failed.value { _ = waitFor(0.5) { false } }
+        }
+        XCTAssertEqual(replayed.value.count, total, "consumer errors \(consumerErrors.value)")
         XCTAssertEqual(Set(replayed.value), Set((0..<total).map { "c-\($0)" }))
     }
 }
