@@ -366,10 +366,10 @@ public final class JetStream: @unchecked Sendable {
     /// or below `start`, is never delivered (cnats 3.4 recreates a consumer that has
     /// received nothing yet from the stream's first message). A start time is turned into
     /// the first sequence stored at that time before the consumer is made (cnats 3.4
-    /// cannot recreate a consumer made from a time). The consumer is created off the loop; messages arrive on the
-    /// loop's thread with ``NATSMessage/streamSequence`` and ``NATSMessage/timestamp``
-    /// set. When the loop falls behind by `bufferLimit` messages, delivery waits (the
-    /// server's flow control then pauses the stream). Fails with a ``NATSError`` when the
+    /// cannot recreate a consumer made from a time). The consumer is created off the loop;
+    /// messages arrive on the loop's thread with ``NATSMessage/streamSequence`` and
+    /// ``NATSMessage/timestamp`` set. When the loop falls behind by `bufferLimit` messages,
+    /// delivery waits (the server's flow control then pauses the stream). Fails with a ``NATSError`` when the
     /// stream does not exist or the consumer cannot be made; completes when the
     /// connection closes.
     ///

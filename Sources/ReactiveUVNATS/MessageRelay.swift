@@ -8,7 +8,7 @@ final class MessageRelay: @unchecked Sendable {
     // Thread-safety: `queued` and `stopped` are atomics shared with cnats's delivery
     // thread; `sub` and `closure` are touched only on the loop's thread.
     let loop: EventLoop
-    /// `nil` once the relay is parked (``park()``): nothing is delivered any more.
+    /// `nil` once the relay is parked (``park(_:)``): nothing is delivered any more.
     var subscriber: Subscriber<NATSMessage>?
     let jetStream: Bool
     let bufferLimit: Int64
@@ -51,7 +51,6 @@ final class MessageRelay: @unchecked Sendable {
         if status != NATS_OK {
             // No completion callback will come, and a message callback may be running:
             // unsubscribe and keep the relay for the process's life instead of freeing it.
-            stopped.store(1)
             unsubscribe()
             park(closure)
             return

@@ -121,7 +121,14 @@ public final class NATSServerProcess {
         try p.run()
         try? log.close()
         process = p
-        if waitReady && !waitForLog("Server is ready", timeout: 30) {
+        if waitReady { try waitUntilReady() }
+    }
+
+    /// Waits (30 s at most) for the "Server is ready" log line of the last start.
+    ///
+    /// - Throws: ``NATSTestServerError/notReady(name:log:)`` when it did not come.
+    public func waitUntilReady() throws {
+        if !waitForLog("Server is ready", timeout: 30) {
             throw NATSTestServerError.notReady(name: name, log: logTail())
         }
     }
@@ -203,9 +210,7 @@ public final class NATSTestServers {
     ///   not become ready.
     public func startAll() throws {
         for server in servers { try server.start(waitReady: false) }
-        for server in servers where !server.waitForLog("Server is ready", timeout: 30) {
-            throw NATSTestServerError.notReady(name: server.name, log: server.logTail())
-        }
+        for server in servers { try server.waitUntilReady() }
     }
 
     /// Every server's client URL.

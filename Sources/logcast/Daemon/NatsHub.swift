@@ -36,8 +36,8 @@ final class NatsHub {
     /// than the ordered consumer's 5 s heartbeat: see ``ConsumerGate``).
     static let replayHoldLimit = 2.0
     var messages = 0
-    /// The stream sequence of the last message fed to live clients.
-    var liveSequence: UInt64?
+    /// Where the live feed goes on after an interruption.
+    var livePosition = StreamPosition(start: .new)
     /// Times a replay waited for its client (its gate closed), and times its consumer was
     /// let go after a long wait (to start again when the client has room): `STATS` fields.
     var replayWaits = 0
@@ -85,12 +85,11 @@ final class NatsHub {
     private func consumeLive() {
         guard let js else { return }
         let fanOut = self.fanOut
-        let start = liveSequence.map { JetStreamStart.sequence($0 + 1) } ?? .new
-        live.inner = js.consume(stream: target.stream, from: start).subscribe(
+        live.inner = js.consume(stream: target.stream, from: livePosition.next).subscribe(
             next: { [weak self] message in
                 guard let self else { return }
                 self.messages += 1
-                if let sequence = message.streamSequence { self.liveSequence = sequence }
+                self.livePosition.took(message)
                 fanOut.ingest(prefix: NatsHub.prefix(message), chunk: message.payload)
             },
             error: { [weak self] error in
@@ -120,22 +119,23 @@ final class NatsHub {
         // This client now gets the stream from its own consumer: stored, then live.
         fanOut.setPaused(session.feed, true)
         session.reply("OK SINCE \(argument)")
-        let replay = HubReplay(start: start)
+        let replay = HubReplay(position: StreamPosition(start: start))
         replays[key] = replay
-        consume(replay, for: session, from: start)
+        consume(replay, for: session)
     }
 
-    /// Starts `replay`'s consumer from `start`.
-    private func consume(_ replay: HubReplay, for session: ClientSession, from start: JetStreamStart) {
+    /// Starts `replay`'s consumer where the replay stands (its start, or after the last
+    /// message taken).
+    private func consume(_ replay: HubReplay, for session: ClientSession) {
         guard let js else {
             session.reply("ERR SINCE: not connected to NATS")
             return
         }
         replay.gate.open()
-        replay.consumer.replace(js.consume(stream: target.stream, from: start, bufferLimit: NatsHub.replayBufferLimit,
+        replay.consumer.replace(js.consume(stream: target.stream, from: replay.position.next, bufferLimit: NatsHub.replayBufferLimit,
                                            gate: replay.gate).subscribe(
             next: { [weak self, fanOut] message in
-                if let sequence = message.streamSequence { replay.lastSequence = sequence }
+                replay.position.took(message)
                 // Through the client's own filter, as the live feed would be.
                 if !fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload) {
                     self?.holdBack(replay, for: session)
@@ -161,7 +161,7 @@ final class NatsHub {
         replayRetries += 1
         logger.warning("nats: a replay \(error.map { "failed: \($0)" } ?? "ended with its connection"); trying again in \(NatsHub.replayRetryDelay) s")
         replay.retry.replace(Scheduler.main.afterDelay(NatsHub.replayRetryDelay) { [weak self] in
-            self?.consume(replay, for: session, from: replay.next)
+            self?.consume(replay, for: session)
         })
     }
 
@@ -190,7 +190,7 @@ final class NatsHub {
                 return
             }
             replay.suspended = false
-            self?.consume(replay, for: session, from: replay.next)
+            self?.consume(replay, for: session)
         }
     }
 
@@ -223,23 +223,40 @@ final class NatsHub {
     }
 }
 
-/// One client's replay (`SINCE`): its consumer, the gate that holds it back while the
-/// client is behind, and the last stream sequence it took (main loop only).
-final class HubReplay {
+/// Where a consumer of the stream goes on when it is made again (after a failure, a new
+/// connection, a long wait): after the last message taken, or at its own start when it took
+/// none. The hub's live feed and each replay keep one.
+struct StreamPosition {
+    /// Where the first consumer started.
     let start: JetStreamStart
+    /// The stream sequence of the last message taken.
+    private(set) var lastSequence: UInt64?
+
+    init(start: JetStreamStart) { self.start = start }
+
+    /// Where a new consumer starts.
+    var next: JetStreamStart { lastSequence.map { .sequence($0 + 1) } ?? start }
+
+    /// Notes `message` as taken.
+    mutating func took(_ message: NATSMessage) {
+        if let sequence = message.streamSequence { lastSequence = sequence }
+    }
+}
+
+/// One client's replay (`SINCE`): its consumer, the gate that holds it back while the
+/// client is behind, and where it stands in the stream (main loop only).
+final class HubReplay {
+    var position: StreamPosition
     let gate = ConsumerGate()
     let consumer = SerialDisposable()
     /// The hold-back timer (``NatsHub/replayHoldLimit``).
     let timer = SerialDisposable()
     /// The timer that makes a failed consumer again (``NatsHub/replayRetryDelay``).
     let retry = SerialDisposable()
-    var lastSequence: UInt64?
-    /// Where a new consumer for this replay starts: after the last message taken.
-    var next: JetStreamStart { lastSequence.map { .sequence($0 + 1) } ?? start }
     /// The consumer was let go after a long wait; a new one starts when the client has room.
     var suspended = false
 
-    init(start: JetStreamStart) { self.start = start }
+    init(position: StreamPosition) { self.position = position }
 
     func dispose() {
         timer.dispose()
