@@ -17,6 +17,11 @@ import CSystemShims
 /// thread leaves clearing `inFlight` to the outermost one. Serializing events is the
 /// sources' job (subjects, `create` subscribers, merge-like operators), as the threading
 /// contract says, so only one thread delivers at a time.
+///
+/// A subject that this subscriber is subscribed to directly (`subject.subscribeNext { … }`,
+/// a fan-out) calls it from its send loop, under the subject's lock, without the exchange:
+/// there `dispose` from another thread takes that lock before it releases anything (see
+/// `receiveUnderSourceLock(_:)`), so a delivery costs no locked instruction at all.
 @usableFromInline
 final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     // The callbacks are released when the subscription closes, as RAC's RACSubscriber
@@ -57,12 +62,48 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         Diagnostics.subscriptionDestroyed()
     }
 
+    /// How to reach the subject this subscriber was subscribed to directly, if any: that
+    /// subject sends to it only while holding its lock (``receiveUnderSourceLock(_:)``), so
+    /// `dispose()` from another thread waits for a send under way by taking that lock.
+    /// The subscription's removal from the subject, which holds the subject weakly (a
+    /// subscription does not keep its subject alive); a strong reference here, not a weak
+    /// one to the subject, because a weak field costs every subscription a runtime call
+    /// to make and one to destroy. Set once, under the subject's lock, before `subscribe`
+    /// returns the subscription.
+    @usableFromInline @exclusivity(unchecked) final var sourceRemoval: Subject<Value>.Removal?
+
+    /// Delivers an event from any source (the `attach` closure path).
     @inlinable
     func receive(_ event: Event<Value>) {
+        deliver(event, sourceLockHeld: false)
+    }
+
+    /// Delivers an event sent by the subject of `sourceRemoval` with its lock held (a subject's send loop):
+    /// the announcement is a plain store, because a `dispose()` on another thread waits on
+    /// that lock instead of seeing the announcement (no locked instruction per delivery).
+    @inlinable @inline(__always)
+    func receiveUnderSourceLock(_ event: Event<Value>) {
+        deliver(event, sourceLockHeld: true)
+    }
+
+    /// The delivery: announce this thread in `inFlight`, check the gate, call the callback.
+    /// Without `sourceLockHeld` the announcement is an exchange and the gate read is
+    /// sequentially consistent (the Dekker handshake with `dispose` described above); with
+    /// it both are relaxed: only the lock holder delivers, it reads its own announcement
+    /// back exactly (re-entrancy, a callback disposing itself), and `dispose` on another
+    /// thread takes the lock before it releases anything.
+    @inlinable @inline(__always)
+    func deliver(_ event: Event<Value>, sourceLockHeld: Bool) {
         let inFlight = subclassWord.pointer
         let state = self.state.pointer
         let me = Int64(Int(bitPattern: csys_thread_token()))
-        let previous = csys_atomic_int_exchange(inFlight, me, csys_seq_cst)
+        let previous: Int64
+        if sourceLockHeld {
+            previous = csys_atomic_int_load(inFlight, csys_relaxed)
+            if previous != me { csys_atomic_int_store(inFlight, me, csys_relaxed) }
+        } else {
+            previous = csys_atomic_int_exchange(inFlight, me, csys_seq_cst)
+        }
         defer {
             if previous != me {
                 // The outermost delivery on this thread: release the callbacks if a
@@ -73,7 +114,8 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
                 csys_atomic_int_store(inFlight, 0, csys_release)
             }
         }
-        if csys_atomic_int_load(state, csys_seq_cst) & Int64(BlockSubscriber.closedBit) != 0 { return }
+        let gate = csys_atomic_int_load(state, sourceLockHeld ? csys_relaxed : csys_seq_cst)
+        if gate & Int64(BlockSubscriber.closedBit) != 0 { return }
         switch event {
         case .next(let value):
             BlockSubscriber.call(&onNext, value)
@@ -162,6 +204,11 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
             spins += 1
             if spins > 64 { csys_thread_yield() }
         }
+        // A subject's send announces itself with a plain store, which this thread may not
+        // see yet: wait for a send under way by taking the subject's lock (re-entrant, so
+        // from inside a send on this thread it returns at once and `delivering` above,
+        // this thread's own store, tells whether this subscriber's callback is running).
+        if let source = sourceRemoval?.subject { source.waitForSends() }
         // `delivering == me`: called from inside one of this subscriber's callbacks, which
         // is still running on its borrowed closure; the delivery releases them on its way out.
         if closedHere { releaseCallbacksAfterClosing(insideDelivery: delivering == me) }

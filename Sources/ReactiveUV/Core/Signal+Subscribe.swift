@@ -13,7 +13,7 @@ extension Signal {
         next: ((Value) -> Void)? = nil, error: ((any Error) -> Void)? = nil, completed: (() -> Void)? = nil
     ) -> Disposable {
         let sink = BlockSubscriber<Value>(next: next, error: error, completed: completed)
-        attach({ sink.receive($0) }, sink)
+        attach(subscriber: sink)
         return sink
     }
 

@@ -26,6 +26,37 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         }
     }
 
+    /// A place in the send list: the entry, and for a subscriber of
+    /// `subscribe(next:error:completed:)` that subscriber itself, so a send goes from the
+    /// list straight to its `receiveUnderSourceLock` (inlined into the send loop), without
+    /// reading the entry or calling the forwarding closure (one dependent load and one
+    /// call less per delivery of a fan-out). The entry's lifetime holds the subscriber.
+    @usableFromInline
+    struct Slot {
+        @usableFromInline let entry: Entry
+        @usableFromInline let subscriber: Unmanaged<BlockSubscriber<Value>>?
+
+        @inlinable
+        init(entry: Entry, subscriber: BlockSubscriber<Value>?) {
+            self.entry = entry
+            self.subscriber = subscriber.map { Unmanaged.passUnretained($0) }
+        }
+
+        /// Sends `event` to the subscriber at `slot` unless its subscription has ended.
+        /// Through a pointer into the list, so neither the slot nor what it names is
+        /// copied (a copy of the slot would retain and release its entry per delivery).
+        @inlinable @inline(__always)
+        static func send(_ event: Event<Value>, to slot: UnsafePointer<Slot>) {
+            if let subscriber = slot.pointee.subscriber {
+                subscriber._withUnsafeGuaranteedRef { $0.receiveUnderSourceLock(event) }
+            } else {
+                Unmanaged.passUnretained(slot.pointee.entry)._withUnsafeGuaranteedRef { entry in
+                    if !entry.lifetime.isDisposedBitSet { entry.sink(event) }
+                }
+            }
+        }
+    }
+
     /// The member a subscription's lifetime holds to leave the subject: O(1), through the
     /// slot it keeps (moved along when holes are squeezed out). It holds the subject weakly
     /// and not the entry, so neither a subject nor a subscriber is kept alive by the other.
@@ -52,7 +83,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     // would cost more than the send itself.
     /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
     /// lifetime is disposed, so sends skip it) until there are as many holes as subscribers.
-    @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Entry> = []
+    @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Slot> = []
     @usableFromInline @exclusivity(unchecked) final var holes = 0
     /// The shared placeholder of departed entries, made at the first departure.
     @usableFromInline @exclusivity(unchecked) final var hole: Entry?
@@ -81,22 +112,40 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        attach(observer, lifetime, isBlockSubscriber: false)
+    }
+
+    @usableFromInline
+    override func attach(subscriber: BlockSubscriber<Value>) {
+        attach({ subscriber.receive($0) }, subscriber, isBlockSubscriber: true)
+    }
+
+    /// Connects a subscriber; subclasses that replay override this one. `isBlockSubscriber`:
+    /// `lifetime` is the `BlockSubscriber` that `observer` forwards to (see ``Entry``).
+    @usableFromInline
+    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) {
         lock.lock()
         if let terminal {
             lock.unlock()
             observer(terminal)
             return
         }
-        let entry = addEntry(observer, lifetime)
+        let entry = addEntry(observer, lifetime, isBlockSubscriber: isBlockSubscriber)
         lock.unlock()
         registerRemoval(entry, lifetime)
     }
 
     /// Adds a subscriber; call with the lock held.
     @usableFromInline
-    final func addEntry(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) -> Entry {
-        let entry = Entry(sink: observer, lifetime: lifetime, removal: Removal(subject: self, slot: entries.count))
-        entries.append(entry)
+    final func addEntry(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) -> Entry {
+        let removal = Removal(subject: self, slot: entries.count)
+        let entry = Entry(sink: observer, lifetime: lifetime, removal: removal)
+        var subscriber: BlockSubscriber<Value>?
+        if isBlockSubscriber {
+            subscriber = unsafeDowncast(lifetime, to: BlockSubscriber<Value>.self)
+            subscriber?.sourceRemoval = removal
+        }
+        entries.append(Slot(entry: entry, subscriber: subscriber))
         return entry
     }
 
@@ -115,22 +164,22 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         defer { lock.unlock() }
         let i = removal.slot
         // After a termination the entries are gone: nothing to remove.
-        guard i < entries.count, entries[i].removal === removal else { return }
+        guard i < entries.count, entries[i].entry.removal === removal else { return }
         if i == entries.count - 1 {
             entries.removeLast()
-            while let last = entries.last, last === hole {
+            while let last = entries.last, last.entry === hole {
                 entries.removeLast()
                 holes -= 1
             }
             return
         }
         if hole == nil { hole = Entry(sink: { _ in }, lifetime: Subject.departed, removal: removal) }
-        entries[i] = hole!
+        entries[i] = Slot(entry: hole!, subscriber: nil)
         holes += 1
         if holes * 2 >= entries.count {
             var kept = 0
-            for j in entries.indices where entries[j] !== hole {
-                entries[j].removal.slot = kept
+            for j in entries.indices where entries[j].entry !== hole {
+                entries[j].entry.removal.slot = kept
                 entries[kept] = entries[j]
                 kept += 1
             }
@@ -161,13 +210,19 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
             let current = entries
             let event = Event<Value>.next(value)
             current.withUnsafeBufferPointer { buffer in
-                for i in 0..<buffer.count {
-                    Unmanaged.passUnretained(buffer[i])._withUnsafeGuaranteedRef { entry in
-                        if !entry.lifetime.isDisposedBitSet { entry.sink(event) }
-                    }
-                }
+                guard let first = buffer.baseAddress else { return }
+                for i in 0..<buffer.count { Slot.send(event, to: first + i) }
             }
         }
+        lock.unlock()
+    }
+
+    /// Returns once no send is under way on another thread (takes the lock and gives it
+    /// back): how a ``BlockSubscriber`` disposed from another thread waits for a delivery
+    /// it cannot see announced (see ``Entry``).
+    @usableFromInline
+    final func waitForSends() {
+        lock.lock()
         lock.unlock()
     }
 
@@ -187,7 +242,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         let current = entries
         entries = []
         holes = 0
-        for entry in current where !entry.lifetime.isDisposed { entry.sink(event) }
+        for slot in current where !slot.entry.lifetime.isDisposed { slot.entry.sink(event) }
         lock.unlock()
         subscriptions.dispose()
     }
