@@ -69,6 +69,20 @@ let rows: [RSRow] = [
         for d in ds { d?.dispose() }
         return sum
     },
+    RSRow(name: "fanout-tally", size: 100_000, eventsPerUnit: 100) { n in
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let tally = UnsafeMutableBufferPointer<Int>.allocate(capacity: 100)
+        tally.initialize(repeating: 0)
+        let ds = (0..<100).map { k -> Disposable? in
+            let cell = tally.baseAddress! + k
+            return signal.observeValues { cell.pointee &+= $0 }
+        }
+        for i in 0..<n { input.send(value: i) }
+        for d in ds { d?.dispose() }
+        let sum = tally.reduce(0, &+)
+        tally.deallocate()
+        return sum
+    },
     RSRow(name: "switch", size: 100_000, eventsPerUnit: 10) { n in
         let (outer, outerInput) = Signal<Signal<Int, Never>, Never>.pipe()
         var sum = 0

@@ -58,6 +58,7 @@ extension Row {
         .pipeline,
         .coldSubscribe,
         .fanOut,
+        .fanOutTally,
         .switchToLatest,
         .flatten,
         .combineLatest,
