@@ -46,35 +46,19 @@ import Testing
     @Test func nothingArrivesAfterDisposeReturnsFromAnotherThread() {
         for round in 0..<20 {
             let subject = Subject<Int>()
-            let disposeReturned = SharedBox(csys_atomic_bool(value: false))
-            let sent = SharedBox(csys_atomic_int(value: 0))
-            let received = SharedBox(csys_atomic_int(value: 0))
-            let lateDeliveries = SharedBox(0)
-            let stop = SharedBox(csys_atomic_bool(value: false))
-            let d = subject.subscribeNext { _ in
-                if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) { lateDeliveries.value += 1 }
-                csys_atomic_int_fetch_add(&received.value, 1, csys_relaxed)
-            }
-            let join = startThread {
-                while !csys_atomic_bool_load(&stop.value, csys_acquire) {
-                    subject.sendNext(0)
-                    csys_atomic_int_fetch_add(&sent.value, 1, csys_release)
-                }
-            }
+            let watch = DeliveryWatch()
+            let d = subject.subscribeNext { _ in watch.delivered() }
+            let sender = BusySender { _ in subject.sendNext(0) }
             // Let values flow, then dispose from this (another) thread; then let the sender
             // go on for a while to give a late delivery every chance to show.
-            let deadline = csys_monotonic_ns() + 30_000_000_000
-            while csys_atomic_int_load(&received.value, csys_acquire) < Int64(100 + round * 50)
-                && csys_monotonic_ns() < deadline { csys_thread_yield() }
+            let until = deadline(inSeconds: 30)
+            watch.waitForDeliveries(Int64(100 + round * 50), until: until)
             d.dispose()
-            csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
-            let sentAtDispose = csys_atomic_int_load(&sent.value, csys_acquire)
-            while csys_atomic_int_load(&sent.value, csys_acquire) < sentAtDispose + 1_000
-                && csys_monotonic_ns() < deadline { csys_thread_yield() }
-            csys_atomic_bool_store(&stop.value, true, csys_release)
-            join()
-            #expect(csys_atomic_int_load(&received.value, csys_acquire) >= 100, "round \(round): values flowed")
-            #expect(lateDeliveries.value == 0, "round \(round)")
+            watch.disposeHasReturned()
+            sender.waitForMoreSends(1_000, until: until)
+            sender.stop()
+            #expect(watch.received >= 100, "round \(round): values flowed")
+            #expect(watch.late == 0, "round \(round)")
         }
     }
 
@@ -85,9 +69,7 @@ import Testing
     @Test func nothingArrivesAfterDisposeReturnsWhileTheSubscribingThreadDelivers() {
         for round in 0..<20 {
             let subject = Subject<Int>()
-            let disposeReturned = SharedBox(csys_atomic_bool(value: false))
-            let received = SharedBox(csys_atomic_int(value: 0))
-            let lateDeliveries = SharedBox(csys_atomic_int(value: 0))
+            let watch = DeliveryWatch()
             let stop = SharedBox(csys_atomic_bool(value: false))
             let subscription = SharedBox<Disposable?>(nil)
             let subscribed = SharedBox(csys_atomic_bool(value: false))
@@ -95,28 +77,26 @@ import Testing
                 let captured = Captured("round \(round)")
                 let d = subject.subscribeNext { _ in
                     if captured.name.isEmpty { return }
-                    if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) {
-                        csys_atomic_int_fetch_add(&lateDeliveries.value, 1, csys_relaxed)
-                    }
-                    csys_atomic_int_fetch_add(&received.value, 1, csys_relaxed)
+                    watch.delivered()
                 }
                 subscription.value = d
                 csys_atomic_bool_store(&subscribed.value, true, csys_release)
                 while !csys_atomic_bool_load(&stop.value, csys_acquire) { subject.sendNext(0) }
             }
-            let deadline = csys_monotonic_ns() + 30_000_000_000
-            while (!csys_atomic_bool_load(&subscribed.value, csys_acquire)
-                   || csys_atomic_int_load(&received.value, csys_acquire) < Int64(100 + round * 50))
-                && csys_monotonic_ns() < deadline { csys_thread_yield() }
+            let until = deadline(inSeconds: 30)
+            while !csys_atomic_bool_load(&subscribed.value, csys_acquire) && csys_monotonic_ns() < until {
+                csys_thread_yield()
+            }
+            watch.waitForDeliveries(Int64(100 + round * 50), until: until)
             subscription.value?.dispose()
-            csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
-            let receivedAtDispose = csys_atomic_int_load(&received.value, csys_acquire)
+            watch.disposeHasReturned()
+            let receivedAtDispose = watch.received
             // The sender goes on for a while: a late delivery has every chance to show.
             for _ in 0..<2_000 { csys_thread_yield() }
             csys_atomic_bool_store(&stop.value, true, csys_release)
             join()
             #expect(receivedAtDispose >= 100, "round \(round): values flowed")
-            #expect(csys_atomic_int_load(&lateDeliveries.value, csys_acquire) == 0, "round \(round)")
+            #expect(watch.late == 0, "round \(round)")
         }
     }
 
@@ -141,12 +121,6 @@ import Testing
         }
         for i in 0..<5 { subject.sendNext(i) }
         #expect(got == [0, 1])
-    }
-
-    /// What a callback captures, watched through a weak reference.
-    final class Captured {
-        let name: String
-        init(_ name: String) { self.name = name }
     }
 
     /// A callback that disposes its own subscription runs to its end on what it captured

@@ -8,12 +8,6 @@ import Testing
 /// nothing after `dispose()` returns, callbacks released once and never while running,
 /// and the same subscriber reached by both paths (a replay, then live values).
 @Suite struct SubjectFanOutDeliveryTests {
-    /// What a callback captures, watched through a weak reference.
-    final class Captured {
-        let name: String
-        init(_ name: String) { self.name = name }
-    }
-
     /// One subscriber of many is disposed from another thread while the sender fans out:
     /// it gets nothing once `dispose()` has returned, the others get every value, and its
     /// callback's captures are released by then (the disposing thread released them after
@@ -21,62 +15,39 @@ import Testing
     @Test func aSubscriberDisposedFromAnotherThreadMidFanOutGetsNothingAfterwards() {
         for round in 0..<10 {
             let subject = Subject<Int>()
-            let disposeReturned = SharedBox(csys_atomic_bool(value: false))
-            let late = SharedBox(csys_atomic_int(value: 0))
-            let receivedByTarget = SharedBox(csys_atomic_int(value: 0))
-            let receivedByOthers = SharedBox(csys_atomic_int(value: 0))
-            let stop = SharedBox(csys_atomic_bool(value: false))
-            let sent = SharedBox(csys_atomic_int(value: 0))
-            var others: [Disposable] = []
-            for _ in 0..<50 {
-                others.append(subject.subscribeNext { _ in
-                    csys_atomic_int_fetch_add(&receivedByOthers.value, 1, csys_relaxed)
-                })
+            let watch = DeliveryWatch()
+            let others = SharedBox(csys_atomic_int(value: 0))
+            let subscribeOthers = {
+                (0..<50).map { _ in
+                    subject.subscribeNext { _ in csys_atomic_int_fetch_add(&others.value, 1, csys_relaxed) }
+                }
             }
+            var subscriptions = subscribeOthers()
             weak var watched: Captured?
             var target: Disposable?
             do {
                 let captured = Captured("target \(round)")
                 watched = captured
                 target = subject.subscribeNext { [captured] _ in
-                    // Reads its capture on every call: a release under a running callback
-                    // would be a use after free (the ASan lane).
                     if captured.name.isEmpty { return }
-                    if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) {
-                        csys_atomic_int_fetch_add(&late.value, 1, csys_relaxed)
-                    }
-                    csys_atomic_int_fetch_add(&receivedByTarget.value, 1, csys_relaxed)
+                    watch.delivered()
                 }
             }
-            for _ in 0..<50 {
-                others.append(subject.subscribeNext { _ in
-                    csys_atomic_int_fetch_add(&receivedByOthers.value, 1, csys_relaxed)
-                })
-            }
-            let join = startThread {
-                while !csys_atomic_bool_load(&stop.value, csys_acquire) {
-                    subject.sendNext(0)
-                    csys_atomic_int_fetch_add(&sent.value, 1, csys_release)
-                }
-            }
-            let deadline = csys_monotonic_ns() + 30_000_000_000
-            while csys_atomic_int_load(&receivedByTarget.value, csys_acquire) < Int64(50 + round * 20)
-                && csys_monotonic_ns() < deadline { csys_thread_yield() }
+            subscriptions += subscribeOthers()
+            let sender = BusySender { subject.sendNext($0) }
+            let until = deadline(inSeconds: 30)
+            watch.waitForDeliveries(Int64(50 + round * 20), until: until)
             target?.dispose()
-            csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
+            watch.disposeHasReturned()
             target = nil
             // The subscription and its callback are gone once dispose has returned (the
             // subject's entry held the subscription; its removal happened in dispose).
             #expect(watched == nil, "round \(round): the callback's captures are released")
-            let sentAtDispose = csys_atomic_int_load(&sent.value, csys_acquire)
-            while csys_atomic_int_load(&sent.value, csys_acquire) < sentAtDispose + 200
-                && csys_monotonic_ns() < deadline { csys_thread_yield() }
-            csys_atomic_bool_store(&stop.value, true, csys_release)
-            join()
-            let total = csys_atomic_int_load(&sent.value, csys_acquire)
-            #expect(csys_atomic_int_load(&late.value, csys_acquire) == 0, "round \(round)")
-            #expect(csys_atomic_int_load(&receivedByOthers.value, csys_acquire) == total * 100, "round \(round)")
-            for d in others { d.dispose() }
+            sender.waitForMoreSends(200, until: until)
+            let total = sender.stop()
+            #expect(watch.late == 0, "round \(round)")
+            #expect(csys_atomic_int_load(&others.value, csys_acquire) == total * 100, "round \(round)")
+            for d in subscriptions { d.dispose() }
         }
     }
 
@@ -156,33 +127,16 @@ import Testing
     /// the same guarantee as a plain subject's.
     @Test func aBehaviorSubscriberDisposedFromAnotherThreadGetsNothingAfterwards() {
         let subject = BehaviorSubject(value: 0)
-        let disposeReturned = SharedBox(csys_atomic_bool(value: false))
-        let late = SharedBox(csys_atomic_int(value: 0))
-        let received = SharedBox(csys_atomic_int(value: 0))
-        let stop = SharedBox(csys_atomic_bool(value: false))
-        let d = subject.subscribeNext { _ in
-            if csys_atomic_bool_load(&disposeReturned.value, csys_acquire) {
-                csys_atomic_int_fetch_add(&late.value, 1, csys_relaxed)
-            }
-            csys_atomic_int_fetch_add(&received.value, 1, csys_relaxed)
-        }
-        let join = startThread {
-            var i = 1
-            while !csys_atomic_bool_load(&stop.value, csys_acquire) {
-                subject.sendNext(i)
-                i += 1
-            }
-        }
-        let deadline = csys_monotonic_ns() + 30_000_000_000
-        while csys_atomic_int_load(&received.value, csys_acquire) < 1_000 && csys_monotonic_ns() < deadline {
-            csys_thread_yield()
-        }
+        let watch = DeliveryWatch()
+        let d = subject.subscribeNext { _ in watch.delivered() }
+        let sender = BusySender { subject.sendNext($0 + 1) }
+        let until = deadline(inSeconds: 30)
+        watch.waitForDeliveries(1_000, until: until)
         d.dispose()
-        csys_atomic_bool_store(&disposeReturned.value, true, csys_release)
-        for _ in 0..<2_000 { csys_thread_yield() }
-        csys_atomic_bool_store(&stop.value, true, csys_release)
-        join()
-        #expect(csys_atomic_int_load(&received.value, csys_acquire) >= 1_000)
-        #expect(csys_atomic_int_load(&late.value, csys_acquire) == 0)
+        watch.disposeHasReturned()
+        sender.waitForMoreSends(2_000, until: until)
+        sender.stop()
+        #expect(watch.received >= 1_000)
+        #expect(watch.late == 0)
     }
 }
