@@ -99,13 +99,14 @@ final class Forwarder: @unchecked Sendable {
             self.inFlight = 0
             connection.close()
         }
-        subscriptions += connection.lines(maxLength: 1 << 20).subscribe(
+        subscriptions.whileRunning(
+            connection.lines(maxLength: 1 << 20),
             next: { [weak self, weak connection] reply in
                 guard let self, let connection, self.connection === connection else { return }
                 self.received(reply)
             },
             error: { lost("failed: \($0)") }, completed: { lost("closed by the upstream") })
-        subscriptions += connection.closed.subscribe(error: { _ in lost("closed") }, completed: { lost("closed") })
+        subscriptions.whileRunning(connection.closed, error: { _ in lost("closed") }, completed: { lost("closed") })
         pump()
     }
 

@@ -187,20 +187,23 @@ final class NatsEdge {
         let prefix = subject.split(separator: ".").first.map(String.init) ?? subject
         let config = JetStreamConfig(name: target.stream, subjects: [prefix + ".>"], replicas: replicas,
                                      duplicateWindow: dedupeWindow)
-        running += js.streamInfo(target.stream)
+        let stream = js.streamInfo(target.stream)
             .catch { error -> Signal<JetStreamInfo> in
                 if let nats = error as? NATSError, nats.serverCode == 10059 { return js.addStream(config) }
                 return .error(error)
             }
-            .subscribe(next: { [weak self] info in
+        running.whileRunning(
+            stream,
+            next: { [weak self] info in
                 guard let self else { return }
                 self.logger.info("nats: stream \(info.name) (\(info.messages) messages) ready")
                 self.ready = true
                 for file in self.files.values { self.sendNext(file) }
-            }, error: { [weak self] error in
+            },
+            error: { [weak self] error in
                 guard let self else { return }
                 self.logger.error("nats: cannot use stream \(self.target.stream): \(error); retrying in 2 s")
-                self.running += Scheduler.main.afterDelay(2) { [weak self] in self?.ensureStream() }
+                self.running.afterDelay(2) { [weak self] in self?.ensureStream() }
             })
     }
 
@@ -211,7 +214,8 @@ final class NatsEdge {
         var id = "\(subject)/\(file.idText).\(batch.tag)@\(batch.start)"
         if batch.salted { id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) }
         let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
-        running += js.publish(subject, payload: batch.bytes, id: id, headers: headers).subscribe(
+        running.whileRunning(
+            js.publish(subject, payload: batch.bytes, id: id, headers: headers),
             next: { [weak self] ack in self?.acknowledged(file, batch, ack) },
             error: { [weak self] error in
                 guard let self else { return }
@@ -219,7 +223,7 @@ final class NatsEdge {
                 // is retried once a new one is made).
                 file.inFlight = false
                 self.logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); retrying")
-                self.running += Scheduler.main.afterDelay(1) { [weak self] in self?.sendNext(file) }
+                self.running.afterDelay(1) { [weak self] in self?.sendNext(file) }
             })
     }
 
@@ -230,7 +234,8 @@ final class NatsEdge {
         }
         // Stored before (a resend after a crash): the stored copy says where it ended.
         duplicates += 1
-        running += js.message(stream: ack.stream, sequence: ack.sequence).subscribe(
+        running.whileRunning(
+            js.message(stream: ack.stream, sequence: ack.sequence),
             next: { [weak self] stored in
                 guard let self else { return }
                 let range = stored.headers["Logcast-Range"]?.split(separator: "-").compactMap { Int64($0) } ?? []
@@ -251,7 +256,7 @@ final class NatsEdge {
             error: { [weak self] error in
                 file.inFlight = false
                 self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
-                self?.running += Scheduler.main.afterDelay(1) { [weak self] in self?.sendNext(file) }
+                self?.running.afterDelay(1) { [weak self] in self?.sendNext(file) }
             })
     }
 

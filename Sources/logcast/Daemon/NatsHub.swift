@@ -95,7 +95,7 @@ final class NatsHub {
             error: { [weak self] error in
                 guard let self else { return }
                 self.logger.error("nats: cannot read stream \(self.target.stream): \(error); retrying in 2 s")
-                self.running += Scheduler.main.afterDelay(2) { [weak self] in self?.consumeLive() }
+                self.running.afterDelay(2) { [weak self] in self?.consumeLive() }
             })
     }
 
