@@ -62,14 +62,14 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         Diagnostics.subscriptionDestroyed()
     }
 
-    /// How to reach the subject this subscriber was subscribed to directly, if any: that
-    /// subject sends to it only while holding its lock (``receiveUnderSourceLock(_:)``), so
-    /// `dispose()` from another thread waits for a send under way by taking that lock.
-    /// The subscription's removal from the subject, which holds the subject weakly (a
-    /// subscription does not keep its subject alive); a strong reference here, not a weak
-    /// one to the subject, because a weak field costs every subscription a runtime call
-    /// to make and one to destroy. Set once, under the subject's lock, before `subscribe`
-    /// returns the subscription.
+    /// For a subscriber subscribed to a subject directly, that subscription's removal from
+    /// the subject, `nil` otherwise: the way to the subject, which sends to this subscriber
+    /// only while holding its lock (``receiveUnderSourceLock(_:)``), so `dispose()` from
+    /// another thread waits for a send under way by taking that lock. The removal holds
+    /// the subject weakly (a subscription does not keep its subject alive); a strong
+    /// reference to it rather than a weak one to the subject, because a weak field costs
+    /// every subscription a runtime call to make and one to destroy. Set once, under the
+    /// subject's lock, before `subscribe` returns the subscription.
     @usableFromInline @exclusivity(unchecked) final var sourceRemoval: Subject<Value>.Removal?
 
     /// Delivers an event from any source (the `attach` closure path).

@@ -121,7 +121,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     }
 
     /// Connects a subscriber; subclasses that replay override this one. `isBlockSubscriber`:
-    /// `lifetime` is the `BlockSubscriber` that `observer` forwards to (see ``Entry``).
+    /// `lifetime` is the `BlockSubscriber` that `observer` forwards to (see ``Slot``).
     @usableFromInline
     func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) {
         lock.lock()
@@ -219,7 +219,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     /// Returns once no send is under way on another thread (takes the lock and gives it
     /// back): how a ``BlockSubscriber`` disposed from another thread waits for a delivery
-    /// it cannot see announced (see ``Entry``).
+    /// it cannot see announced (see `BlockSubscriber.receiveUnderSourceLock(_:)`).
     @usableFromInline
     final func waitForSends() {
         lock.lock()
