@@ -24,7 +24,7 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
     override func willSendNext(_ value: Value) { current = value }
 
     @usableFromInline
-    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) {
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
         lock.lock()
         if let terminal {
             let last = current
@@ -35,7 +35,7 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
         }
         // Registered before the current value is sent (RAC's order), so a value sent
         // re-entrantly from that callback reaches this subscriber too.
-        let id = addEntry(observer, lifetime, isBlockSubscriber: isBlockSubscriber)
+        let id = addEntry(observer, lifetime, subscriber: subscriber)
         observer(.next(current))
         lock.unlock()
         registerRemoval(id, lifetime)

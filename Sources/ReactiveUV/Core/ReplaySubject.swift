@@ -39,7 +39,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
     }
 
     @usableFromInline
-    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) {
+    override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
         lock.lock()
         // Positions are absolute (counting compacted values), and the bound is re-read each
         // time: a value sent re-entrantly during the replay is appended and replayed too.
@@ -64,7 +64,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
             lock.unlock()
             return
         }
-        let id = addEntry(observer, lifetime, isBlockSubscriber: isBlockSubscriber)
+        let id = addEntry(observer, lifetime, subscriber: subscriber)
         lock.unlock()
         registerRemoval(id, lifetime)
     }

@@ -112,39 +112,38 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
-        attach(observer, lifetime, isBlockSubscriber: false)
+        attach(observer, lifetime, subscriber: nil)
     }
 
     @usableFromInline
     override func attach(subscriber: BlockSubscriber<Value>) {
-        attach({ subscriber.receive($0) }, subscriber, isBlockSubscriber: true)
+        attach({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
     }
 
-    /// Connects a subscriber; subclasses that replay override this one. `isBlockSubscriber`:
-    /// `lifetime` is the `BlockSubscriber` that `observer` forwards to (see ``Slot``).
+    /// Connects a subscriber; subclasses that replay override this one. `subscriber`:
+    /// `lifetime` itself when it is the `BlockSubscriber` that `observer` forwards to (the
+    /// send loop then calls it directly: see ``Slot``), else `nil`.
     @usableFromInline
-    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) {
+    func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
         lock.lock()
         if let terminal {
             lock.unlock()
             observer(terminal)
             return
         }
-        let entry = addEntry(observer, lifetime, isBlockSubscriber: isBlockSubscriber)
+        let entry = addEntry(observer, lifetime, subscriber: subscriber)
         lock.unlock()
         registerRemoval(entry, lifetime)
     }
 
     /// Adds a subscriber; call with the lock held.
     @usableFromInline
-    final func addEntry(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, isBlockSubscriber: Bool) -> Entry {
+    final func addEntry(
+        _ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?
+    ) -> Entry {
         let removal = Removal(subject: self, slot: entries.count)
         let entry = Entry(sink: observer, lifetime: lifetime, removal: removal)
-        var subscriber: BlockSubscriber<Value>?
-        if isBlockSubscriber {
-            subscriber = unsafeDowncast(lifetime, to: BlockSubscriber<Value>.self)
-            subscriber?.sourceRemoval = removal
-        }
+        subscriber?.sourceRemoval = removal
         entries.append(Slot(entry: entry, subscriber: subscriber))
         return entry
     }

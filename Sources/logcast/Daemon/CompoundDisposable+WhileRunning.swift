@@ -43,27 +43,26 @@ extension CompoundDisposable {
     /// - Returns: the timer's disposable (`nil` if the scheduler could not schedule it).
     @discardableResult
     func afterDelay(_ delay: Double, on scheduler: Scheduler = .main, _ block: @escaping () -> Void) -> Disposable? {
-        var scheduled = false
-        let timer = hold { ended in
-            let timer = scheduler.afterDelay(delay) {
+        var timer: Disposable?
+        hold { ended in
+            timer = scheduler.afterDelay(delay) {
                 ended()
                 block()
             }
-            scheduled = timer != nil
-            guard let timer else {
-                // Nothing to hold: an already disposed member is never added.
-                let none = Disposable()
-                none.dispose()
-                return none
-            }
-            return timer
+            // No timer (the scheduler ran `block` at once): nothing to hold, and an already
+            // disposed member is never added.
+            if let timer { return timer }
+            let none = Disposable()
+            none.dispose()
+            return none
         }
-        return scheduled ? timer : nil
+        return timer
     }
 
     /// Adds what `start` returns unless it has ended by then, and removes it when it calls
     /// the `ended` it was handed. `ended` holds the compound weakly, so a member that
     /// outlives the compound (a pending timer) does not keep it alive.
+    @discardableResult
     private func hold(_ start: (_ ended: @escaping () -> Void) -> Disposable) -> Disposable {
         final class Held {
             var member: Disposable?
