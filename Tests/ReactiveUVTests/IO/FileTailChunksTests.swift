@@ -181,6 +181,27 @@ class FileTailChunksTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    func testAFileTruncatedAndWrittenPastThePositionBetweenTwoLooksIsReadFromItsStart() throws {
+        let loop = try EventLoop()
+        let path = directory.file("rewritten.log")
+        writeFile(path, "old-0\nold-1\n")
+        let recorder = EventRecorder<[UInt8]>(loop: loop)
+        let subscription = recorder.subscribe(chunksSignal(path, from: .beginning, pollInterval: 0.05, on: loop))
+        XCTAssertTrue(loop.run(until: { self.text(recorder) == "old-0\nold-1\n" }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)  // the reader is idle at the end
+        // Both while the loop is not running: its next look finds the file longer than what
+        // was read and starting with other bytes. Read on from byte 12 it gave the tail of
+        // the new first line ("r than the old one") before the new content from its start.
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, "new-0 longer than the old one\nnew-1\n")
+        let expected = "old-0\nold-1\nnew-0 longer than the old one\nnew-1\n"
+        XCTAssertTrue(loop.run(until: { self.text(recorder).utf8.count >= expected.utf8.count }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        XCTAssertEqual(text(recorder), expected)
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testAFileNotInMemoryIsReadAsWellAsOneThatIs() throws {
         let loop = try EventLoop()
         let path = directory.file("cold.log")
@@ -219,4 +240,5 @@ final class FileTailChunksPoolReadTests: FileTailChunksTests {
     override func testALineLongerThanSeveralReads() throws { try super.testALineLongerThanSeveralReads() }
     override func testTruncationDropsTheUnfinishedLineAndRereadsFromTheStart() throws { try super.testTruncationDropsTheUnfinishedLineAndRereadsFromTheStart() }
     override func testAFileNotInMemoryIsReadAsWellAsOneThatIs() throws { try super.testAFileNotInMemoryIsReadAsWellAsOneThatIs() }
+    override func testAFileTruncatedAndWrittenPastThePositionBetweenTwoLooksIsReadFromItsStart() throws { try super.testAFileTruncatedAndWrittenPastThePositionBetweenTwoLooksIsReadFromItsStart() }
 }

@@ -22,10 +22,12 @@ import Glibc
 ///   other first bytes, is a truncation: reading starts again at 0 and what was not read
 ///   is reported lost. Larger: read on.
 ///
-/// A *poke* (an inotify event, a poll, the timer) on an idle reader starts a step; on a
-/// busy one it is remembered, and the end-of-file check that closes the step covers it
-/// (the check runs after every event the loop has seen). So truncation is checked at
-/// every change event.
+/// A *poke* (an inotify event, a poll, the timer) on an idle reader starts a step, whose
+/// first read is checked the same way before its bytes are taken (so a file truncated and
+/// written again past our position between two looks is read from 0, not on from our
+/// position); on a busy one it is remembered, and the end-of-file check that closes the
+/// step covers it (the check runs after every event the loop has seen). So truncation is
+/// checked at every change event.
 ///
 /// **Whole lines.** Each read makes a new array starting with the partial line carried
 /// over and cut at its last line break (on the pool thread for pool reads): that array,
@@ -73,6 +75,11 @@ final class TailFileReader {
     private var spareRequest: FileRequest?
     /// A step is under way (a request in flight, or a read waiting for the next turn).
     private var busy = false
+    /// The step's first read is checked for a truncation before its bytes are taken: a
+    /// step started by a poke after the reader had been idle, when the file may have been
+    /// truncated and written again past our position (the read, on the pool, may even run
+    /// after that happened while the loop looked).
+    private var checksFirstRead = false
     /// Waiting in the follower's next-turn queue (nothing in flight).
     var waitingForTurn = false
     /// The tail is stopping: close once nothing is in flight.
@@ -125,6 +132,9 @@ final class TailFileReader {
         deferred = false
         busy = true
         reachedEnd = false
+        // The file may have been truncated and written again past our position since the
+        // last look: the step's first read is checked before its bytes go out.
+        checksFirstRead = true
         readNext(onPool: false)
     }
 
@@ -197,6 +207,15 @@ final class TailFileReader {
         if n == 0 {
             lines.restorePartialLine(read.bytes)
             return atEnd()
+        }
+        if checksFirstRead {
+            checksFirstRead = false
+            if let size = sizeIfTruncated() {
+                // Read on from our position, these bytes were (most likely) the middle of
+                // the new content: the tail of some line, then lines read again from 0.
+                truncated(size: size)
+                return readNext(onPool: false)
+            }
         }
         offset += Int64(n)
         lastData = csys_monotonic_ns()
@@ -290,7 +309,7 @@ final class TailFileReader {
             return follower.readerFailed(UVError(code: errno, operation: "fstat", target: path))
         }
         let size = Int64(info.st_size)
-        if size < offset || headChanged(size: size) {
+        if isTruncated(size: size) {
             truncated(size: size)
             return readNext(onPool: false)
         }
@@ -320,6 +339,19 @@ final class TailFileReader {
                 if deleted || superseded || follower.hasCurrentFile { follower.finish(self) }
             }
         }
+    }
+
+    /// Whether a file of `size` bytes is not the one read so far: shorter than our
+    /// position, or starting with other bytes.
+    private func isTruncated(size: Int64) -> Bool { size < offset || headChanged(size: size) }
+
+    /// The file's size if ``isTruncated(size:)`` (one `fstat`, and one read of at most 64
+    /// bytes), else `nil` (also when `fstat` fails: the end-of-file check reports that).
+    private func sizeIfTruncated() -> Int64? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        let size = Int64(info.st_size)
+        return isTruncated(size: size) ? size : nil
     }
 
     /// Whether the file's first bytes are no longer the ones it started with: truncated
