@@ -30,6 +30,11 @@ import ReactiveUVNATS
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
 ///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
 ///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
+/// - A content written again with the *same* first line (a header) gets the old ids. The
+///   stored copy then tells: bytes other than the batch's, or (for a copy longer than the
+///   batch) other than the file's at the copy's range, mean another content, and the batch
+///   goes out under the next salted id (`idTaken`); only bytes the file still holds are a
+///   resend.
 /// - While the servers are away, at most `max(4 × --batch-bytes, 2 MiB)` per file waits in memory:
 ///   then the follower is stopped and later resumed from the acknowledged positions. The
 ///   file itself is the buffer.
@@ -212,7 +217,10 @@ final class NatsEdge {
         guard ready, let js, !file.inFlight, let batch = file.batches.first else { return }
         file.inFlight = true
         var id = "\(subject)/\(file.idText).\(batch.tag)@\(batch.start)"
-        if batch.salted { id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) }
+        if batch.salt > 0 {
+            // Salt 1 is the id earlier versions salted with, so their stored copies are found.
+            id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) + (batch.salt > 1 ? ".\(batch.salt)" : "")
+        }
         let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
         running.whileRunning(
             js.publish(subject, payload: batch.bytes, id: id, headers: headers),
@@ -232,7 +240,8 @@ final class NatsEdge {
             finished(file, batch, through: batch.end)
             return
         }
-        // Stored before (a resend after a crash): the stored copy says where it ended.
+        // The id is in the stream: our message stored before a restart (the copy says where
+        // it ended), or another content's under the same id; the stored copy tells which.
         duplicates += 1
         running.whileRunning(
             js.message(stream: ack.stream, sequence: ack.sequence),
@@ -240,24 +249,69 @@ final class NatsEdge {
                 guard let self else { return }
                 let range = stored.headers["Logcast-Range"]?.split(separator: "-").compactMap { Int64($0) } ?? []
                 let common = min(stored.payload.count, batch.bytes.count)
-                guard range.count == 2, range[0] == batch.start,
+                guard range.count == 2, range[0] == batch.start, range[1] >= range[0],
                       stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
-                    // Another file had this device, inode and offset (the inode was reused
-                    // within the duplicate window): not our bytes. Send under a salted id.
-                    self.logger.notice("nats: \(file.path)@\(batch.start): the stream holds another file's message under this id; resending under a salted id")
-                    file.inFlight = false
-                    if !file.batches.isEmpty { file.batches[0].salted = true }
-                    self.sendNext(file)
-                    return
+                    return self.idTaken(file, batch)
                 }
-                self.logger.info("nats: \(file.path) [\(range[0]), \(range[1])) was already in the stream (sent before a restart); going on after it")
-                self.finished(file, batch, through: range[1])
+                guard range[1] > batch.end, batch.generation == file.generation else {
+                    // The copy is the batch or a prefix of it: the bytes agree, so it is our
+                    // resend (or the same bytes written again: see the README's known gaps).
+                    // A batch of a content since truncated has only its own bytes to go by.
+                    return self.resent(file, batch, through: range[1])
+                }
+                // The copy runs past the batch: our message sent before a restart, or an older
+                // content's that began with the same lines (a file written again from the same
+                // header). Only the file can tell: does it hold the copy's bytes?
+                self.checkAgainstFile(file, batch, Array(stored.payload.prefix(Int(range[1] - range[0]))), through: range[1])
             },
             error: { [weak self] error in
                 file.inFlight = false
                 self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
                 self?.running.afterDelay(1) { [weak self] in self?.sendNext(file) }
             })
+    }
+
+    /// Compares a stored copy longer than `batch` with the file, off the loop (a read of at
+    /// most one batch), then goes on as the file says.
+    private func checkAgainstFile(_ file: EdgeFile, _ batch: EdgeBatch, _ copy: [UInt8], through end: Int64) {
+        let path = file.path, identity = file.identity, start = batch.start
+        let check = Signal<StoredCopyCheck>.startLazily(on: Scheduler.background(name: "logcast.storedCopy")) { subscriber in
+            subscriber.sendNext(EdgeFile.check(copy, at: start, path: path, identity: identity))
+            subscriber.sendCompleted()
+        }
+        running.whileRunning(check.deliverOnMainThread(), next: { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .same:
+                self.resent(file, batch, through: end)
+            case .different:
+                self.idTaken(file, batch)
+            case .unknown(let why):
+                // Nothing better to go by than the bytes the batch shares with the copy.
+                self.logger.notice("nats: \(file.path)@\(batch.start): cannot compare the stored copy with the file (\(why)); taking it as sent before")
+                self.resent(file, batch, through: end)
+            }
+        })
+    }
+
+    /// The stream holds `batch`'s bytes (and maybe more of the file) up to `end`, stored
+    /// before a restart: go on after them.
+    private func resent(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
+        logger.info("nats: \(file.path) [\(batch.start), \(end)) was already in the stream (sent before a restart); going on after it")
+        finished(file, batch, through: end)
+    }
+
+    /// The message under `batch`'s id holds other bytes: another content of this file (a
+    /// truncation, the same first line) or another file that had its inode (reused within
+    /// the duplicate window). The batch goes out under the next salted id; each salt that
+    /// is taken as well holds yet another content, so the salts run out before the stream's
+    /// messages do, and after a restart the same tries find the same ids again.
+    private func idTaken(_ file: EdgeFile, _ batch: EdgeBatch) {
+        file.inFlight = false
+        if !file.batches.isEmpty { file.batches[0].salt += 1 }
+        let salt = file.batches.first?.salt ?? 0
+        logger.notice("nats: \(file.path)@\(batch.start): the stream holds other bytes under this id (an older content of the file or another file with its inode); resending under salt \(salt)")
+        sendNext(file)
     }
 
     /// The stream holds the bytes of `batch`'s generation of the file before `end`:
@@ -412,6 +466,7 @@ final class EdgeFile {
         if let first = batches.first, first.generation == generation, first.start < end {
             batches[0].bytes.removeFirst(Int(end - first.start))
             batches[0].start = end
+            batches[0].salt = 0  // another start, another id
         }
         if generation == self.generation && next < end { next = end }
     }
@@ -426,6 +481,7 @@ struct EdgeBatch {
     var generation: Int
     /// The content tag of that generation (in the message id).
     var tag: String
-    /// Sent under an id with a hash of its first line (after an id collision).
-    var salted = false
+    /// How many ids this batch found holding other bytes: 0 for its plain id, then ids
+    /// with a hash of its first line and this count (``NatsEdge`` `idTaken`).
+    var salt = 0
 }
