@@ -92,6 +92,53 @@ struct FileTailCheckpointStoreTests {
         }
     }
 
+    @Test func aTruncatedFilesNewContentIsSavedAndKnowsTheFileByItsNewFirstBytes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        store.register(identityA, path: "/p", offset: 0)
+        store.acknowledge(identityA, through: 300)
+        store.truncated(identityA)
+        try store.save()
+        // Truncated, nothing of the new content read yet: saved as such ("="), any first
+        // bytes of the same inode are the file's.
+        var reloaded = try TailCheckpointStore(directory: state)
+        #expect(reloaded.checkpoints.first?.content == [])
+        #expect(reloaded.checkpoints.first?.offset == 0)
+        let rewritten = FileIdentity(device: 7, inode: 100, fingerprint: Array("2026-11-24 the new first line\n".utf8))
+        #expect(!identityA.isSameFile(as: rewritten))
+        #expect(reloaded.checkpoints.first?.describes(rewritten) == true)
+
+        store.contentGrew(identityA, to: Array("2026-11-24 the new".utf8))
+        store.contentGrew(identityA, to: Array("2026-11".utf8))  // never shrinks
+        try store.save()
+        reloaded = try TailCheckpointStore(directory: state)
+        let record = try #require(reloaded.checkpoints.first)
+        #expect(record.content == Array("2026-11-24 the new".utf8))
+        #expect(record.describes(rewritten))
+        #expect(record.describes(identityA), "acknowledgements still name the old identity")
+        #expect(!record.describes(FileIdentity(device: 7, inode: 100, fingerprint: Array("2026-11-25 yet another".utf8))))
+        #expect(!record.describes(FileIdentity(device: 7, inode: 999, fingerprint: rewritten.fingerprint)))
+
+        // Found again by a tail: the record is the file's under its identity taken now.
+        reloaded.rekey(identityA, to: rewritten)
+        reloaded.acknowledge(rewritten, through: 40)
+        #expect(reloaded.checkpoints == [TailCheckpoint(identity: rewritten, path: "/p", offset: 40, finalOffset: nil)])
+    }
+
+    @Test func aStateFileOfTheFirstVersionIsReadWithoutContents() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        #expect(mkdir(state, 0o700) == 0)
+        writeFile(state + "/tail-checkpoints", TailCheckpointStore.headerWithoutContent + "\n7 100 1234 - 6162 2f70\n")
+        let store = try TailCheckpointStore(directory: state)
+        #expect(store.checkpoints == [
+            TailCheckpoint(identity: FileIdentity(device: 7, inode: 100, fingerprint: Array("ab".utf8)), path: "/p", offset: 1234, finalOffset: nil),
+        ])
+    }
+
     @Test func aStateDirectoryThatCannotBeMadeIsAUVError() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

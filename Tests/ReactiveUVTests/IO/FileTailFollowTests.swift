@@ -362,6 +362,55 @@ final class FileTailResumeTests: XCTestCase {
                       "\(second.notices)")
     }
 
+    /// A file truncated in place (copytruncate) and written again while followed, its new
+    /// lines acknowledged: a tail started again knows the file by its new first bytes and
+    /// resumes it where it was acknowledged (it read the new content again from 0, as a
+    /// file it had never seen, and said the old record's file was gone).
+    func testResumingAFileTruncatedWhileFollowedGoesOnFromItsNewContentsPosition() throws {
+        let path = directory.file("cut.log")
+        let state = directory.file("state")
+        writeFile(path, (0..<10).map { "a\($0)\n" }.joined())
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        let firstSubscription = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
+            first.notices.append($0)
+        }, on: loop).subscribe(next: { first.record($0) }, error: { first.error = $0 })
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, (0..<10).map { "b\($0)\n" }.joined())
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 20 }, timeout: 60), "\(first.notices)")
+        let last = try XCTUnwrap(first.chunks.last)
+        store.acknowledge(last.identity, through: last.endOffset)
+        try store.save()
+        firstSubscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertTrue(first.notices.contains { if case .truncated = $0 { return true } else { return false } }, "\(first.notices)")
+
+        append(path, "b10\n")
+        let again = try EventLoop()
+        let second = FileTailFollowTests.FollowRecorder()
+        let resumedStore = try TailCheckpointStore(directory: state)
+        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, options: FileTailFollowTests.quickOptions, notices: {
+            second.notices.append($0)
+        }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 1 || second.error != nil }, timeout: 60))
+        _ = again.run(until: { false }, timeout: 0.3)
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        let text = second.chunks.map { String(decoding: $0.bytes, as: UTF8.self) }.joined()
+        XCTAssertEqual(text, "b10\n", "only the line after the acknowledged position; notices: \(second.notices)")
+        // The record is the file's now under its new identity, and nothing was said lost.
+        let resumedIdentity = try XCTUnwrap(second.chunks.first?.identity)
+        XCTAssertEqual(Array(resumedIdentity.fingerprint.prefix(3)), Array("b0\n".utf8))
+        XCTAssertEqual(second.notices, [.resumed(path: path, identity: resumedIdentity, offset: last.endOffset)])
+        try resumedStore.save()
+        let records = try TailCheckpointStore(directory: state).checkpoints
+        XCTAssertEqual(records.map(\.identity), [resumedIdentity])
+        XCTAssertEqual(records.first?.content, nil)
+    }
+
     /// A file the store remembers is gone when the tail starts again: its unacknowledged
     /// rest is reported lost from the acknowledged offset on.
     func testAFileDeletedWhileStoppedIsReportedLost() throws {

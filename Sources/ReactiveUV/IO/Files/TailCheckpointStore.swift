@@ -22,6 +22,21 @@ public struct TailCheckpoint: Sendable, Equatable {
     /// or `nil` while it may still grow. Once the acknowledged offset reaches it, the
     /// record is dropped: nothing of that file is left to deliver.
     public let finalOffset: Int64?
+    /// The first bytes (at most ``FileIdentity/fingerprintLength``) of what the file has
+    /// held since a truncation seen while it was followed, or `nil` if none was: its
+    /// fingerprint names the content before, which the file no longer starts with, so a
+    /// tail started again knows the file by these (``describes(_:)``).
+    var content: [UInt8]? = nil
+
+    /// Whether `file` (an identity just taken of a file found on disk) is the file of this
+    /// record: the same file grown (``FileIdentity/isSameFile(as:)``), or, after a
+    /// truncation, the same device and inode whose first bytes agree with ``content``.
+    func describes(_ file: FileIdentity) -> Bool {
+        if identity.isSameFile(as: file) { return true }
+        guard let content, identity.device == file.device, identity.inode == file.inode else { return false }
+        let n = min(content.count, file.fingerprint.count)
+        return content.prefix(n) == file.fingerprint.prefix(n)
+    }
 }
 
 /// Durable tail positions in a state directory: what ``File/follow(_:from:checkpoints:options:notices:on:)``
@@ -65,6 +80,8 @@ public final class TailCheckpointStore: @unchecked Sendable {
         var offset: Int64
         var finalOffset: Int64?
         var order: UInt64
+        /// See ``TailCheckpoint/content``.
+        var content: [UInt8]? = nil
     }
 
     // Thread-safety: `lock` guards `records`, `nextOrder` and `dirty`.
@@ -183,14 +200,37 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
     }
 
-    /// The file was truncated: its position starts again at 0.
+    /// The file was truncated: its position starts again at 0, and its content is known
+    /// by its first bytes from now on (none read yet), not by its fingerprint.
     func truncated(_ identity: FileIdentity) {
         lock.withLock {
             if let i = index(of: identity) {
                 records[i].offset = 0
                 records[i].finalOffset = nil
+                records[i].content = []
                 dirty = true
             }
+        }
+    }
+
+    /// The first bytes of a truncated file's new content, as far as read (they only grow).
+    func contentGrew(_ identity: FileIdentity, to head: [UInt8]) {
+        lock.withLock {
+            guard let i = index(of: identity), let content = records[i].content, head.count > content.count else { return }
+            records[i].content = Array(head.prefix(FileIdentity.fingerprintLength))
+            dirty = true
+        }
+    }
+
+    /// A tail started again found the file of a record made before a truncation by its new
+    /// content (``TailCheckpoint/describes(_:)``): from now on the record is that file's
+    /// under the identity just taken of it, which its new chunks carry.
+    func rekey(_ old: FileIdentity, to new: FileIdentity) {
+        lock.withLock {
+            guard let i = index(of: old) else { return }
+            records[i].identity = new
+            records[i].content = nil
+            dirty = true
         }
     }
 
@@ -211,7 +251,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
     // MARK: - Internals (under the lock unless said otherwise)
 
     private static func checkpoint(_ r: Record) -> TailCheckpoint {
-        TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset)
+        TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset, content: r.content)
     }
 
     private func index(of identity: FileIdentity) -> Int? {
@@ -225,10 +265,14 @@ public final class TailCheckpointStore: @unchecked Sendable {
         records.append(record)
     }
 
-    static let header = "ruv-tail-checkpoints 1"
+    static let header = "ruv-tail-checkpoints 2"
+    /// The first version's header: records without the content field (read as `nil`).
+    static let headerWithoutContent = "ruv-tail-checkpoints 1"
 
-    /// One line per record: `device inode offset final fingerprint-hex path-hex`
-    /// (`final` is `-` while unknown; an empty fingerprint or path is `-`).
+    /// One line per record: `device inode offset final fingerprint-hex path-hex content`
+    /// (`final` is `-` while unknown; an empty fingerprint or path is `-`; `content` is `-`
+    /// when the file was not truncated while followed, `=` when it was and nothing of its
+    /// new content has been read, else the hex of its first bytes).
     private func serialize() -> String {
         var text = TailCheckpointStore.header + "\n"
         for r in records {
@@ -236,6 +280,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 String(r.identity.device), String(r.identity.inode), String(r.offset),
                 r.finalOffset.map(String.init) ?? "-",
                 hex(r.identity.fingerprint), hex(Array(r.path.utf8)),
+                r.content.map { $0.isEmpty ? "=" : hex($0) } ?? "-",
             ]
             text += fields.joined(separator: " ") + "\n"
         }
@@ -263,21 +308,29 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return }
-        guard first == TailCheckpointStore.header else {
+        let fieldCount = first == TailCheckpointStore.header ? 7 : 6
+        guard first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutContent else {
             throw SignalError.invalidArgument("\(file): not a tail checkpoint file (first line '\(first)')")
         }
         for (number, line) in lines.enumerated().dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count == 6,
+            guard fields.count == fieldCount,
                 let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let offset = Int64(fields[2]),
                 let fingerprint = unhex(fields[4]), let path = unhex(fields[5])
             else {
                 throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
             }
             let final: Int64? = fields[3] == "-" ? nil : Int64(fields[3])
+            var content: [UInt8]?
+            if fieldCount == 7 && fields[6] != "-" {
+                guard let bytes = fields[6] == "=" ? [] : unhex(fields[6]) else {
+                    throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
+                }
+                content = bytes
+            }
             appendRecord(Record(
                 identity: FileIdentity(device: device, inode: inode, fingerprint: fingerprint),
-                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0))
+                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0, content: content))
         }
     }
 

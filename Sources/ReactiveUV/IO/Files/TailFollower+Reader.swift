@@ -44,6 +44,9 @@ final class TailFileReader {
     /// The file's first bytes as last seen (grows up to the fingerprint length while the
     /// file is young); compared at each end of file to notice a rewrite.
     private(set) var head: [UInt8]
+    /// Truncated while read: the store knows the file by its new first bytes (``head``),
+    /// which it is told as they grow, since the identity's fingerprint is the old content's.
+    private var tracksContent = false
     /// The next read's position.
     private(set) var offset: Int64
     /// The offset of the partial line carried (``offset`` minus its length): where the
@@ -370,6 +373,7 @@ final class TailFileReader {
         if n < 0 { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
+        if tracksContent && now.count > head.count { follower.store?.contentGrew(identity, to: now) }
         head = now
         return false
     }
@@ -386,6 +390,7 @@ final class TailFileReader {
         }
         follower.rememberHead(head)
         follower.store?.truncated(identity)
+        tracksContent = true
         offset = 0
         lineStart = 0
         lastKnownSize = size

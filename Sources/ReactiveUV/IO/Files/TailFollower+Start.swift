@@ -82,7 +82,10 @@ extension TailFollower {
         var siblings: [(name: String, device: UInt64, inode: UInt64)]?
         for record in remembered {
             if let finalOffset = record.finalOffset, record.offset >= finalOffset { continue }
-            if let current, record.identity.isSameFile(as: current.identity) {
+            if let current, record.describes(current.identity) {
+                // Truncated while followed, and found by its new content: the record is
+                // this file's under the identity taken now (its chunks carry it).
+                if !record.identity.isSameFile(as: current.identity) { store?.rekey(record.identity, to: current.identity) }
                 if record.offset > current.size {
                     plan.notices.append(.lost(
                         path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
@@ -101,7 +104,7 @@ extension TailFollower {
                 let siblingFD = open(entry.name, O_RDONLY | O_CLOEXEC)
                 if siblingFD < 0 { continue }
                 guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: siblingFD),
-                    !isDir, identity.isSameFile(as: record.identity)
+                    !isDir, record.describes(identity)
                 else {
                     _ = close(siblingFD)
                     continue
@@ -113,10 +116,17 @@ extension TailFollower {
                         reason: .truncatedWhileStopped))
                     offset = 0
                 }
-                // Keep the identity the store knows (and chunks were acknowledged under).
+                // Keep the identity the store knows (and chunks were acknowledged under),
+                // unless the file is known by its content since a truncation: then the
+                // record becomes this file's under the identity taken now.
+                var resumed = record.identity
+                if !record.identity.isSameFile(as: identity) {
+                    store?.rekey(record.identity, to: identity)
+                    resumed = identity
+                }
                 found = TailPlan.Opened(
-                    fd: siblingFD, identity: record.identity, path: path, offset: offset, size: size, isCurrent: false)
-                plan.notices.append(.resumed(path: entry.name, identity: record.identity, offset: offset))
+                    fd: siblingFD, identity: resumed, path: path, offset: offset, size: size, isCurrent: false)
+                plan.notices.append(.resumed(path: entry.name, identity: resumed, offset: offset))
                 break
             }
             if let found {
