@@ -15,16 +15,14 @@ extension NatsExactlyOnceTests {
         EventLoop.main.run(until: { (self.counter?.others.filter { $0 == Self.header }.count ?? 0) >= count }, timeout: 60)
     }
 
-    /// Waits for END and `total` numbered lines, then checks each number once and the
-    /// header lines.
-    func assertEveryLineOnce(_ total: Int, headers: Int, file: StaticString = #filePath, line: UInt = #line) {
-        guard let counter else { return XCTFail("no counter", file: file, line: line) }
-        let complete = counter.waitForAll(total)
-        let (duplicated, missing) = counter.check(total)
-        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); edge: \(processes.last?.errors.suffix(1500) ?? "")", file: file, line: line)
-        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))", file: file, line: line)
-        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))", file: file, line: line)
-        XCTAssertEqual(counter.others, Array(repeating: Self.header, count: headers), file: file, line: line)
+    /// A server, an empty `app.csv`, an edge shipping it and a counter of the stream.
+    func startEdgeOnAnEmptyFile() throws -> (log: String, edge: LogcastProcess) {
+        let servers = try startServers(1)
+        let log = directory + "/app.csv"
+        appendText(log, "")
+        let edge = try startEdge([log], urls: servers.urls)
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        return (log, edge)
     }
 
     /// The new content's first message is the header alone, a prefix of the old content's
@@ -32,11 +30,7 @@ extension NatsExactlyOnceTests {
     /// the file does not hold the stored copy's bytes. Taken for a resend, the edge went on
     /// after the stored copy's end and dropped every new row below it.
     func testAFileWrittenAgainFromTheSameHeaderLosesNoRowBehindTheOldCopy() throws {
-        let servers = try startServers(1)
-        let log = directory + "/app.csv"
-        appendText(log, "")
-        let edge = try startEdge([log], urls: servers.urls)
-        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        let (log, edge) = try startEdgeOnAnEmptyFile()
         // 200 rows (17 kB) go out as two messages, the first [0, ~16 kB).
         appendText(log, Self.header + "\n" + (0..<200).map(NumberedLineWriter.line).joined())
         XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 200 }, timeout: 60))
@@ -47,18 +41,14 @@ extension NatsExactlyOnceTests {
         // The new rows take byte ranges inside the old first message's.
         appendText(log, (200..<300).map(NumberedLineWriter.line).joined() + "END\n")
         XCTAssertEqual(inodeNumber(log), inode)
-        assertEveryLineOnce(300, headers: 2)
+        assertExactlyOnce(300, others: Array(repeating: Self.header, count: 2))
     }
 
     /// Three contents with the same first line: the third one's message finds the plain id
     /// taken (by the first content) and the salted one taken too (by the second): it tries
     /// the next salt instead of sending under the same salted id forever.
     func testAFileTruncatedTwiceWithTheSameFirstLineShipsEveryContent() throws {
-        let servers = try startServers(1)
-        let log = directory + "/app.csv"
-        appendText(log, "")
-        let edge = try startEdge([log], urls: servers.urls)
-        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        let (log, edge) = try startEdgeOnAnEmptyFile()
         for generation in 0..<3 {
             if generation > 0 { XCTAssertEqual(truncate(log, 0), 0) }
             let rows = (generation * 100..<(generation + 1) * 100).map(NumberedLineWriter.line).joined()
@@ -68,7 +58,7 @@ extension NatsExactlyOnceTests {
                               "content \(generation) is shipped (\(self.counter?.counts.count ?? 0)); edge: \(edge.errors.suffix(1500))")
             }
         }
-        assertEveryLineOnce(300, headers: 3)
+        assertExactlyOnce(300, others: Array(repeating: Self.header, count: 3))
         XCTAssertTrue(edge.errors.contains("salt 2"), "the third content's first message went out under the second salt: \(edge.errors.suffix(1500))")
     }
 }
