@@ -30,11 +30,13 @@ import ReactiveUVNATS
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
 ///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
 ///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
-/// - A content written again with the *same* first line (a header) gets the old ids. The
-///   stored copy then tells: bytes other than the batch's, or (for a copy longer than the
-///   batch) other than the file's at the copy's range, mean another content, and the batch
-///   goes out under the next salted id (`idTaken`); only bytes the file still holds are a
-///   resend.
+/// - A content written again with the *same* first line (a header) gets another tag from
+///   the store's count of the file's truncations (saved with the positions, so the same
+///   after a crash). Where an id still holds other bytes (a reused inode; a state directory
+///   lost), the stored copy tells: bytes other than the batch's, or (for a copy longer than
+///   the batch) other than the file's at the copy's range, mean another content, and the
+///   batch goes out under the next salted id (`idTaken`); only bytes the file still holds
+///   are a resend.
 /// - While the servers are away, at most `max(4 × --batch-bytes, 2 MiB)` per file waits in memory:
 ///   then the follower is stopped and later resumed from the acknowledged positions. The
 ///   file itself is the buffer.
@@ -127,6 +129,10 @@ final class NatsEdge {
             for file in files.values where file.identity.device == identity.device && file.identity.inode == identity.inode {
                 file.truncated()
             }
+            // The store counted the truncation (before telling us): on disk before any id
+            // carries the new count, or a crash now would give the new content other ids
+            // after the restart (the count saved before it) than the ones it went out under.
+            save()
         default:
             break
         }
@@ -142,10 +148,15 @@ final class NatsEdge {
             return made
         }()
         if file.tag == nil {
-            file.tag = EdgeFile.contentTag(of: chunk) ?? EdgeFile.readContentTag(chunk.path, chunk.identity) ?? {
+            let tag = EdgeFile.contentTag(of: chunk) ?? EdgeFile.readContentTag(chunk.path, chunk.identity) ?? {
                 logger.notice("nats: \(chunk.path): its first line is unknown; its message ids carry no content tag")
                 return "-"
             }()
+            // The same first line written again after a truncation: the store's count of
+            // truncations (saved with the position, so the same after a crash) tells the
+            // contents apart, even byte for byte the same ones.
+            let truncations = store.truncations(for: chunk.identity)
+            file.tag = truncations > 0 ? "\(tag).\(truncations)" : tag
         }
         guard let taken = file.take(chunk, batchBytes: batchBytes) else { return }
         local?(chunk.path, taken)

@@ -124,7 +124,33 @@ struct FileTailCheckpointStoreTests {
         // Found again by a tail: the record is the file's under its identity taken now.
         reloaded.rekey(identityA, to: rewritten)
         reloaded.acknowledge(rewritten, through: 40)
-        #expect(reloaded.checkpoints == [TailCheckpoint(identity: rewritten, path: "/p", offset: 40, finalOffset: nil)])
+        #expect(reloaded.checkpoints == [TailCheckpoint(identity: rewritten, path: "/p", offset: 40, finalOffset: nil, truncations: 1)])
+    }
+
+    @Test func truncationsAreCountedSavedAndCountedOnByAFileTakingAForgottenRecordsInode() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        store.register(identityA, path: "/p", offset: 0)
+        #expect(store.truncations(for: identityA) == 0)
+        store.truncated(identityA)
+        store.acknowledge(identityA, through: 10)
+        store.truncatedWhileStopped(identityA)
+        #expect(store.truncations(for: identityA) == 2)
+        #expect(store.offset(for: identityA) == 0)
+        try store.save()
+        let reloaded = try TailCheckpointStore(directory: state)
+        #expect(reloaded.truncations(for: identityA) == 2)
+        // Rewritten with other first bytes while no tail ran: the record is forgotten and
+        // the file under its new identity counts on.
+        reloaded.forget(identityA)
+        let rewritten = FileIdentity(device: 7, inode: 100, fingerprint: Array("something else".utf8))
+        reloaded.register(rewritten, path: "/p", offset: 0)
+        #expect(reloaded.truncations(for: rewritten) == 3)
+        reloaded.register(identityB, path: "/p", offset: 0)
+        #expect(reloaded.truncations(for: identityB) == 0)
+        #expect(reloaded.truncations(for: FileIdentity(device: 1, inode: 1, fingerprint: [])) == 0)
     }
 
     @Test func aStateFileOfTheFirstVersionIsReadWithoutContents() throws {

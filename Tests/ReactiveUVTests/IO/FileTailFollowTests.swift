@@ -405,6 +405,7 @@ final class FileTailResumeTests: XCTestCase {
         let resumedIdentity = try XCTUnwrap(second.chunks.first?.identity)
         XCTAssertEqual(Array(resumedIdentity.fingerprint.prefix(3)), Array("b0\n".utf8))
         XCTAssertEqual(second.notices, [.resumed(path: path, identity: resumedIdentity, offset: last.endOffset)])
+        XCTAssertEqual(resumedStore.truncations(for: resumedIdentity), 1)
         try resumedStore.save()
         let records = try TailCheckpointStore(directory: state).checkpoints
         XCTAssertEqual(records.map(\.identity), [resumedIdentity])

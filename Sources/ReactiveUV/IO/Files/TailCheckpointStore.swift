@@ -27,6 +27,9 @@ public struct TailCheckpoint: Sendable, Equatable {
     /// fingerprint names the content before, which the file no longer starts with, so a
     /// tail started again knows the file by these (``describes(_:)``).
     var content: [UInt8]? = nil
+    /// How many truncations of the file the store has seen (see
+    /// ``TailCheckpointStore/truncations(for:)``).
+    var truncations = 0
 
     /// Whether `file` (an identity just taken of a file found on disk) is the file of this
     /// record: the same file grown (``FileIdentity/isSameFile(as:)``), or, after a
@@ -82,11 +85,17 @@ public final class TailCheckpointStore: @unchecked Sendable {
         var order: UInt64
         /// See ``TailCheckpoint/content``.
         var content: [UInt8]? = nil
+        /// See ``TailCheckpointStore/truncations(for:)``.
+        var truncations = 0
     }
 
     // Thread-safety: `lock` guards `records`, `nextOrder` and `dirty`.
     private let lock = UnsafeLock()
     private var records: [Record] = []
+    /// The truncation counts of records forgotten since the store was opened, by device
+    /// and inode: a file that takes such a record's place (the same inode with content the
+    /// record no longer describes, found when a tail starts) counts on from there.
+    private var forgottenTruncations: [FileInodeKey: Int] = [:]
     private var nextOrder: UInt64 = 0
     private var dirty = false
 
@@ -121,6 +130,26 @@ public final class TailCheckpointStore: @unchecked Sendable {
         lock.withLock { index(of: identity).map { records[$0].offset } }
     }
 
+    /// How many times the file was found truncated — by a tail that was reading it, or by
+    /// one started after it was cut while none was — since the store first recorded it, 0
+    /// for an unknown file. A file that took the place of a forgotten record of the same
+    /// inode (truncated and written again while no tail ran, with other first bytes) counts
+    /// on from that record's count.
+    ///
+    /// The count changes with a truncation together with the file's position (both saved
+    /// by the same ``save()``), so a consumer may name the file's content by it: the same
+    /// bytes written again after a truncation get another count, and a consumer restarted
+    /// after a crash gets the same count for the content it was reading — if it saved the
+    /// store before handing on anything named by a new count: the count has changed when
+    /// the tail's ``TailNotice/truncated(path:identity:at:)`` notice arrives, and after a
+    /// tail started (a truncation found then is saved by the first ``save()``).
+    ///
+    /// - Parameter identity: the file (``TailChunk/identity``).
+    /// - Returns: the count.
+    public func truncations(for identity: FileIdentity) -> Int {
+        lock.withLock { index(of: identity).map { records[$0].truncations } ?? 0 }
+    }
+
     /// Records that the consumer is done with `identity`'s bytes before `offset` (pass a
     /// chunk's ``TailChunk/endOffset``). Takes effect on disk at the next ``save()``.
     ///
@@ -150,6 +179,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
     public func forget(_ identity: FileIdentity) {
         lock.withLock {
             if let i = index(of: identity) {
+                forgottenTruncations[FileInodeKey(records[i].identity)] = records[i].truncations
                 records.remove(at: i)
                 dirty = true
             }
@@ -195,7 +225,8 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 }
                 return
             }
-            appendRecord(Record(identity: identity, path: path, offset: offset, finalOffset: nil, order: 0))
+            let truncations = forgottenTruncations.removeValue(forKey: FileInodeKey(identity)).map { $0 + 1 } ?? 0
+            appendRecord(Record(identity: identity, path: path, offset: offset, finalOffset: nil, order: 0, truncations: truncations))
             dirty = true
         }
     }
@@ -208,6 +239,20 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 records[i].offset = 0
                 records[i].finalOffset = nil
                 records[i].content = []
+                records[i].truncations += 1
+                dirty = true
+            }
+        }
+    }
+
+    /// A tail starting found the file shorter than its position: it was truncated while no
+    /// tail ran, and is read from 0 (its fingerprint still describes it).
+    func truncatedWhileStopped(_ identity: FileIdentity) {
+        lock.withLock {
+            if let i = index(of: identity) {
+                records[i].offset = 0
+                records[i].finalOffset = nil
+                records[i].truncations += 1
                 dirty = true
             }
         }
@@ -251,7 +296,8 @@ public final class TailCheckpointStore: @unchecked Sendable {
     // MARK: - Internals (under the lock unless said otherwise)
 
     private static func checkpoint(_ r: Record) -> TailCheckpoint {
-        TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset, content: r.content)
+        TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset, content: r.content,
+                       truncations: r.truncations)
     }
 
     private func index(of identity: FileIdentity) -> Int? {
@@ -266,13 +312,14 @@ public final class TailCheckpointStore: @unchecked Sendable {
     }
 
     static let header = "ruv-tail-checkpoints 2"
-    /// The first version's header: records without the content field (read as `nil`).
+    /// The first version's header: records without the content and truncation fields
+    /// (read as `nil` and 0).
     static let headerWithoutContent = "ruv-tail-checkpoints 1"
 
-    /// One line per record: `device inode offset final fingerprint-hex path-hex content`
-    /// (`final` is `-` while unknown; an empty fingerprint or path is `-`; `content` is `-`
-    /// when the file was not truncated while followed, `=` when it was and nothing of its
-    /// new content has been read, else the hex of its first bytes).
+    /// One line per record: `device inode offset final fingerprint-hex path-hex content
+    /// truncations` (`final` is `-` while unknown; an empty fingerprint or path is `-`;
+    /// `content` is `-` when the file was not truncated while followed, `=` when it was and
+    /// nothing of its new content has been read, else the hex of its first bytes).
     private func serialize() -> String {
         var text = TailCheckpointStore.header + "\n"
         for r in records {
@@ -280,7 +327,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 String(r.identity.device), String(r.identity.inode), String(r.offset),
                 r.finalOffset.map(String.init) ?? "-",
                 hex(r.identity.fingerprint), hex(Array(r.path.utf8)),
-                r.content.map { $0.isEmpty ? "=" : hex($0) } ?? "-",
+                r.content.map { $0.isEmpty ? "=" : hex($0) } ?? "-", String(r.truncations),
             ]
             text += fields.joined(separator: " ") + "\n"
         }
@@ -308,7 +355,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return }
-        let fieldCount = first == TailCheckpointStore.header ? 7 : 6
+        let fieldCount = first == TailCheckpointStore.header ? 8 : 6
         guard first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutContent else {
             throw SignalError.invalidArgument("\(file): not a tail checkpoint file (first line '\(first)')")
         }
@@ -322,15 +369,19 @@ public final class TailCheckpointStore: @unchecked Sendable {
             }
             let final: Int64? = fields[3] == "-" ? nil : Int64(fields[3])
             var content: [UInt8]?
-            if fieldCount == 7 && fields[6] != "-" {
-                guard let bytes = fields[6] == "=" ? [] : unhex(fields[6]) else {
+            var truncations = 0
+            if fieldCount == 8 {
+                guard let count = Int(fields[7]), count >= 0,
+                      let bytes = fields[6] == "-" ? [] : fields[6] == "=" ? [] : unhex(fields[6]) else {
                     throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
                 }
-                content = bytes
+                if fields[6] != "-" { content = bytes }
+                truncations = count
             }
             appendRecord(Record(
                 identity: FileIdentity(device: device, inode: inode, fingerprint: fingerprint),
-                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0, content: content))
+                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0, content: content,
+                truncations: truncations))
         }
     }
 
@@ -402,4 +453,15 @@ private func unhex(_ text: Substring) -> [UInt8]? {
         i += 2
     }
     return out
+}
+
+/// A file's device and inode, without its fingerprint.
+private struct FileInodeKey: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ identity: FileIdentity) {
+        device = identity.device
+        inode = identity.inode
+    }
 }

@@ -381,6 +381,10 @@ final class TailFileReader {
     /// Starts again at 0 after a truncation, reporting what was not read.
     private func truncated(size: Int64) {
         let lostUpTo = max(offset, lastKnownSize)
+        // The store first: a consumer told of the truncation may save it at once (logcast's
+        // edge names the new content by the store's count of truncations).
+        follower.store?.truncated(identity)
+        tracksContent = true
         follower.notify(.truncated(path: path, identity: identity, at: offset))
         // copytruncate made a copy first: what we had not read yet is read from there.
         let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart) ?? lineStart
@@ -389,8 +393,6 @@ final class TailFileReader {
                 path: path, identity: identity, range: TailByteRange(recoveredUpTo, lostUpTo), reason: .truncatedBeforeRead))
         }
         follower.rememberHead(head)
-        follower.store?.truncated(identity)
-        tracksContent = true
         offset = 0
         lineStart = 0
         lastKnownSize = size
