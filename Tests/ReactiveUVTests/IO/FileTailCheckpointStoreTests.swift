@@ -136,7 +136,7 @@ struct FileTailCheckpointStoreTests {
         #expect(store.truncations(for: identityA) == 0)
         store.truncated(identityA)
         store.acknowledge(identityA, through: 10)
-        store.truncatedWhileStopped(identityA)
+        store.truncated(identityA, whileFollowed: false)
         #expect(store.truncations(for: identityA) == 2)
         #expect(store.offset(for: identityA) == 0)
         try store.save()

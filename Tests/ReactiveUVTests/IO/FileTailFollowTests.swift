@@ -362,6 +362,41 @@ final class FileTailResumeTests: XCTestCase {
                       "\(second.notices)")
     }
 
+    /// A file cut below its acknowledged position while no tail ran: reported lost from
+    /// its new end to that position, read again from its start, and the truncation counted.
+    func testAFileCutBelowItsPositionWhileStoppedIsReadFromItsStartAndCounted() throws {
+        let path = directory.file("cut.log")
+        let state = directory.file("state")
+        writeFile(path, (0..<10).map { "\($0)\n" }.joined())
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        let firstSubscription = File.follow(path, from: .beginning, checkpoints: store, on: loop)
+            .subscribe(next: { first.record($0) })
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 }, timeout: 60))
+        store.acknowledge(first.chunks[0].identity, through: 12)  // "0\n".."5\n"
+        try store.save()
+        firstSubscription.dispose()
+        assertLoopCleanAndClose(loop)
+
+        XCTAssertEqual(truncate(path, 4), 0)  // "0\n1\n" left
+        let again = try EventLoop()
+        let resumedStore = try TailCheckpointStore(directory: state)
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, notices: {
+            second.notices.append($0)
+        }, on: again).subscribe(next: { second.record($0) })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 2 }, timeout: 60))
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertEqual(second.numberedLines.map(\.number), [0, 1])
+        XCTAssertTrue(second.notices.contains {
+            if case .lost(path, _, TailByteRange(4, 12), .truncatedWhileStopped) = $0 { return true } else { return false }
+        }, "\(second.notices)")
+        XCTAssertEqual(resumedStore.truncations(for: second.chunks[0].identity), 1)
+        XCTAssertEqual(resumedStore.offset(for: second.chunks[0].identity), 0)
+    }
+
     /// A file truncated in place (copytruncate) and written again while followed, its new
     /// lines acknowledged: a tail started again knows the file by its new first bytes and
     /// resumes it where it was acknowledged (it read the new content again from 0, as a

@@ -231,27 +231,16 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
     }
 
-    /// The file was truncated: its position starts again at 0, and its content is known
-    /// by its first bytes from now on (none read yet), not by its fingerprint.
-    func truncated(_ identity: FileIdentity) {
+    /// The file was truncated: its position starts again at 0 and the truncation is
+    /// counted. Seen by a tail reading it (`whileFollowed`), the file is known by its new
+    /// first bytes from now on (none read yet), not by its fingerprint; found shorter than
+    /// its position when a tail starts, its fingerprint still describes it.
+    func truncated(_ identity: FileIdentity, whileFollowed: Bool = true) {
         lock.withLock {
             if let i = index(of: identity) {
                 records[i].offset = 0
                 records[i].finalOffset = nil
-                records[i].content = []
-                records[i].truncations += 1
-                dirty = true
-            }
-        }
-    }
-
-    /// A tail starting found the file shorter than its position: it was truncated while no
-    /// tail ran, and is read from 0 (its fingerprint still describes it).
-    func truncatedWhileStopped(_ identity: FileIdentity) {
-        lock.withLock {
-            if let i = index(of: identity) {
-                records[i].offset = 0
-                records[i].finalOffset = nil
+                if whileFollowed { records[i].content = [] }
                 records[i].truncations += 1
                 dirty = true
             }

@@ -90,7 +90,7 @@ extension TailFollower {
                     plan.notices.append(.lost(
                         path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
                         reason: .truncatedWhileStopped))
-                    store?.truncatedWhileStopped(current.identity)
+                    store?.truncated(current.identity, whileFollowed: false)
                     currentOffset = 0
                 } else {
                     currentOffset = record.offset
@@ -115,7 +115,7 @@ extension TailFollower {
                     plan.notices.append(.lost(
                         path: entry.name, identity: identity, range: TailByteRange(size, offset),
                         reason: .truncatedWhileStopped))
-                    store?.truncatedWhileStopped(record.identity)
+                    store?.truncated(record.identity, whileFollowed: false)
                     offset = 0
                 }
                 // Keep the identity the store knows (and chunks were acknowledged under),
