@@ -110,8 +110,8 @@ struct FileTailCheckpointStoreTests {
         #expect(!identityA.isSameFile(as: rewritten))
         #expect(reloaded.checkpoints.first?.describes(rewritten) == true)
 
-        store.contentGrew(identityA, to: Array("2026-11-24 the new".utf8))
-        store.contentGrew(identityA, to: Array("2026-11".utf8))  // never shrinks
+        store.headGrew(identityA, to: Array("2026-11-24 the new".utf8))
+        store.headGrew(identityA, to: Array("2026-11".utf8))  // never shrinks
         try store.save()
         reloaded = try TailCheckpointStore(directory: state)
         let record = try #require(reloaded.checkpoints.first)
@@ -125,6 +125,40 @@ struct FileTailCheckpointStoreTests {
         reloaded.rekey(identityA, to: rewritten)
         reloaded.acknowledge(rewritten, through: 40)
         #expect(reloaded.checkpoints == [TailCheckpoint(identity: rewritten, path: "/p", offset: 40, finalOffset: nil, truncations: 1)])
+    }
+
+    @Test func aFileFirstSeenShortIsKnownByItsFirstBytesAsTheyGrow() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        let empty = FileIdentity(device: 7, inode: 200, fingerprint: [])
+        store.register(empty, path: "/young", offset: 0)
+        store.acknowledge(empty, through: 12)
+        // An empty fingerprint is the start of anything: before its first bytes are known,
+        // any content of the inode is taken for the file.
+        let other = FileIdentity(device: 7, inode: 200, fingerprint: Array("other content\n".utf8))
+        #expect(store.checkpoints.first?.describes(other) == true)
+
+        store.headGrew(empty, to: Array("0 a\n1 a\n2 a\n".utf8))
+        store.headGrew(empty, to: Array("0 a\n".utf8))  // never shrinks
+        store.headGrew(empty, to: Array("X a\n1 a\n2 a\n3 a\n".utf8))  // not this file's bytes: a rewrite, not growth
+        try store.save()
+        let reloaded = try TailCheckpointStore(directory: state)
+        let record = try #require(reloaded.checkpoints.first)
+        #expect(record.identity == FileIdentity(device: 7, inode: 200, fingerprint: Array("0 a\n1 a\n2 a\n".utf8)))
+        #expect(!record.describes(other))
+        #expect(record.describes(FileIdentity(device: 7, inode: 200, fingerprint: Array("0 a\n1 a\n2 a\n3 a\n".utf8))))
+        // The follower's chunks still carry the identity taken at the first open.
+        #expect(reloaded.offset(for: empty) == 12)
+        reloaded.acknowledge(empty, through: 16)
+        #expect(reloaded.offset(for: record.identity) == 16)
+        // Past the fingerprint's length only its first bytes are kept.
+        let long = Array(repeating: UInt8(ascii: "z"), count: 100)
+        let fresh = FileIdentity(device: 7, inode: 300, fingerprint: [])
+        reloaded.register(fresh, path: "/long", offset: 0)
+        reloaded.headGrew(fresh, to: long)
+        #expect(reloaded.checkpoints.last?.identity.fingerprint == Array(long.prefix(FileIdentity.fingerprintLength)))
     }
 
     @Test func truncationsAreCountedSavedAndCountedOnByAFileTakingAForgottenRecordsInode() throws {

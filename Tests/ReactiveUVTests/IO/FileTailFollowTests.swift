@@ -447,6 +447,56 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(records.first?.content, nil)
     }
 
+    /// A file that was empty when the tail first opened it (a log made by its writer, or by
+    /// logrotate's `create`, before the first line), then truncated and written again past
+    /// the acknowledged position while no tail ran: a tail started again reads the new
+    /// content from its start. The store used to know such a file by the fingerprint taken
+    /// at that first open, which was empty and so matched whatever the inode held later:
+    /// the tail resumed the new content at the old position (its first lines lost, a
+    /// fragment of a line delivered).
+    func testAFileFirstSeenEmptyAndRewrittenWhileStoppedIsReadFromItsStart() throws {
+        let path = directory.file("young.log")
+        let state = directory.file("state")
+        writeFile(path, "")
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        let firstSubscription = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, on: loop)
+            .subscribe(next: { first.record($0) }, error: { first.error = $0 })
+        append(path, (0..<10).map { "\($0) a\n" }.joined())
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 || first.error != nil }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        let last = try XCTUnwrap(first.chunks.last)
+        XCTAssertEqual(last.endOffset, 40)
+        store.acknowledge(last.identity, through: last.endOffset)
+        try store.save()
+        firstSubscription.dispose()
+        assertLoopCleanAndClose(loop)
+
+        // Cut and written again, longer than the position (40 falls inside line 6).
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, (0..<20).map { "\($0) bbb\n" }.joined())
+        let again = try EventLoop()
+        let resumedStore = try TailCheckpointStore(directory: state)
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, options: FileTailFollowTests.quickOptions, notices: {
+            second.notices.append($0)
+        }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
+        _ = again.run(until: { false }, timeout: 0.2)
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertNil(second.error)
+        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+        // The old content is gone (what it held past the position, if anything, unread),
+        // and the file that took its inode counts as truncated once.
+        XCTAssertTrue(second.notices.contains {
+            if case .lost(path, _, TailByteRange(40, nil), .deletedBeforeRead) = $0 { return true } else { return false }
+        }, "\(second.notices)")
+        let identity = try XCTUnwrap(second.chunks.first?.identity)
+        XCTAssertEqual(resumedStore.truncations(for: identity), 1)
+    }
+
     /// A file the store remembers is gone when the tail starts again: its unacknowledged
     /// rest is reported lost from the acknowledged offset on.
     func testAFileDeletedWhileStoppedIsReportedLost() throws {

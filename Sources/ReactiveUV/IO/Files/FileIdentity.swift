@@ -14,7 +14,9 @@ import Glibc
 /// A file shorter than ``FileIdentity/fingerprintLength`` when first opened has a shorter
 /// fingerprint (an empty one for an empty file); two identities whose device and inode
 /// agree and one of whose fingerprints begins with the other are the same file grown
-/// (``isSameFile(as:)``), which is how ``TailCheckpointStore`` matches them. `==` compares
+/// (``isSameFile(as:)``), which is how ``TailCheckpointStore`` matches them. The store's
+/// record of such a file takes the longer fingerprint as a tail reads the file's first
+/// bytes (an empty fingerprint would match any later content of the inode). `==` compares
 /// all three exactly: the identity a ``TailChunk`` carries stays the same for the whole
 /// life of one follower of the file.
 public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {

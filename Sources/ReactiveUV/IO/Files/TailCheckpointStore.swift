@@ -12,7 +12,8 @@ import Glibc
 /// One remembered position: a file, the path it was followed as, and the offset up to
 /// which its lines were acknowledged.
 public struct TailCheckpoint: Sendable, Equatable {
-    /// The file.
+    /// The file (its fingerprint grown to the first bytes a tail has read, when the file
+    /// was shorter than ``FileIdentity/fingerprintLength`` when first opened).
     public let identity: FileIdentity
     /// The path followed when the file was read (the file may have been renamed since).
     public let path: String
@@ -247,11 +248,25 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
     }
 
-    /// The first bytes of a truncated file's new content, as far as read (they only grow).
-    func contentGrew(_ identity: FileIdentity, to head: [UInt8]) {
+    /// The file's first bytes, as far as a reading tail has seen them (they only grow, up to
+    /// ``FileIdentity/fingerprintLength``): after a truncation seen while followed, those of
+    /// the new content (``TailCheckpoint/content``); otherwise the fingerprint itself grows.
+    /// A file shorter than the fingerprint when first opened — empty, as a log is when its
+    /// writer or logrotate's `create` has just made it — would otherwise keep that short
+    /// fingerprint, which matches whatever the inode holds later (a content written after a
+    /// truncation while no tail ran would be resumed at the old position).
+    func headGrew(_ identity: FileIdentity, to head: [UInt8]) {
+        let head = head.prefix(FileIdentity.fingerprintLength)
         lock.withLock {
-            guard let i = index(of: identity), let content = records[i].content, head.count > content.count else { return }
-            records[i].content = Array(head.prefix(FileIdentity.fingerprintLength))
+            guard let i = index(of: identity) else { return }
+            if let content = records[i].content {
+                guard head.count > content.count else { return }
+                records[i].content = Array(head)
+            } else {
+                let known = records[i].identity
+                guard head.count > known.fingerprint.count, head.starts(with: known.fingerprint) else { return }
+                records[i].identity = FileIdentity(device: known.device, inode: known.inode, fingerprint: Array(head))
+            }
             dirty = true
         }
     }

@@ -42,11 +42,10 @@ final class TailFileReader {
     /// The path the file had when it was opened.
     let path: String
     /// The file's first bytes as last seen (grows up to the fingerprint length while the
-    /// file is young); compared at each end of file to notice a rewrite.
+    /// file is young); compared at each end of file to notice a rewrite. The store is told
+    /// as they grow: it knows the file by them (by its fingerprint, or after a truncation
+    /// by its new content's first bytes).
     private(set) var head: [UInt8]
-    /// Truncated while read: the store knows the file by its new first bytes (``head``),
-    /// which it is told as they grow, since the identity's fingerprint is the old content's.
-    private var tracksContent = false
     /// The next read's position.
     private(set) var offset: Int64
     /// The offset of the partial line carried (``offset`` minus its length): where the
@@ -373,7 +372,7 @@ final class TailFileReader {
         if n < 0 { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
-        if tracksContent && now.count > head.count { follower.store?.contentGrew(identity, to: now) }
+        if now.count > head.count { follower.store?.headGrew(identity, to: now) }
         head = now
         return false
     }
@@ -384,7 +383,6 @@ final class TailFileReader {
         // The store first: a consumer told of the truncation may save it at once (logcast's
         // edge names the new content by the store's count of truncations).
         follower.store?.truncated(identity)
-        tracksContent = true
         follower.notify(.truncated(path: path, identity: identity, at: offset))
         // copytruncate made a copy first: what we had not read yet is read from there.
         let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart) ?? lineStart

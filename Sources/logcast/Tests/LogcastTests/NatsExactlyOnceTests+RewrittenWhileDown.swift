@@ -1,0 +1,33 @@
+import Foundation
+import Glibc
+import ReactiveUV
+import XCTest
+
+/// Files changed while no edge ran: the edge started again must tell the content it left
+/// from the one it finds, by the first bytes of each.
+extension NatsExactlyOnceTests {
+    /// An edge that first saw its log empty (it was started before the writer's first
+    /// line), SIGKILLed once the whole file is stored and its position saved; the file is
+    /// then truncated and written again, longer than before, while no edge runs. The edge
+    /// started again ships the new content from its start. Its store used to know the file
+    /// by the empty fingerprint taken at that first open, which matches any content of the
+    /// inode: it resumed the new content at the old position and the rows below it were
+    /// never shipped.
+    func testAFileFirstSeenEmptyAndRewrittenWhileTheEdgeIsDownIsShippedFromItsStart() throws {
+        let (log, edge) = try startEdgeOnAnEmptyFile()
+        appendText(log, Self.content(0))
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 100 }, timeout: 60),
+                      "the first content is shipped; edge: \(edge.errors.suffix(1500))")
+        // Killed only once its saved position covers the whole file, so that a restart
+        // that trusted the position would skip what lies below it in the new content.
+        XCTAssertTrue(EventLoop.main.run(until: { self.linesCovered(log) >= 101 }, timeout: 60),
+                      "the edge saves its position (\(linesCovered(log)) lines covered)")
+        kill9(edge)
+        XCTAssertEqual(truncate(log, 0), 0)
+        appendText(log, (100..<300).map(NumberedLineWriter.line).joined())
+        let urls = try XCTUnwrap(servers?.urls)
+        _ = try startEdge([log], urls: urls)
+        appendText(log, "END\n")
+        assertExactlyOnce(300, others: [Self.header])
+    }
+}
