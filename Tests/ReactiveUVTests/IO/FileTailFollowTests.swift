@@ -497,6 +497,51 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(resumedStore.truncations(for: identity), 1)
     }
 
+    /// The same file, its position acknowledged and saved from inside the delivery of its
+    /// first lines (as `ruv-tail --state` and logcast's edge may) and the process gone right
+    /// after: the saved record already holds those first bytes. The store learned them only
+    /// at the reader's next end-of-file check, after the delivery, so that save still held
+    /// the empty fingerprint and the rewritten file was resumed at the old position.
+    func testAPositionSavedFromInsideTheFirstDeliveryIsSavedWithTheFilesFirstBytes() throws {
+        let path = directory.file("young.log")
+        let state = directory.file("state")
+        writeFile(path, "")
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        let firstSubscription = SerialDisposable()
+        firstSubscription.inner = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, on: loop)
+            .subscribe(next: { chunk in
+                first.record(chunk)
+                store.acknowledge(chunk.identity, through: chunk.endOffset)
+                do { try store.save() } catch { first.error = error }
+                firstSubscription.dispose()  // gone before the reader looks at the file again
+            }, error: { first.error = $0 })
+        append(path, (0..<10).map { "\($0) a\n" }.joined())
+        // (Usually one chunk of all ten lines; a read racing the write may take fewer.)
+        XCTAssertTrue(loop.run(until: { !first.chunks.isEmpty || first.error != nil }, timeout: 60))
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(first.error)
+        let chunk = try XCTUnwrap(first.chunks.first)
+        XCTAssertEqual(first.chunks.count, 1)
+        let saved = try XCTUnwrap(try TailCheckpointStore(directory: state).checkpoints.first)
+        XCTAssertEqual(saved.offset, chunk.endOffset)
+        XCTAssertEqual(saved.identity.fingerprint, chunk.bytes)
+
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, (0..<20).map { "\($0) bbb\n" }.joined())
+        let again = try EventLoop()
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: try TailCheckpointStore(directory: state),
+                                             options: FileTailFollowTests.quickOptions, notices: { second.notices.append($0) }, on: again)
+            .subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
+        _ = again.run(until: { false }, timeout: 0.2)
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+    }
+
     /// A file the store remembers is gone when the tail starts again: its unacknowledged
     /// rest is reported lost from the acknowledged offset on.
     func testAFileDeletedWhileStoppedIsReportedLost() throws {

@@ -274,6 +274,7 @@ final class TailFileReader {
 
     /// Sends whole lines that start at `start`, minus lines still to be skipped.
     private func deliver(_ whole: [UInt8], at start: Int64) {
+        learnHead(whole, at: start)
         var bytes = whole
         var from = start
         if skipLines > 0 {
@@ -290,6 +291,20 @@ final class TailFileReader {
             from += Int64(cut)
         }
         follower.deliver(TailChunk(identity: identity, path: path, offset: from, endOffset: from + Int64(bytes.count), bytes: bytes))
+    }
+
+    /// Takes what `bytes` (the file's, read from `start`) add to the known first bytes, and
+    /// tells the store before they go out: a consumer acknowledges only bytes it was sent,
+    /// so a saved position past the first bytes is saved with them (the end-of-file check
+    /// would tell the store too, but maybe after the consumer acknowledged and saved).
+    private func learnHead(_ bytes: [UInt8], at start: Int64) {
+        let known = head.count
+        guard known < FileIdentity.fingerprintLength, start <= Int64(known), start + Int64(bytes.count) > Int64(known) else {
+            return
+        }
+        let upTo = min(bytes.count, FileIdentity.fingerprintLength - Int(start))
+        head += bytes[(known - Int(start))..<upTo]
+        follower.store?.headGrew(identity, to: head)
     }
 
     /// Starts the read after a full one on the spare request, which becomes the step's.
@@ -324,6 +339,7 @@ final class TailFileReader {
             if !partial.isEmpty {
                 let at = lineStart
                 lineStart += Int64(partial.count)
+                learnHead(partial, at: at)
                 follower.deliver(TailChunk(identity: identity, path: path, offset: at, endOffset: lineStart, bytes: partial))
                 if stopping {
                     busy = false
