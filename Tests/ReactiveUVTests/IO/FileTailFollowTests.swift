@@ -542,6 +542,59 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
     }
 
+    /// A file truncated while followed, the position of its new content's first lines
+    /// acknowledged and saved from inside their delivery and the process gone right after,
+    /// then written again with other lines while no tail ran: the saved record holds the
+    /// new content's first bytes, so the tail started again does not take the third
+    /// content for the second (it resumed it at the second's position: the store had
+    /// saved "truncated, nothing of the new content read yet", which matches any bytes).
+    func testAPositionSavedInsideTheFirstDeliveryAfterATruncationIsSavedWithTheNewFirstBytes() throws {
+        let path = directory.file("cut.log")
+        let state = directory.file("state")
+        writeFile(path, (0..<10).map { "\($0) a\n" }.joined())
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let first = FileTailFollowTests.FollowRecorder()
+        let firstSubscription = SerialDisposable()
+        firstSubscription.inner = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
+            first.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            first.record(chunk)
+            guard first.notices.contains(where: { if case .truncated = $0 { return true } else { return false } }) else { return }
+            store.acknowledge(chunk.identity, through: chunk.endOffset)
+            do { try store.save() } catch { first.error = error }
+            firstSubscription.dispose()
+        }, error: { first.error = $0 })
+        XCTAssertTrue(loop.run(until: { first.lineCount >= 10 || first.error != nil }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.2)
+        // Cut and written longer than before while the loop does not look: its first read,
+        // at the old position, finds bytes and the truncation, and the new content is read
+        // from 0 and delivered before any end-of-file check.
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, (0..<10).map { "\($0) bbbb\n" }.joined())
+        XCTAssertTrue(loop.run(until: { first.lineCount > 10 || first.error != nil }, timeout: 60), "\(first.notices)")
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(first.error)
+        let saved = try XCTUnwrap(try TailCheckpointStore(directory: state).checkpoints.first)
+        let chunk = try XCTUnwrap(first.chunks.last)
+        XCTAssertEqual(chunk.offset, 0)
+        XCTAssertEqual(saved.offset, chunk.endOffset)
+        XCTAssertEqual(saved.content, Array(chunk.bytes.prefix(FileIdentity.fingerprintLength)))
+
+        XCTAssertEqual(truncate(path, 0), 0)
+        append(path, (0..<20).map { "\($0) ccc\n" }.joined())
+        let again = try EventLoop()
+        let second = FileTailFollowTests.FollowRecorder()
+        let secondSubscription = File.follow(path, from: .end, checkpoints: try TailCheckpointStore(directory: state),
+                                             options: FileTailFollowTests.quickOptions, notices: { second.notices.append($0) }, on: again)
+            .subscribe(next: { second.record($0) }, error: { second.error = $0 })
+        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
+        _ = again.run(until: { false }, timeout: 0.2)
+        secondSubscription.dispose()
+        assertLoopCleanAndClose(again)
+        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+    }
+
     /// A file the store remembers is gone when the tail starts again: its unacknowledged
     /// rest is reported lost from the acknowledged offset on.
     func testAFileDeletedWhileStoppedIsReportedLost() throws {
