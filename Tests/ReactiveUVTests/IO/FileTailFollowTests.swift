@@ -474,20 +474,7 @@ final class FileTailResumeTests: XCTestCase {
         assertLoopCleanAndClose(loop)
 
         // Cut and written again, longer than the position (40 falls inside line 6).
-        XCTAssertEqual(truncate(path, 0), 0)
-        append(path, (0..<20).map { "\($0) bbb\n" }.joined())
-        let again = try EventLoop()
-        let resumedStore = try TailCheckpointStore(directory: state)
-        let second = FileTailFollowTests.FollowRecorder()
-        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, options: FileTailFollowTests.quickOptions, notices: {
-            second.notices.append($0)
-        }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
-        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
-        _ = again.run(until: { false }, timeout: 0.2)
-        secondSubscription.dispose()
-        assertLoopCleanAndClose(again)
-        XCTAssertNil(second.error)
-        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+        let (second, resumedStore) = try rewriteWhileStoppedAndFollowAgain(path, state: state, text: "bbb")
         // The old content is gone (what it held past the position, if anything, unread),
         // and the file that took its inode counts as truncated once.
         XCTAssertTrue(second.notices.contains {
@@ -508,15 +495,7 @@ final class FileTailResumeTests: XCTestCase {
         writeFile(path, "")
         let loop = try EventLoop()
         let store = try TailCheckpointStore(directory: state)
-        let first = FileTailFollowTests.FollowRecorder()
-        let firstSubscription = SerialDisposable()
-        firstSubscription.inner = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, on: loop)
-            .subscribe(next: { chunk in
-                first.record(chunk)
-                store.acknowledge(chunk.identity, through: chunk.endOffset)
-                do { try store.save() } catch { first.error = error }
-                firstSubscription.dispose()  // gone before the reader looks at the file again
-            }, error: { first.error = $0 })
+        let first = followSavingInsideADelivery(path, store: store, on: loop) { _ in true }
         append(path, (0..<10).map { "\($0) a\n" }.joined())
         // (Usually one chunk of all ten lines; a read racing the write may take fewer.)
         XCTAssertTrue(loop.run(until: { !first.chunks.isEmpty || first.error != nil }, timeout: 60))
@@ -528,18 +507,7 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(saved.offset, chunk.endOffset)
         XCTAssertEqual(saved.identity.fingerprint, chunk.bytes)
 
-        XCTAssertEqual(truncate(path, 0), 0)
-        append(path, (0..<20).map { "\($0) bbb\n" }.joined())
-        let again = try EventLoop()
-        let second = FileTailFollowTests.FollowRecorder()
-        let secondSubscription = File.follow(path, from: .end, checkpoints: try TailCheckpointStore(directory: state),
-                                             options: FileTailFollowTests.quickOptions, notices: { second.notices.append($0) }, on: again)
-            .subscribe(next: { second.record($0) }, error: { second.error = $0 })
-        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
-        _ = again.run(until: { false }, timeout: 0.2)
-        secondSubscription.dispose()
-        assertLoopCleanAndClose(again)
-        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+        _ = try rewriteWhileStoppedAndFollowAgain(path, state: state, text: "bbb")
     }
 
     /// A file truncated while followed, the position of its new content's first lines
@@ -554,17 +522,9 @@ final class FileTailResumeTests: XCTestCase {
         writeFile(path, (0..<10).map { "\($0) a\n" }.joined())
         let loop = try EventLoop()
         let store = try TailCheckpointStore(directory: state)
-        let first = FileTailFollowTests.FollowRecorder()
-        let firstSubscription = SerialDisposable()
-        firstSubscription.inner = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
-            first.notices.append($0)
-        }, on: loop).subscribe(next: { chunk in
-            first.record(chunk)
-            guard first.notices.contains(where: { if case .truncated = $0 { return true } else { return false } }) else { return }
-            store.acknowledge(chunk.identity, through: chunk.endOffset)
-            do { try store.save() } catch { first.error = error }
-            firstSubscription.dispose()
-        }, error: { first.error = $0 })
+        let first = followSavingInsideADelivery(path, store: store, on: loop) { recorder in
+            recorder.notices.contains { if case .truncated = $0 { return true } else { return false } }
+        }
         XCTAssertTrue(loop.run(until: { first.lineCount >= 10 || first.error != nil }, timeout: 60))
         _ = loop.run(until: { false }, timeout: 0.2)
         // Cut and written longer than before while the loop does not look: its first read,
@@ -581,18 +541,51 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(saved.offset, chunk.endOffset)
         XCTAssertEqual(saved.content, Array(chunk.bytes.prefix(FileIdentity.fingerprintLength)))
 
-        XCTAssertEqual(truncate(path, 0), 0)
-        append(path, (0..<20).map { "\($0) ccc\n" }.joined())
-        let again = try EventLoop()
-        let second = FileTailFollowTests.FollowRecorder()
-        let secondSubscription = File.follow(path, from: .end, checkpoints: try TailCheckpointStore(directory: state),
-                                             options: FileTailFollowTests.quickOptions, notices: { second.notices.append($0) }, on: again)
-            .subscribe(next: { second.record($0) }, error: { second.error = $0 })
-        XCTAssertTrue(again.run(until: { second.lineCount >= 20 || second.error != nil }, timeout: 60))
-        _ = again.run(until: { false }, timeout: 0.2)
-        secondSubscription.dispose()
-        assertLoopCleanAndClose(again)
-        XCTAssertEqual(second.numberedLines.map(\.number), Array(0..<20), "notices: \(second.notices)")
+        _ = try rewriteWhileStoppedAndFollowAgain(path, state: state, text: "ccc")
+    }
+
+    /// Follows `path` from its start with `store`; the first delivery after which `saveNow`
+    /// holds acknowledges its chunk, saves the store and disposes the follow from inside the
+    /// delivery (a process gone right after saving).
+    func followSavingInsideADelivery(
+        _ path: String, store: TailCheckpointStore, on loop: EventLoop,
+        when saveNow: @escaping (FileTailFollowTests.FollowRecorder) -> Bool
+    ) -> FileTailFollowTests.FollowRecorder {
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = SerialDisposable()
+        subscription.inner = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            guard saveNow(recorder) else { return }
+            store.acknowledge(chunk.identity, through: chunk.endOffset)
+            do { try store.save() } catch { recorder.error = error }
+            subscription.dispose()  // gone before the reader looks at the file again
+        }, error: { recorder.error = $0 })
+        return recorder
+    }
+
+    /// Cuts `path` to nothing and writes 20 numbered lines (`"<n> <text>"`) while no tail
+    /// runs, then follows it again from the positions saved in `state` and checks that all
+    /// 20 are read, from the start, once.
+    func rewriteWhileStoppedAndFollowAgain(
+        _ path: String, state: String, text: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (FileTailFollowTests.FollowRecorder, TailCheckpointStore) {
+        XCTAssertEqual(truncate(path, 0), 0, file: file, line: line)
+        append(path, (0..<20).map { "\($0) \(text)\n" }.joined())
+        let loop = try EventLoop()
+        let store = try TailCheckpointStore(directory: state)
+        let recorder = FileTailFollowTests.FollowRecorder()
+        let subscription = File.follow(path, from: .end, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { recorder.record($0) }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 20 || recorder.error != nil }, timeout: 60), file: file, line: line)
+        _ = loop.run(until: { false }, timeout: 0.2)
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(recorder.error, file: file, line: line)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), Array(0..<20), "notices: \(recorder.notices)", file: file, line: line)
+        return (recorder, store)
     }
 
     /// A file the store remembers is gone when the tail starts again: its unacknowledged
