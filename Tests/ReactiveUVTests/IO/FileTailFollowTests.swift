@@ -78,10 +78,26 @@ final class FileTailFollowTests: XCTestCase {
     /// rate, so reading lags several rotations behind. Every line arrives exactly once,
     /// each file's lines in order at increasing offsets.
     func testAThrottledSubscriberLosesNothingThroughRenamesEveryFifthOfASecond() throws {
+        try assertAThrottledSubscriberLosesNothingThroughRenames(following: directory.file("app.log"), writing: directory.file("app.log"))
+    }
+
+    /// The same through a symbolic link, as Kubernetes' `/var/log/containers/<pod>.log` links
+    /// to `/var/log/pods/<pod>/<container>/0.log`, which the kubelet rotates by rename in
+    /// its own directory: the follower must see the files of the link's target directory.
+    func testAThrottledSubscriberLosesNothingThroughRenamesBehindASymbolicLink() throws {
+        let containers = directory.file("containers"), pods = directory.file("pods")
+        XCTAssertEqual(mkdir(containers, 0o755), 0)
+        XCTAssertEqual(mkdir(pods, 0o755), 0)
+        XCTAssertEqual(symlink(pods + "/0.log", containers + "/app.log"), 0)
+        try assertAThrottledSubscriberLosesNothingThroughRenames(following: containers + "/app.log", writing: pods + "/0.log")
+    }
+
+    /// Writes 40,000 numbered lines to `written`, renamed away every 0.2 s, while a
+    /// subscriber of `followed` sleeps 150 µs per line; checks every line once, in order.
+    func assertAThrottledSubscriberLosesNothingThroughRenames(following followed: String, writing path: String) throws {
         let loop = try EventLoop()
-        let path = directory.file("app.log")
         let total = 40_000
-        let (recorder, subscription) = follow(path, on: loop)
+        let (recorder, subscription) = follow(followed, on: loop)
         recorder.throttlePerLine = 150
         let rotations = Locked(0)
         let finished = Latch()
@@ -139,6 +155,35 @@ final class FileTailFollowTests: XCTestCase {
         }
         XCTAssertEqual(lastByFile.count, rotations.value + 1, "one identity per file")
         XCTAssertEqual(recorder.lostBytes, 0)
+    }
+
+    /// A `current` link beside the files it names, moved to the next file by renaming a new
+    /// link over it (as `ln -sfn` does): the rename names the link, not the file the
+    /// follower now watches for, and the follower still takes the new file at once; appends
+    /// to the file the link names are read at once too. The poll interval here is a
+    /// minute, so only the watch can see either.
+    func testALinkRetargetedBesideItsFilesIsFollowedByItsEvents() throws {
+        let loop = try EventLoop()
+        let path = directory.file("current")
+        writeFile(directory.file("app-1.log"), "0\n")
+        XCTAssertEqual(symlink("app-1.log", path), 0)
+        var options = FileTailFollowTests.quickOptions
+        options.pollInterval = 60
+        let (recorder, subscription) = follow(path, options: options, on: loop)
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 1 || recorder.error != nil }, timeout: 30))
+        append(directory.file("app-1.log"), "1\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 || recorder.error != nil }, timeout: 30), "an append to the target")
+        writeFile(directory.file("app-2.log"), "2\n")
+        XCTAssertEqual(symlink("app-2.log", directory.file("current.new")), 0)
+        XCTAssertEqual(rename(directory.file("current.new"), path), 0)
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 3 || recorder.error != nil }, timeout: 30), "the retarget: \(recorder.notices)")
+        append(directory.file("app-2.log"), "3\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 4 || recorder.error != nil }, timeout: 30), "an append to the new target")
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(recorder.error)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), [0, 1, 2, 3])
+        XCTAssertTrue(recorder.notices.contains { if case .replaced = $0 { return true } else { return false } }, "\(recorder.notices)")
     }
 
     // MARK: - Start
@@ -323,14 +368,34 @@ final class FileTailResumeTests: XCTestCase {
     /// `app.log.1` from the acknowledged offset (found by identity among the siblings),
     /// then the new file from its start: every unacknowledged line once, nothing else.
     func testResumingFindsAFileRotatedAwayWhileStoppedAndReadsItBeforeTheNewOne() throws {
-        let path = directory.file("app.log")
+        try assertResumingFindsAFileRotatedAwayWhileStopped(following: directory.file("app.log"), writing: directory.file("app.log"))
+    }
+
+    /// The same through a symbolic link to a file in another directory (Kubernetes'
+    /// `/var/log/containers` links): the rotated file is found beside the link's target.
+    /// It was looked for beside the link, and reported lost.
+    func testResumingThroughASymbolicLinkFindsTheTargetRotatedAwayWhileStopped() throws {
+        let containers = directory.file("containers"), pods = directory.file("pods")
+        XCTAssertEqual(mkdir(containers, 0o755), 0)
+        XCTAssertEqual(mkdir(pods, 0o755), 0)
+        XCTAssertEqual(symlink("../pods/0.log", containers + "/app.log"), 0)
+        // Notices name the target's directory as resolved (the temporary directory may be
+        // reached through a link itself).
+        let resolvedPods = try XCTUnwrap(realpath(pods, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) })
+        try assertResumingFindsAFileRotatedAwayWhileStopped(following: containers + "/app.log", writing: resolvedPods + "/0.log")
+    }
+
+    /// Follows `followed` (which names `path`) with a store, acknowledges 6 of 10 lines and
+    /// stops; renames `path` away, appends to it, starts a new `path`; then checks that a
+    /// tail started again reads the rotated file from the position, then the new one.
+    func assertResumingFindsAFileRotatedAwayWhileStopped(following followed: String, writing path: String) throws {
         let state = directory.file("state")
         writeFile(path, (0..<10).map { "\($0)\n" }.joined())
 
         let loop = try EventLoop()
         let store = try TailCheckpointStore(directory: state)
         let first = FileTailFollowTests.FollowRecorder()
-        var firstSubscription: Disposable? = File.follow(path, from: .beginning, checkpoints: store, on: loop)
+        var firstSubscription: Disposable? = File.follow(followed, from: .beginning, checkpoints: store, on: loop)
             .subscribe(next: { chunk in first.record(chunk) })
         XCTAssertTrue(loop.run(until: { first.lineCount >= 10 }, timeout: 60))
         // Acknowledge through line 5 only ("0\n".."5\n" are 12 bytes).
@@ -348,10 +413,10 @@ final class FileTailResumeTests: XCTestCase {
         let again = try EventLoop()
         let resumedStore = try TailCheckpointStore(directory: state)
         let second = FileTailFollowTests.FollowRecorder()
-        let secondSubscription = File.follow(path, from: .end, checkpoints: resumedStore, notices: {
+        let secondSubscription = File.follow(followed, from: .end, checkpoints: resumedStore, notices: {
             second.notices.append($0)
         }, on: again).subscribe(next: { second.record($0) }, error: { second.error = $0 })
-        XCTAssertTrue(again.run(until: { second.lineCount >= 8 || second.error != nil }, timeout: 60))
+        XCTAssertTrue(again.run(until: { second.lineCount >= 8 || second.error != nil }, timeout: 60), "\(second.notices)")
         append(path, "14\n")
         XCTAssertTrue(again.run(until: { second.lineCount >= 9 }, timeout: 60))
         secondSubscription.dispose()

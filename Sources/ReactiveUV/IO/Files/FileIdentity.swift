@@ -74,7 +74,8 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Where this file is now: `path` when the file there is this one, else another regular
-    /// file of `path`'s directory that is (a rotation renamed it: `app.log` → `app.log.1`,
+    /// file of the directory the file at `path` lives in — `path`'s, or its link target's
+    /// when `path` is a symbolic link — that is (a rotation renamed it: `app.log` → `app.log.1`,
     /// as ``File/follow(_:from:checkpoints:options:notices:on:)`` finds a resumed file),
     /// else `nil` (deleted, or moved out of the directory).
     ///
@@ -87,7 +88,7 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     /// - Returns: the file's path now, or `nil`.
     public func locate(near path: String) -> String? {
         if isThisFile(at: path) { return path }
-        let siblings = TailFollower.directoryEntries(TailFollower.parentDirectory(of: path))
+        let siblings = TailFollower.directoryEntries(TailFollower.parentDirectory(of: TailFollower.fileLocation(of: path)))
         return siblings.first { $0.name != path && $0.device == device && $0.inode == inode && isThisFile(at: $0.name) }?.name
     }
 

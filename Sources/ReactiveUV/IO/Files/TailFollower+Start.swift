@@ -99,7 +99,7 @@ extension TailFollower {
                 continue
             }
             // Rotated away while we were down: look for it among the directory's entries.
-            if siblings == nil { siblings = directoryEntries(parentDirectory(of: path)) }
+            if siblings == nil { siblings = directoryEntries(parentDirectory(of: fileLocation(of: path))) }
             var found: TailPlan.Opened?
             for entry in siblings ?? [] where entry.device == record.identity.device && entry.inode == record.identity.inode {
                 let siblingFD = open(entry.name, O_RDONLY | O_CLOEXEC)

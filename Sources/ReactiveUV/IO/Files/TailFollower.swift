@@ -52,9 +52,17 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     let loop: EventLoop
     let path: String
-    /// The path's parent directory (watched) and the path's last component.
-    let directory: String
-    let basename: String
+    /// Where the path's file lives (``fileLocation(of:)``: the path, or the target of the
+    /// symbolic link it is), and that location's directory (watched, searched for rotated
+    /// files) and last component (what rotated files are named after). Taken again when
+    /// another file appears at the path (a link may now point elsewhere).
+    private(set) var location: String
+    private(set) var directory: String
+    private(set) var basename: String
+    /// The path's own last component when the path is a link in the watched directory (a
+    /// `current` link retargeted by renaming a new link over it): an event naming it is
+    /// about the path too.
+    private var linkName: String?
     let options: TailOptions
     let quietNanoseconds: UInt64
     let pollNanoseconds: UInt64
@@ -96,6 +104,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     ) {
         self.loop = loop
         self.path = path
+        self.location = path
         self.directory = TailFollower.parentDirectory(of: path)
         self.basename = TailFollower.lastComponent(of: path)
         self.plan = plan
@@ -106,23 +115,6 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         self.fail = fail
         self.quietNanoseconds = UInt64(max(0, SchedulerTime.nanoseconds(options.rotationQuietPeriod)))
         self.pollNanoseconds = UInt64(max(1_000_000, SchedulerTime.nanoseconds(options.pollInterval)))
-    }
-
-    /// `dirname(path)`, without touching the file system.
-    static func parentDirectory(of path: String) -> String {
-        var bytes = Array(path.utf8)
-        while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        if slash == 0 { return "/" }
-        return String(decoding: bytes[..<slash], as: UTF8.self)
-    }
-
-    /// `basename(path)`, without touching the file system.
-    static func lastComponent(of path: String) -> String {
-        var bytes = Array(path.utf8)
-        while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return String(decoding: bytes, as: UTF8.self) }
-        return String(decoding: bytes[(slash + 1)...], as: UTF8.self)
     }
 
     // MARK: - Starting and stopping
@@ -156,6 +148,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         }
         if stopped { return cleanUpIfDone() }
         saidMissing = current == nil
+        relocate()
         startWatching()
         timer = loop.scheduleTimer(at: csys_monotonic_ns() &+ pollNanoseconds, repeatEvery: pollNanoseconds) { [self] in
             tick()
@@ -301,7 +294,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             return tick()
         }
         guard let filename, !filename.isEmpty else { return tick() }
-        if filename == basename {
+        if filename == basename || filename == linkName {
             if events & Int32(UV_RENAME.rawValue) != 0 { checkPath() }
             if !stopped { current?.poke() }
         } else {
@@ -402,6 +395,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             _ = Glibc.close(fd)
             return
         }
+        relocate()
         let replaced = current != nil
         if let old = current {
             // The files rotated away before are replaced once more: done at their end.
@@ -433,6 +427,21 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         if replaced && !stopped { adoptMissedFiles(named: nil) }
     }
 
+    /// Takes the path's file location again (``fileLocation(of:)``) and moves the watch to
+    /// its directory if it changed.
+    private func relocate() {
+        let now = TailFollower.fileLocation(of: path)
+        let pathDirectory = TailFollower.parentDirectory(of: path)
+        if now != location {
+            location = now
+            let moved = TailFollower.parentDirectory(of: now) != directory
+            directory = TailFollower.parentDirectory(of: now)
+            basename = TailFollower.lastComponent(of: now)
+            if moved && watch != nil { restartWatch() }
+        }
+        linkName = now != path && pathDirectory == directory ? TailFollower.lastComponent(of: path) : nil
+    }
+
     /// Opens rotated files we never saw at the path: entries of the directory named like
     /// the path plus a suffix (`app.log.3`, `app.log-20260101`; not compressed ones),
     /// modified since we started following, that are no file we read or have read. Such a
@@ -445,12 +454,12 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         let candidates: [String]
         if let name {
             guard name.hasPrefix(basename) && name != basename else { return }
-            candidates = [directory == "/" ? "/" + name : directory + "/" + name]
+            candidates = [TailFollower.joined(directory, name)]
         } else {
             candidates = TailFollower.directoryEntries(directory).map(\.name)
         }
-        let prefix = (directory == "/" ? "/" : directory + "/") + basename
-        for candidate in candidates where candidate != path && candidate.hasPrefix(prefix) {
+        let prefix = TailFollower.joined(directory, basename)
+        for candidate in candidates where candidate != prefix && candidate.hasPrefix(prefix) {
             if stopped { return }
             if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { continue }
             var info = stat()
@@ -515,8 +524,8 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Returns the copy's size (what is recovered up to), or `nil` without a copy.
     func recoverFromCopy(head: [UInt8], from offset: Int64) -> Int64? {
         if stopped || head.isEmpty { return nil }
-        let prefix = (directory == "/" ? "/" : directory + "/") + basename
-        for entry in TailFollower.directoryEntries(directory) where entry.name != path && entry.name.hasPrefix(prefix) {
+        let prefix = TailFollower.joined(directory, basename)
+        for entry in TailFollower.directoryEntries(directory) where entry.name != prefix && entry.name.hasPrefix(prefix) {
             if TailFollower.compressedSuffixes.contains(where: { entry.name.hasSuffix($0) }) { continue }
             if readers.contains(where: { $0.isOpen && $0.identity.device == entry.device && $0.identity.inode == entry.inode }) {
                 continue
