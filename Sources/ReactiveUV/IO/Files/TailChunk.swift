@@ -135,6 +135,9 @@ public enum TailLossReason: Sendable, Equatable, CustomStringConvertible {
     /// The checkpoint store remembers an offset beyond the file's end: the file was
     /// truncated while the tail was stopped.
     case truncatedWhileStopped
+    /// A line longer than ``TailOptions/maxLineLength``, left out under
+    /// ``TailLongLines/skip`` (the range is the whole line, its break included).
+    case lineTooLong
 
     /// A few words for a notice.
     public var description: String {
@@ -143,8 +146,25 @@ public enum TailLossReason: Sendable, Equatable, CustomStringConvertible {
         case .deletedBeforeRead: return "the file was deleted before they were read"
         case .fellBehind: return "the reader fell behind more rotated files than it may keep open"
         case .truncatedWhileStopped: return "the file was truncated while the tail was stopped"
+        case .lineTooLong: return "a line was longer than the limit"
         }
     }
+}
+
+/// What a tail does with a line longer than ``TailOptions/maxLineLength``.
+public enum TailLongLines: Sendable, Equatable {
+    /// The subscription fails with `LineError.lineTooLong` once the lines before the long
+    /// one are delivered: a reader of lines of a known shape, for which such a line is an
+    /// error to stop at.
+    case fail
+    /// The line is not delivered and reading goes on after it: a `lost` notice with reason
+    /// ``TailLossReason/lineTooLong`` names its bytes (once its break is read, or at the
+    /// file's end). Memory stays bounded: the line is dropped as it is read, never held
+    /// whole. For daemons that must not stop shipping a file at one bad line (a binary
+    /// blob, a runaway JSON document), as Fluent Bit's `Skip_Long_Lines` and Vector's
+    /// `max_line_bytes` do. The chunk after the line starts where it ends, so an
+    /// acknowledgement past it moves a checkpoint over it.
+    case skip
 }
 
 /// How ``File/follow(_:from:checkpoints:options:notices:on:)`` follows (the defaults suit
@@ -159,6 +179,10 @@ public struct TailOptions: Sendable, Equatable {
     public var rotationQuietPeriod: Double = 1.0
     /// The longest line accepted, in bytes.
     public var maxLineLength: Int = LineBuffer.defaultMaxLength
+    /// What a line longer than ``maxLineLength`` does: end the subscription with
+    /// `LineError.lineTooLong` after the lines before it (``TailLongLines/fail``, the
+    /// default), or go unread (``TailLongLines/skip``).
+    public var longLines: TailLongLines = .fail
     /// The most files read at once (the current one and those rotated away but not yet
     /// read to their end); beyond it the oldest is given up and its rest counted as lost
     /// (``TailLossReason/fellBehind``). At least 1.

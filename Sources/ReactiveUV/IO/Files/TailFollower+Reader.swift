@@ -57,6 +57,9 @@ final class TailFileReader {
     private var lines: LineBuffer
     /// Line breaks still to skip (`.line(k)` past the end of the file at the start).
     private var skipLines: Int
+    /// Where a line over the limit that is being left out began (``TailLongLines/skip``):
+    /// its bytes are dropped as they are read until its break arrives.
+    private var skippingLongLineFrom: Int64?
     /// Whether the partial line found at the first end of file is sent as it is (GNU
     /// `tail -n N` counts an unfinished last line as a line).
     private var sendsUnfinishedLineAtFirstEnd: Bool
@@ -221,28 +224,44 @@ final class TailFileReader {
         }
         offset += Int64(n)
         lastData = csys_monotonic_ns()
-        let whole: [UInt8]?
+        var whole: [UInt8]?
+        var skipped: [SkippedLineStep] = []
         let wholeStart = lineStart
-        do {
-            if let partial = read.partialLine {
-                whole = try lines.acceptWholeLines(read.bytes, partial: partial)
-            } else {
-                whole = try lines.acceptWholeLines([], partial: read.bytes)
+        if skippingLongLineFrom != nil {
+            skipped = acceptSkippingLongLines(read)
+        } else {
+            do {
+                if let partial = read.partialLine {
+                    whole = try lines.acceptWholeLines(read.bytes, partial: partial)
+                } else {
+                    whole = try lines.acceptWholeLines([], partial: read.bytes)
+                }
+                if let whole { lineStart += Int64(whole.count) }
+            } catch {
+                if follower.options.longLines == .skip {
+                    skipped = acceptSkippingLongLines(read)
+                } else {
+                    // The lines before the one over the limit are delivered first, as a line
+                    // reader would have sent them one by one before meeting it.
+                    let valid = TailFileReader.prefixOfLines(read.bytes[...], within: lines.maxLength)
+                    if valid > 0 { deliver(Array(read.bytes[..<valid]), at: lineStart) }
+                    busy = false
+                    return follower.readerFailed(error)
+                }
             }
-        } catch {
-            // The lines before the one over the limit are delivered first, as a line
-            // reader would have sent them one by one before meeting it.
-            let valid = TailFileReader.prefixOfLines(read.bytes, within: lines.maxLength)
-            if valid > 0 { deliver(Array(read.bytes[..<valid]), at: lineStart) }
-            busy = false
-            return follower.readerFailed(error)
         }
-        if let whole { lineStart += Int64(whole.count) }
         // A full read on the pool: more is very likely there, so the next read starts
         // before this chunk is delivered (a pool thread reads while the loop delivers).
         let readAhead = !onLoop && n == requested
         if readAhead { startReadAhead() }
         if let whole { deliver(whole, at: wholeStart) }
+        for step in skipped where !stopping {
+            switch step {
+            case .lines(let bytes, let at): deliver(bytes, at: at)
+            case .skipped(let range):
+                follower.lost(.lost(path: path, identity: identity, range: range, reason: .lineTooLong))
+            }
+        }
         if readAhead { return }  // the read-ahead's completion carries on (or closes)
         if stopping {
             busy = false
@@ -258,18 +277,71 @@ final class TailFileReader {
 
     /// How many leading bytes of `bytes` are whole lines within `maxLength` (not counting
     /// one `\r` before a break): the part of a chunk before a line over the limit.
-    static func prefixOfLines(_ bytes: [UInt8], within maxLength: Int) -> Int {
-        var lineStart = 0
-        var index = 0
-        while index < bytes.count {
+    static func prefixOfLines(_ bytes: ArraySlice<UInt8>, within maxLength: Int) -> Int {
+        var lineStart = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
             if bytes[index] == 10 {
                 let length = index - lineStart - (index > lineStart && bytes[index - 1] == 13 ? 1 : 0)
-                if length > maxLength { return lineStart }
+                if length > maxLength { return lineStart - bytes.startIndex }
                 lineStart = index + 1
             }
             index += 1
         }
-        return lineStart
+        return lineStart - bytes.startIndex
+    }
+
+    /// What a read gives under ``TailLongLines/skip``, in file order.
+    enum SkippedLineStep {
+        /// Whole lines within the limit, and the offset of their first byte.
+        case lines([UInt8], Int64)
+        /// A line over the limit, left out.
+        case skipped(TailByteRange)
+    }
+
+    /// The lines of `read` (its bytes start at ``lineStart``) with every line over the limit
+    /// left out, moving ``lineStart`` past what it consumes. A partial line over the limit
+    /// is dropped, and so is everything read after it up to its break (``skippingLongLineFrom``);
+    /// a partial line within the limit is kept as usual. The slow path: only reads that hold
+    /// such a line, or follow one, come here.
+    private func acceptSkippingLongLines(_ read: ArrayReadResult) -> [SkippedLineStep] {
+        var steps: [SkippedLineStep] = []
+        // `whole` ends with a break (or is empty); `partial` holds none.
+        var whole: ArraySlice<UInt8> = read.partialLine != nil ? read.bytes[...] : []
+        let partial = read.partialLine ?? read.bytes
+        if let from = skippingLongLineFrom {
+            // The line being left out goes on to the first break read.
+            guard let end = whole.firstIndex(of: 10) else {
+                lineStart += Int64(whole.count + partial.count)
+                return steps
+            }
+            lineStart += Int64(end - whole.startIndex + 1)
+            steps.append(.skipped(TailByteRange(from, lineStart)))
+            skippingLongLineFrom = nil
+            whole = whole[(end + 1)...]
+        }
+        while !whole.isEmpty {
+            let valid = TailFileReader.prefixOfLines(whole, within: lines.maxLength)
+            if valid > 0 {
+                steps.append(.lines(Array(whole.prefix(valid)), lineStart))
+                lineStart += Int64(valid)
+                whole = whole.dropFirst(valid)
+            }
+            // A line over the limit, ending at the next break (`whole` ends with one).
+            guard let end = whole.firstIndex(of: 10) else { break }
+            let length = Int64(end - whole.startIndex + 1)
+            steps.append(.skipped(TailByteRange(lineStart, lineStart + length)))
+            lineStart += length
+            whole = whole[(end + 1)...]
+        }
+        let limit = lines.maxLength + (partial.last == 13 ? 1 : 0)
+        if partial.count > limit {
+            skippingLongLineFrom = lineStart
+            lineStart += Int64(partial.count)
+        } else {
+            lines.restorePartialLine(partial)
+        }
+        return steps
     }
 
     /// Sends whole lines that start at `start`, minus lines still to be skipped.
@@ -395,6 +467,7 @@ final class TailFileReader {
 
     /// Starts again at 0 after a truncation, reporting what was not read.
     private func truncated(size: Int64) {
+        endSkippedLine()
         let lostUpTo = max(offset, lastKnownSize)
         // The store first: a consumer told of the truncation may save it at once (logcast's
         // edge names the new content by the store's count of truncations).
@@ -417,11 +490,20 @@ final class TailFileReader {
         lastData = csys_monotonic_ns()
     }
 
+    /// A line over the limit being left out ends without its break (the file was truncated,
+    /// or is finished): what was dropped of it is reported.
+    private func endSkippedLine() {
+        guard let from = skippingLongLineFrom else { return }
+        skippingLongLineFrom = nil
+        follower.lost(.lost(path: path, identity: identity, range: TailByteRange(from, lineStart), reason: .lineTooLong))
+    }
+
     // MARK: - Finishing and stopping
 
     /// The rotated file is done: its unfinished last line is as complete as it will get
     /// and is sent with a line break added.
     func finishLines() {
+        endSkippedLine()
         if let partial = lines.finishWholeLines() {
             let at = lineStart
             lineStart = offset
