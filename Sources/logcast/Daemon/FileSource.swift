@@ -17,7 +17,16 @@ struct FileSource {
     /// Follows the file from its end (a missing file is waited for and read from its
     /// start). `deliver` gets each chunk; `failed` the error that ends the file.
     func start(deliver: @escaping ([UInt8]) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
-        File.tailChunks(path, from: .end, options: TailOptions(), notices: notice)
+        File.tailChunks(path, from: .end, options: FileSource.options, notices: notice)
             .subscribe(next: deliver, error: failed)
+    }
+
+    /// How logcast follows a file: a line over the limit (1 MiB) is left out and logged as
+    /// lost, and the file goes on being read. (Failing there stopped the file for good: one
+    /// binary blob in a log and nothing after it was served or shipped again.)
+    static var options: TailOptions {
+        var options = TailOptions()
+        options.longLines = .skip
+        return options
     }
 }

@@ -108,7 +108,7 @@ final class NatsEdge {
     /// Follows `path` from the acknowledged positions (new files from their start).
     func follow(_ path: String) {
         guard follows[path] == nil else { return }
-        follows[path] = File.follow(path, from: .line(1), checkpoints: store,
+        follows[path] = File.follow(path, from: .line(1), checkpoints: store, options: FileSource.options,
                                     notices: { [weak self] notice in self?.noticed(notice) })
             .subscribe(next: { [weak self] chunk in self?.received(chunk) },
                        error: { [weak self] error in self?.logger.error("\(path): \(error); no longer followed") })

@@ -298,6 +298,22 @@ final class LogcastTests: XCTestCase {
         XCTAssertEqual(c.command("QUIT", reply: "BYE").last, "BYE")
     }
 
+    /// A line over the 1 MiB limit in a served file is left out and logged as lost, and the
+    /// lines after it are served. The file's follow used to end at it ("no longer followed"):
+    /// nothing the file got afterwards reached a client.
+    func testALineOverTheLimitIsLeftOutAndTheLinesAfterItAreServed() throws {
+        let server = try startOnOneFile()
+        let a = dir + "/a.log"
+        try synchronize(server.port, files: [a])
+        let c = try LineClient(port: server.port)
+        _ = c.command("GREP ^after", reply: "OK GREP")
+        appendLines(a, [String(repeating: "z", count: 3 << 19), "after 1", "after 2"])
+        XCTAssertEqual(c.readLines { $0.count >= 2 }, ["\(a): after 1", "\(a): after 2"])
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && !server.errors.contains("a line was longer than the limit") { usleep(20_000) }
+        XCTAssertTrue(server.errors.contains("a line was longer than the limit"), server.errors)
+    }
+
     func testAMissingFileIsWaitedForAndSaidSoOnStderr() throws {
         let missing = dir + "/later.log"
         let server = try start([missing, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
