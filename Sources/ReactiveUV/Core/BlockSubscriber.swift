@@ -66,10 +66,11 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// the subject, `nil` otherwise: the way to the subject, which sends to this subscriber
     /// only while holding its lock (``receiveUnderSourceLock(_:)``), so `dispose()` from
     /// another thread waits for a send under way by taking that lock. The removal holds
-    /// the subject weakly (a subscription does not keep its subject alive); a strong
-    /// reference to it rather than a weak one to the subject, because a weak field costs
-    /// every subscription a runtime call to make and one to destroy. Set once, under the
-    /// subject's lock, before `subscribe` returns the subscription.
+    /// the subject's roster (its list and lock), not the subject (a subscription does not
+    /// keep its subject alive); a strong reference to the removal rather than a weak one to
+    /// the subject, because a weak field costs every subscription a runtime call to make
+    /// and one to destroy. Set once, under the subject's lock, before `subscribe` returns
+    /// the subscription.
     @usableFromInline @exclusivity(unchecked) final var sourceRemoval: Subject<Value>.Removal?
 
     /// Delivers an event from any source (the `attach` closure path).
@@ -208,7 +209,7 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         // see yet: wait for a send under way by taking the subject's lock (re-entrant, so
         // from inside a send on this thread it returns at once and `delivering` above,
         // this thread's own store, tells whether this subscriber's callback is running).
-        if let source = sourceRemoval?.subject { source.waitForSends() }
+        sourceRemoval?.roster.waitForSends()
         // `delivering == me`: called from inside one of this subscriber's callbacks, which
         // is still running on its borrowed closure; the delivery releases them on its way out.
         if closedHere { releaseCallbacksAfterClosing(insideDelivery: delivering == me) }

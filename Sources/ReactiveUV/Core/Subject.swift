@@ -58,44 +58,48 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     }
 
     /// The member a subscription's lifetime holds to leave the subject: O(1), through the
-    /// slot it keeps (moved along when holes are squeezed out). It holds the subject weakly
-    /// and not the entry, so neither a subject nor a subscriber is kept alive by the other.
+    /// slot it keeps (moved along when holes are squeezed out). It holds the subject's
+    /// ``Roster`` (its subscribers and lock), not the subject and not the entry, so neither
+    /// a subject nor a subscriber is kept alive by the other; and no weak reference to the
+    /// subject, which would give it a side table and make every retain and release of it
+    /// (a send through an array of subjects, a stored property) a slow runtime call.
     @usableFromInline
     final class Removal: Disposable, @unchecked Sendable {
-        weak var subject: Subject<Value>?
-        /// The entry's index in `entries`; guarded by the subject's lock.
+        @usableFromInline let roster: Roster
+        /// The entry's index in the roster's `entries`; guarded by the roster's lock.
         @exclusivity(unchecked) var slot: Int
 
-        init(subject: Subject<Value>, slot: Int) {
-            self.subject = subject
+        init(roster: Roster, slot: Int) {
+            self.roster = roster
             self.slot = slot
             super.init()
         }
 
         override func dispose() {
-            if markDisposed() { subject?.removeEntry(self) }
+            if markDisposed() { roster.removeEntry(self) }
         }
     }
 
-    /// Serializes sends and guards everything below.
-    @usableFromInline let lock = RecursiveSpinLock()
-    // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
+    /// The subscribers and the lock that serializes sends and guards everything below.
+    @usableFromInline let roster = Roster()
+    /// The roster's lock (for subclasses' critical sections).
+    @inlinable final var lock: RecursiveSpinLock { roster.lock }
+    // Unchecked exclusivity: every access happens under the lock, and the dynamic check
     // would cost more than the send itself.
-    /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
-    /// lifetime is disposed, so sends skip it) until there are as many holes as subscribers.
-    @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Slot> = []
-    @usableFromInline @exclusivity(unchecked) final var holes = 0
-    /// The shared placeholder of departed entries, made at the first departure.
-    @usableFromInline @exclusivity(unchecked) final var hole: Entry?
     /// The latched terminal event.
     @usableFromInline @exclusivity(unchecked) final var terminal: Event<Value>?
     /// Whether a subclass remembers sent values (`willSendNext` must be called); plain
     /// subjects skip that call on the hot path.
     @usableFromInline let remembersValues: Bool
     /// Subscriptions of this subject to other signals (it used as a subscriber).
-    let subscriptions = CompoundDisposable()
+    @usableFromInline let subscriptions = CompoundDisposable()
 
     /// Creates a subject with no subscribers.
+    ///
+    /// Inlinable so that a caller's module makes its roster with the concrete type's
+    /// metadata at hand (the generic initializer looks `Subject<Value>.Roster` up in the
+    /// runtime's cache at every subject made: `switchToLatest` over fresh subjects).
+    @inlinable
     public override init() {
         remembersValues = false
         super.init()
@@ -108,7 +112,9 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         super.init()
     }
 
-    deinit { lock.destroy() }
+    // The roster outlives the subject while subscriptions hold it (their removals); what
+    // it holds goes now, as it went with the subject when the roster was part of it.
+    deinit { roster.detachAll() }
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
@@ -141,57 +147,18 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     final func addEntry(
         _ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?
     ) -> Entry {
-        let removal = Removal(subject: self, slot: entries.count)
+        let removal = Removal(roster: roster, slot: roster.entries.count)
         let entry = Entry(sink: observer, lifetime: lifetime, removal: removal)
         subscriber?.sourceRemoval = removal
-        entries.append(Slot(entry: entry, subscriber: subscriber))
+        roster.entries.append(Slot(entry: entry, subscriber: subscriber))
         return entry
     }
 
-    /// Makes disposing `lifetime` remove the subscriber (the subject is held weakly, so a
-    /// subscription never keeps a subject alive).
+    /// Makes disposing `lifetime` remove the subscriber (the removal holds the roster, not
+    /// the subject, so a subscription never keeps a subject alive).
     @usableFromInline
     final func registerRemoval(_ entry: Entry, _ lifetime: CompoundDisposable) {
         lifetime.add(entry.removal)
-    }
-
-    /// Removes a departed subscriber in O(1): its slot becomes a hole; trailing holes are
-    /// dropped, and all holes are squeezed out (moving the slots along) once they
-    /// are as many as the subscribers, so the array stays within twice the live count.
-    final func removeEntry(_ removal: Removal) {
-        lock.lock()
-        defer { lock.unlock() }
-        let i = removal.slot
-        // After a termination the entries are gone: nothing to remove.
-        guard i < entries.count, entries[i].entry.removal === removal else { return }
-        if i == entries.count - 1 {
-            entries.removeLast()
-            while let last = entries.last, last.entry === hole {
-                entries.removeLast()
-                holes -= 1
-            }
-            return
-        }
-        if hole == nil { hole = Entry(sink: { _ in }, lifetime: Subject.departed, removal: removal) }
-        entries[i] = Slot(entry: hole!, subscriber: nil)
-        holes += 1
-        if holes * 2 >= entries.count {
-            var kept = 0
-            for j in entries.indices where entries[j].entry !== hole {
-                entries[j].entry.removal.slot = kept
-                entries[kept] = entries[j]
-                kept += 1
-            }
-            entries.removeLast(entries.count - kept)
-            holes = 0
-        }
-    }
-
-    /// The lifetime of a hole: disposed, so a send skips it.
-    static var departed: CompoundDisposable {
-        let d = CompoundDisposable()
-        d.dispose()
-        return d
     }
 
     /// Sends a value to every current subscriber.
@@ -200,29 +167,21 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// path of a subject-driven pipeline).
     @inlinable
     public final func sendNext(_ value: Value) {
-        lock.lock()
+        let roster = self.roster
+        roster.lock.lock()
         if terminal == nil {
             if remembersValues { willSendNext(value) }
             // The local copy keeps the array alive even if a callback subscribes or
             // unsubscribes re-entrantly (that mutation copies on write). Entries are called
             // through guaranteed references: the array holds them, so no retain per call.
-            let current = entries
+            let current = roster.entries
             let event = Event<Value>.next(value)
             current.withUnsafeBufferPointer { buffer in
                 guard let first = buffer.baseAddress else { return }
                 for i in 0..<buffer.count { Slot.send(event, to: first + i) }
             }
         }
-        lock.unlock()
-    }
-
-    /// Returns once no send is under way on another thread (takes the lock and gives it
-    /// back): how a ``BlockSubscriber`` disposed from another thread waits for a delivery
-    /// it cannot see announced (see `BlockSubscriber.receiveUnderSourceLock(_:)`).
-    @usableFromInline
-    final func waitForSends() {
-        lock.lock()
-        lock.unlock()
+        roster.lock.unlock()
     }
 
     /// Fails every current subscriber and latches the error for late ones.
@@ -238,9 +197,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
             return
         }
         terminal = event
-        let current = entries
-        entries = []
-        holes = 0
+        let current = roster.takeEntries()
         for slot in current where !slot.entry.lifetime.isDisposed { slot.entry.sink(event) }
         lock.unlock()
         subscriptions.dispose()
@@ -256,7 +213,9 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         // A subscription that ends on its own leaves the set, so a long-lived subject
         // subscribed to many signals does not grow (RAC's `didSubscribeWithDisposable:`).
         if let compound = disposable as? CompoundDisposable {
-            compound.add(Disposable { [weak self, unowned compound] in self?.subscriptions.remove(compound) })
+            // Weakly the compound of subscriptions, not the subject: a weak reference to the
+            // subject would give it a side table (every retain and release of it slow).
+            compound.add(Disposable { [weak subscriptions, unowned compound] in subscriptions?.remove(compound) })
         }
     }
 

@@ -23,6 +23,15 @@ struct RecursiveSpinLock: @unchecked Sendable {
         depth.initialize(to: 0)
     }
 
+    /// A lock over two words its owner keeps in its own storage and alive as long as the
+    /// lock is used (``Subject/Roster`` does, as `Disposable` keeps its state inline): no
+    /// allocation, and never `destroy()`ed. `owner` must start at 0.
+    @inlinable
+    init(owner: UnsafeMutablePointer<csys_atomic_int>, depth: UnsafeMutablePointer<Int>) {
+        self.owner = UnsafeAtomicInt(pointer: owner)
+        self.depth = depth
+    }
+
     @inlinable
     func destroy() {
         owner.destroy()

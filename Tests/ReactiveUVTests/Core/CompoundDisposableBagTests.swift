@@ -76,9 +76,9 @@ import Testing
         }
         subject.sendNext(1)
         #expect(received == Array(stride(from: 0, to: 10_000, by: 100)))
-        #expect(subject.entries.count <= 200, "holes are squeezed out: \(subject.entries.count) slots for 100 subscribers")
+        #expect(subject.roster.entries.count <= 200, "holes are squeezed out: \(subject.roster.entries.count) slots for 100 subscribers")
         for s in subscriptions { s.dispose() }
-        #expect(subject.entries.isEmpty)
+        #expect(subject.roster.entries.isEmpty)
         received = []
         subject.sendNext(2)
         #expect(received.isEmpty)
@@ -99,7 +99,7 @@ import Testing
         #expect(got == ["a1", "c1", "a2", "c2"])
         first.dispose()
         third.dispose()
-        #expect(subject.entries.isEmpty)
+        #expect(subject.roster.entries.isEmpty)
     }
 
     @Test func aSubjectIsNotKeptAliveByItsSubscriptionsNorTheyByIt() {

@@ -21,7 +21,7 @@ final class MemoryTests: XCTestCase {
             d.dispose()
         }
         XCTAssertEqual(received, (0..<1000).map { $0 * 1000 + 1 }, "each sampled cycle saw exactly its one value")
-        XCTAssertTrue(subject.entries.isEmpty)
+        XCTAssertTrue(subject.roster.entries.isEmpty)
         XCTAssertTrue(sampled.allSatisfy { $0() == nil }, "disposed subscriptions are freed")
         XCTAssertEqual(Diagnostics.liveSubscriptions, before)
     }

@@ -173,7 +173,7 @@ final class ConcurrencyBridgeLeakTests: XCTestCase {
         XCTAssertTrue(disposed.wait(timeout: 60))
         XCTAssertTrue(finished.wait(timeout: 60))
         XCTAssertTrue(runMainLoop(timeout: 60) { Diagnostics.liveSubscriptions == before })
-        XCTAssertTrue(subject.entries.isEmpty)
+        XCTAssertTrue(subject.roster.entries.isEmpty)
     }
 
     func testBreakingOutOfValuesLeavesNoLiveSubscription() {

@@ -18,7 +18,7 @@ import Testing
         #expect(probe.live == 1)
         source.sendNext(2)
         #expect(probe.live == 0)
-        #expect(source.entries.isEmpty)
+        #expect(source.roster.entries.isEmpty)
         source.sendNext(3)
         #expect(log.events == [.next(1), .next(2), .completed])
     }

@@ -32,7 +32,7 @@ import Testing
         i1.sendError(OpError.boom)
         #expect(log.events == [.error(OpError.boom)])
         #expect(p.live == 0)
-        #expect(outer.entries.isEmpty)
+        #expect(outer.roster.entries.isEmpty)
 
         let outer2 = Subject<Signal<Int>>()
         let log2 = opRecord(outer2.flatten())

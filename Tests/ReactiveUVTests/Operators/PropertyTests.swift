@@ -84,9 +84,9 @@ import Testing
         var derived: Property<Int>? = Property(initial: 0, then: source)
         source.sendNext(1)
         #expect(derived?.value == 1)
-        #expect(source.entries.count == 1)
+        #expect(source.roster.entries.count == 1)
         derived = nil
-        #expect(source.entries.isEmpty)
+        #expect(source.roster.entries.isEmpty)
     }
 
     // MARK: bindings

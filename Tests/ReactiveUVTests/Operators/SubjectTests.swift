@@ -50,7 +50,7 @@ import Testing
         let subject = Subject<Int>()
         let a = opRecord(subject), b = opRecord(subject)
         a.dispose()
-        #expect(subject.entries.count == 1)
+        #expect(subject.roster.entries.count == 1)
         subject.sendNext(1)
         #expect(a.events.isEmpty && b.values == [1])
     }
@@ -203,14 +203,14 @@ import Testing
         #expect(subscriber.events == [.next(1), .next(2)])
         subject.sendNext(6)
         #expect(subscriber.events == [.next(1), .next(2)])
-        #expect(subject.entries.isEmpty)
+        #expect(subject.roster.entries.isEmpty)
     }
 
     @Test func takeOfAReplaySubjectStopsTheReplay() {
         let subject = ReplaySubject<Int>()
         for i in 1...5 { subject.sendNext(i) }
         #expect(opRecord(subject.take(2)).events == [.next(1), .next(2), .completed])
-        #expect(subject.entries.isEmpty)
+        #expect(subject.roster.entries.isEmpty)
     }
 
     @Test func replaySubjectReentrantSendFromALiveSubscriber() {
@@ -288,7 +288,7 @@ import Testing
     @Test func behaviorSubjectTakeOneDoesNotStaySubscribed() {
         let subject = BehaviorSubject(value: 3)
         #expect(opRecord(subject.take(1)).events == [.next(3), .completed])
-        #expect(subject.entries.isEmpty)
+        #expect(subject.roster.entries.isEmpty)
     }
 
     @Test func behaviorSubjectReentrantSendFromTheInitialValue() {

@@ -26,7 +26,7 @@ import Testing
         #expect(probe.live == 1)
         log.dispose()
         #expect(probe.live == 0)
-        #expect(source.entries.isEmpty)
+        #expect(source.roster.entries.isEmpty)
         source.sendNext(1)
         #expect(log.events.isEmpty)
     }
@@ -203,7 +203,7 @@ import Testing
         source.sendNext(.completed)
         #expect(log.events == [.next(1), .completed])
         #expect(probe.live == 0)
-        #expect(source.entries.isEmpty)
+        #expect(source.roster.entries.isEmpty)
     }
 
     @Test func dematerializeForwardsTheSourceErrorAndDisposalDisposesUpstream() {
