@@ -29,9 +29,17 @@ extension Subject {
         /// The shared placeholder of departed entries, made at the first departure.
         @usableFromInline @exclusivity(unchecked) final var hole: Entry?
 
-        @usableFromInline
+        /// ``removeEntry(_:)`` as a closure formed where the roster is made: a subject
+        /// created in a caller's module (``Subject/init()`` is inlinable) gets a specialized
+        /// copy, which a removal, disposed through the generic `dispose()` of its class,
+        /// calls without the runtime metadata lookups of generic array code. Captures
+        /// nothing (the roster is passed in), so forming it allocates nothing.
+        @usableFromInline let remove: (Roster, Removal) -> Void
+
+        @inlinable
         init() {
             lockWords = (csys_atomic_int(value: 0), 0)
+            remove = { roster, removal in roster.removeEntry(removal) }
         }
 
         /// Serializes sends and guards everything else here and the subject's latched
@@ -90,6 +98,7 @@ extension Subject {
         /// Removes a departed subscriber in O(1): its slot becomes a hole; trailing holes are
         /// dropped, and all holes are squeezed out (moving the slots along) once they
         /// are as many as the subscribers, so the array stays within twice the live count.
+        @inlinable
         final func removeEntry(_ removal: Removal) {
             lock.lock()
             defer { lock.unlock() }
@@ -120,6 +129,7 @@ extension Subject {
         }
 
         /// The lifetime of a hole: disposed, so a send skips it.
+        @inlinable
         static var departed: CompoundDisposable {
             let d = CompoundDisposable()
             d.dispose()
