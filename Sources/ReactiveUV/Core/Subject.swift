@@ -95,24 +95,35 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// Subscriptions of this subject to other signals (it used as a subscriber).
     @usableFromInline let subscriptions = CompoundDisposable()
 
-    /// ``attachLive(_:_:subscriber:)`` for an operator's closure, as a closure formed
-    /// where the subject is made: a subject created in a caller's module (``init()`` is
-    /// inlinable) gets a specialized copy, which ``attach(_:_:)`` — reached through the
-    /// class's generic vtable entry whenever an operator subscribes (`merge`,
-    /// `switchToLatest` over fresh subjects) — calls without the runtime metadata lookups
-    /// of the generic copy. Captures nothing, so forming it allocates nothing.
-    @usableFromInline let attachClosure: (Subject<Value>, @escaping Sink<Value>, CompoundDisposable) -> Void
+    /// How this subject connects a subscriber, as a closure formed where the subject is
+    /// made: given either an operator's `observer` or the `BlockSubscriber` of
+    /// `subscribe(next:error:completed:)` (then it forms the forwarding closure itself).
+    ///
+    /// Why a closure: ``attach(_:_:)`` and ``attach(subscriber:)`` are reached through the
+    /// class's vtable, whose entries are the library's generic copies, which look the
+    /// types of the entry, slot and removal up in the runtime's metadata cache at every
+    /// subscription (a quarter of the time of 10,000 subscribers coming and going, and of
+    /// `switchToLatest` over fresh subjects). A subject made in a caller's module
+    /// (``init()`` is inlinable) forms this closure there, specialized, and the generic
+    /// entries only call it. Captures nothing, so forming it allocates nothing.
+    @usableFromInline
+    let connect: (Subject<Value>, Sink<Value>?, CompoundDisposable, BlockSubscriber<Value>?) -> Void
 
     /// Creates a subject with no subscribers.
     ///
     /// Inlinable so that a caller's module makes its roster with the concrete type's
     /// metadata at hand (the generic initializer looks `Subject<Value>.Roster` up in the
-    /// runtime's cache at every subject made: `switchToLatest` over fresh subjects), and
-    /// forms ``attachClosure`` specialized.
+    /// runtime's cache at every subject made) and forms ``connect`` specialized.
     @inlinable
     public override init() {
         remembersValues = false
-        attachClosure = { subject, observer, lifetime in subject.attachLive(observer, lifetime, subscriber: nil) }
+        connect = { subject, observer, lifetime, subscriber in
+            if let subscriber {
+                subject.attachLive({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
+            } else if let observer {
+                subject.attachLive(observer, lifetime, subscriber: nil)
+            }
+        }
         super.init()
     }
 
@@ -120,7 +131,13 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     @usableFromInline
     init(remembersValues: Bool) {
         self.remembersValues = remembersValues
-        attachClosure = { subject, observer, lifetime in subject.attach(observer, lifetime, subscriber: nil) }
+        connect = { subject, observer, lifetime, subscriber in
+            if let subscriber {
+                subject.attach({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
+            } else if let observer {
+                subject.attach(observer, lifetime, subscriber: nil)
+            }
+        }
         super.init()
     }
 
@@ -130,22 +147,12 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
-        attachClosure(self, observer, lifetime)
+        connect(self, observer, lifetime, nil)
     }
 
-    /// `subscribe(next:error:completed:)` on a subject: final and inlinable, so that for a
-    /// plain subject (`subject.subscribeNext { … }`, a subscription per client or per
-    /// request) the whole subscription runs specialized in the caller's module; the
-    /// generic copy looks the types of its entry, slot and removal up in the runtime's
-    /// metadata cache at every subscription (a quarter of the time of 10,000 subscribers
-    /// coming and going). Subjects that replay go through their own ``attach(_:_:subscriber:)``.
-    @inlinable
-    final override func attach(subscriber: BlockSubscriber<Value>) {
-        if remembersValues {
-            attach({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
-        } else {
-            attachLive({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
-        }
+    @usableFromInline
+    override func attach(subscriber: BlockSubscriber<Value>) {
+        connect(self, nil, subscriber, subscriber)
     }
 
     /// Connects a subscriber; subclasses that replay override this one. `subscriber`:
