@@ -113,7 +113,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     ///
     /// Inlinable so that a caller's module makes its roster with the concrete type's
     /// metadata at hand (the generic initializer looks `Subject<Value>.Roster` up in the
-    /// runtime's cache at every subject made) and forms ``connect`` specialized.
+    /// runtime's cache at every subject made) and forms `connect` specialized.
     @inlinable
     public override init() {
         remembersValues = false
