@@ -13,7 +13,9 @@ extension Signal {
         next: ((Value) -> Void)? = nil, error: ((any Error) -> Void)? = nil, completed: (() -> Void)? = nil
     ) -> Disposable {
         let sink = BlockSubscriber<Value>(next: next, error: error, completed: completed)
-        attach(subscriber: sink)
+        // The forwarding closure is formed here, specialized in the caller's module (see
+        // `attach(subscriber:observer:)`); it captures only `sink`, so it allocates nothing.
+        attach(subscriber: sink, observer: { sink.receive($0) })
         return sink
     }
 

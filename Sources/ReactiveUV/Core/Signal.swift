@@ -39,15 +39,22 @@ public class Signal<Value>: @unchecked Sendable {
         body?(observer, lifetime)
     }
 
-    /// Connects the block subscriber of `subscribe(next:error:completed:)`: the same as
-    /// ``attach(_:_:)`` with a closure that forwards to it, except for subjects, which keep
-    /// the subscriber itself and call it without the forwarding closure (one call less per
-    /// delivery of a fan-out). Inlinable so that, devirtualized for a signal the optimizer
-    /// can see (`return`, `map`, `filter`), it is the plain `attach` it always was and
-    /// the signal still stays off the heap.
+    /// Connects the block subscriber of `subscribe(next:error:completed:)`, with
+    /// `observer` the closure that forwards to it: the same as ``attach(_:_:)``, except for
+    /// subjects, which keep the subscriber itself and call it without the forwarding closure
+    /// (one call less per delivery of a fan-out).
+    ///
+    /// The forwarding closure is formed by the caller (`subscribe`, inlinable), not here:
+    /// this method is reached through the vtable whenever the signal's class is not known
+    /// where it is subscribed (a signal returned by `merge`, kept in a property…), and a
+    /// closure formed in this generic copy would call the generic `receive`, which looks
+    /// `Event<Value>` up in the runtime's metadata cache on **every value** (a third of a
+    /// merge's time). Inlinable so that, devirtualized for a signal the optimizer can see
+    /// (`return`, `map`, `filter`), it is the plain `attach` and the signal still stays off
+    /// the heap.
     @inlinable
-    func attach(subscriber: BlockSubscriber<Value>) {
-        attach({ subscriber.receive($0) }, subscriber)
+    func attach(subscriber: BlockSubscriber<Value>, observer: @escaping Sink<Value>) {
+        attach(observer, subscriber)
     }
 }
 

@@ -95,19 +95,19 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// Subscriptions of this subject to other signals (it used as a subscriber).
     @usableFromInline let subscriptions = CompoundDisposable()
 
-    /// How this subject connects a subscriber, as a closure formed where the subject is
-    /// made: given either an operator's `observer` or the `BlockSubscriber` of
-    /// `subscribe(next:error:completed:)` (then it forms the forwarding closure itself).
+    /// How this subject connects a subscriber (an operator's `observer`, or the forwarding
+    /// closure of `subscribe(next:error:completed:)` with its `BlockSubscriber`), as a
+    /// closure formed where the subject is made.
     ///
-    /// Why a closure: ``attach(_:_:)`` and ``attach(subscriber:)`` are reached through the
-    /// class's vtable, whose entries are the library's generic copies, which look the
-    /// types of the entry, slot and removal up in the runtime's metadata cache at every
-    /// subscription (a quarter of the time of 10,000 subscribers coming and going, and of
-    /// `switchToLatest` over fresh subjects). A subject made in a caller's module
+    /// Why a closure: ``attach(_:_:)`` and ``attach(subscriber:observer:)`` are reached
+    /// through the class's vtable, whose entries are the library's generic copies, which
+    /// look the types of the entry, slot and removal up in the runtime's metadata cache at
+    /// every subscription (a quarter of the time of 10,000 subscribers coming and going,
+    /// and of `switchToLatest` over fresh subjects). A subject made in a caller's module
     /// (``init()`` is inlinable) forms this closure there, specialized, and the generic
     /// entries only call it. Captures nothing, so forming it allocates nothing.
     @usableFromInline
-    let connect: (Subject<Value>, Sink<Value>?, CompoundDisposable, BlockSubscriber<Value>?) -> Void
+    let connect: (Subject<Value>, @escaping Sink<Value>, CompoundDisposable, BlockSubscriber<Value>?) -> Void
 
     /// Creates a subject with no subscribers.
     ///
@@ -118,11 +118,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     public override init() {
         remembersValues = false
         connect = { subject, observer, lifetime, subscriber in
-            if let subscriber {
-                subject.attachLive({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
-            } else if let observer {
-                subject.attachLive(observer, lifetime, subscriber: nil)
-            }
+            subject.attachLive(observer, lifetime, subscriber: subscriber)
         }
         super.init()
     }
@@ -132,11 +128,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     init(remembersValues: Bool) {
         self.remembersValues = remembersValues
         connect = { subject, observer, lifetime, subscriber in
-            if let subscriber {
-                subject.attach({ subscriber.receive($0) }, subscriber, subscriber: subscriber)
-            } else if let observer {
-                subject.attach(observer, lifetime, subscriber: nil)
-            }
+            subject.attach(observer, lifetime, subscriber: subscriber)
         }
         super.init()
     }
@@ -151,8 +143,8 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     }
 
     @usableFromInline
-    override func attach(subscriber: BlockSubscriber<Value>) {
-        connect(self, nil, subscriber, subscriber)
+    override func attach(subscriber: BlockSubscriber<Value>, observer: @escaping Sink<Value>) {
+        connect(self, observer, subscriber, subscriber)
     }
 
     /// Connects a subscriber; subclasses that replay override this one. `subscriber`:
