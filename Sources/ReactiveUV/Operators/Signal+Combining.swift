@@ -138,6 +138,7 @@ extension Signal {
     /// **RAC:** `-sample:`. **Thread:** the sampler's (the receiver's values are kept under a
     /// lock). **Disposal:** disposes both. **Terminates:** when either completes; at once on
     /// an error from either.
+    @inlinable
     public func sample<T>(_ sampler: Signal<T>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -181,6 +182,7 @@ extension Signal {
     /// **RAC:** `-takeUntil:`. **Thread:** the receiver's, or the trigger's for the
     /// completion it causes. **Disposal:** disposes both. **Terminates:** when the receiver
     /// terminates or the trigger sends a value or completes.
+    @inlinable
     public func takeUntil<T>(_ trigger: Signal<T>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -217,6 +219,7 @@ extension Signal {
     /// **RAC:** `-takeUntilReplacement:`. **Thread:** the receiver's, then the replacement's.
     /// **Disposal:** disposes both. **Terminates:** when the replacement terminates; on the
     /// receiver's error before the replacement's first event.
+    @inlinable
     public func takeUntilReplacement(_ replacement: Signal<Value>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in

@@ -64,6 +64,7 @@ extension Row {
         .combineLatest,
         .zip,
         .throttle,
+        .takeUntil,
     ] + Row.callForms + [
         .echo1,
         .echo100,
