@@ -166,6 +166,7 @@ extension Signal {
     /// **RAC:** none (Rx's `buffer(count:)`). **Thread:** events arrive on the source's
     /// thread. **Disposal:** disposes the source. **Terminates:** when the source
     /// terminates; errors pass through at once.
+    @inlinable
     public func collect(count: Int) -> Signal<[Value]> {
         if count < 1 { return .error(SignalError.invalidArgument("collect(count: \(count)): the count must be positive")) }
         let source = self

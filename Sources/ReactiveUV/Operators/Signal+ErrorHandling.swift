@@ -12,6 +12,7 @@ extension Signal {
     /// **RAC:** `-catch:`. **Thread:** the source's, then the replacement's. **Disposal:**
     /// disposes the source or the replacement signal. **Terminates:** when the source
     /// completes, or when the replacement terminates.
+    @inlinable
     public func `catch`(_ handler: @escaping (any Error) -> Signal<Value>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -32,6 +33,7 @@ extension Signal {
     /// **RAC:** `-catchTo:`. **Thread:** the source's, then the replacement's.
     /// **Disposal:** disposes the source or the replacement signal. **Terminates:** when
     /// the source completes, or when the replacement terminates.
+    @inlinable
     public func catchTo(_ signal: Signal<Value>) -> Signal<Value> { self.catch { _ in signal } }
 
     /// On error, resubscribes up to `count` times (at most `count + 1` subscriptions), then
@@ -94,6 +96,7 @@ extension Signal {
     /// **RAC:** `-try:`. **Thread:** events arrive on the source's thread. **Disposal:**
     /// disposes the source. **Terminates:** with the source, or at the first thrown error
     /// (the source is disposed).
+    @inlinable
     public func `try`(_ body: @escaping (Value) throws -> Void) -> Signal<Value> {
         tryMap { v in
             try body(v)
@@ -118,6 +121,7 @@ extension Signal {
     ///
     /// - Parameter body: checks a value; returns `false` (setting `error`) to fail.
     /// - Returns: the values that passed, then the source's terminal event or the error.
+    @inlinable
     public func `try`(_ body: @escaping (Value, inout (any Error)?) -> Bool) -> Signal<Value> {
         tryMap { v in
             var error: (any Error)?
@@ -132,6 +136,7 @@ extension Signal {
     /// **RAC:** `-tryMap:`. **Thread:** events arrive on the source's thread. **Disposal:**
     /// disposes the source. **Terminates:** with the source, or at the first thrown error
     /// (the source is disposed).
+    @inlinable
     public func tryMap<U>(_ transform: @escaping (Value) throws -> U) -> Signal<U> {
         let source = self
         return AnonymousSignal { observer, lifetime in
