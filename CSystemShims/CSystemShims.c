@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 csys_atomic_int csys__placeholder_cell = {0};
-csys_atomic_int csys__live_subscriptions = {0};
 
 struct csys_mutex {
     pthread_mutex_t mutex;
@@ -94,6 +93,67 @@ bool csys_cond_timedwait(csys_cond *cond, csys_mutex *mutex, uint64_t timeout_ns
 void csys_cond_signal(csys_cond *cond) { pthread_cond_signal(&cond->cond); }
 
 void csys_cond_broadcast(csys_cond *cond) { pthread_cond_broadcast(&cond->cond); }
+
+// MARK: - Live-subscription slots (see csys_live_slot in the header)
+
+_Thread_local csys_live_slot *csys__live_slot __attribute__((tls_model("initial-exec"))) = NULL;
+
+static pthread_mutex_t csys__live_mutex = PTHREAD_MUTEX_INITIALIZER;
+static csys_live_slot *csys__live_slots = NULL;
+static pthread_key_t csys__live_key;
+static pthread_once_t csys__live_once = PTHREAD_ONCE_INIT;
+
+// At thread exit: the slot goes back to the pool with its count, which stays in the sum.
+// The mutex orders the exiting thread's last store before the next owner's first load.
+static void csys__live_slot_release(void *value) {
+    csys_live_slot *slot = value;
+    pthread_mutex_lock(&csys__live_mutex);
+    slot->owned = false;
+    pthread_mutex_unlock(&csys__live_mutex);
+    csys__live_slot = NULL;
+}
+
+static void csys__live_key_create(void) {
+    csys__check(pthread_key_create(&csys__live_key, csys__live_slot_release), "pthread_key_create");
+}
+
+csys_live_slot *csys__live_slot_claim(void) {
+    pthread_once(&csys__live_once, csys__live_key_create);
+    pthread_mutex_lock(&csys__live_mutex);
+    csys_live_slot *slot = csys__live_slots;
+    while (slot != NULL && slot->owned) slot = slot->next;
+    if (slot == NULL) {
+        slot = calloc(1, sizeof(*slot));
+        if (slot == NULL) abort();
+        slot->next = csys__live_slots;
+        csys__live_slots = slot;
+    }
+    slot->owned = true;
+    pthread_mutex_unlock(&csys__live_mutex);
+    // A thread whose other exit destructors free subscriptions after ours ran claims again;
+    // setting the key again makes pthreads run this destructor once more.
+    csys__check(pthread_setspecific(csys__live_key, slot), "pthread_setspecific");
+    csys__live_slot = slot;
+    return slot;
+}
+
+int64_t csys_live_subscriptions_count(void) {
+    int64_t sum = 0;
+    pthread_mutex_lock(&csys__live_mutex);
+    for (csys_live_slot *slot = csys__live_slots; slot != NULL; slot = slot->next) {
+        sum += atomic_load_explicit((_Atomic(int64_t) *)&slot->count, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&csys__live_mutex);
+    return sum;
+}
+
+int64_t csys_live_slots_allocated(void) {
+    int64_t n = 0;
+    pthread_mutex_lock(&csys__live_mutex);
+    for (csys_live_slot *slot = csys__live_slots; slot != NULL; slot = slot->next) n += 1;
+    pthread_mutex_unlock(&csys__live_mutex);
+    return n;
+}
 
 static _Thread_local int64_t csys__cached_tid = 0;
 

@@ -88,18 +88,27 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     }
 
     /// The delivery: announce this thread in `inFlight`, check the gate, call the callback.
-    /// Without `sourceLockHeld` the announcement is an exchange and the gate read is
+    ///
+    /// A value: without `sourceLockHeld` the announcement is an exchange and the gate read
     /// sequentially consistent (the Dekker handshake with `dispose` described above); with
     /// it both are relaxed: only the lock holder delivers, it reads its own announcement
     /// back exactly (re-entrancy, a callback disposing itself), and `dispose` on another
     /// thread takes the lock before it releases anything.
+    ///
+    /// A terminal event: the announcement is a plain store in either case, because the
+    /// event's one locked instruction, the compare-exchange that closes the gate
+    /// (``closeForTermination(_:)``), is the handshake: `dispose` sets the closed bit with
+    /// a read-modify-write of the same word, so the two are ordered; if the close comes
+    /// first, its release publishes the announcement to the `dispose` that then finds the
+    /// gate closed and waits; if `dispose` comes first, the close fails and nothing is
+    /// called. (One locked instruction per terminal event instead of two.)
     @inlinable @inline(__always)
     func deliver(_ event: Event<Value>, sourceLockHeld: Bool) {
         let inFlight = subclassWord.pointer
         let state = self.state.pointer
         let me = Int64(Int(bitPattern: csys_thread_token()))
         let previous: Int64
-        if sourceLockHeld {
+        if sourceLockHeld || event.isTerminating {
             previous = csys_atomic_int_load(inFlight, csys_relaxed)
             if previous != me { csys_atomic_int_store(inFlight, me, csys_relaxed) }
         } else {
@@ -115,23 +124,41 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
                 csys_atomic_int_store(inFlight, 0, csys_release)
             }
         }
-        let gate = csys_atomic_int_load(state, sourceLockHeld ? csys_relaxed : csys_seq_cst)
-        if gate & Int64(BlockSubscriber.closedBit) != 0 { return }
         switch event {
         case .next(let value):
+            let gate = csys_atomic_int_load(state, sourceLockHeld ? csys_relaxed : csys_seq_cst)
+            if gate & Int64(BlockSubscriber.closedBit) != 0 { return }
             BlockSubscriber.call(&onNext, value)
         case .error(let error):
-            if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
-                BlockSubscriber.call(&onError, error)
-                releaseCallbacksAfterClosing(insideDelivery: previous == me)
-                super.dispose()
-            }
+            guard let was = closeForTermination(state) else { return }
+            BlockSubscriber.call(&onError, error)
+            releaseCallbacksAfterClosing(insideDelivery: previous == me)
+            if was & Int64(Disposable.disposedBit) == 0 { disposeMembers() }
         case .completed:
-            if csys_atomic_int_fetch_or(state, Int64(BlockSubscriber.closedBit), csys_seq_cst) & Int64(BlockSubscriber.closedBit) == 0 {
-                BlockSubscriber.call(&onCompleted)
-                releaseCallbacksAfterClosing(insideDelivery: previous == me)
-                super.dispose()
-            }
+            guard let was = closeForTermination(state) else { return }
+            BlockSubscriber.call(&onCompleted)
+            releaseCallbacksAfterClosing(insideDelivery: previous == me)
+            if was & Int64(Disposable.disposedBit) == 0 { disposeMembers() }
+        }
+    }
+
+    /// A terminal event's one locked instruction: closes the gate and sets the disposed
+    /// bit together, unless the gate is already closed (then `nil`: nothing is delivered).
+    /// Returns the word from before. The members are disposed after the callback, as
+    /// before, by whoever set the disposed bit (`disposeMembers`); setting it with the
+    /// closed bit rather than in a second locked instruction afterwards only means that
+    /// the subscription already reads as disposed inside its terminal callback (as in
+    /// RAC, whose subscriber disposes before it calls the completed or error block) and
+    /// that a member added from that callback is disposed at once. A compare-exchange,
+    /// not a fetch-or: the disposed bit must stay clear when the gate was closed by
+    /// `dispose()`, which disposes the members itself afterwards.
+    @inlinable @inline(__always)
+    func closeForTermination(_ state: UnsafeMutablePointer<csys_atomic_int>) -> Int64? {
+        let closing = Int64(BlockSubscriber.closedBit | Disposable.disposedBit)
+        var was = csys_atomic_int_load(state, csys_relaxed)
+        while true {
+            if was & Int64(BlockSubscriber.closedBit) != 0 { return nil }
+            if csys_atomic_int_compare_exchange(state, &was, was | closing, csys_seq_cst) { return was }
         }
     }
 

@@ -108,14 +108,18 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
         // From then on `add` and `remove`, which take the spin bit and see the disposed
         // bit, leave `members` alone; so once a holder of the spin bit from before has let
         // go (its release pairs with this wait's acquire), the members are ours alone.
-        let previous = state.fetchOr(Disposable.disposedBit)
-        if previous & Disposable.disposedBit != 0 { return }
-        if previous & Disposable.lockBit != 0 {
-            var spins = 0
-            while state.load(csys_acquire) & Disposable.lockBit != 0 {
-                spins += 1
-                if spins > 32 { csys_thread_yield() }
-            }
+        if !markDisposed() { return }
+        disposeMembers()
+    }
+
+    /// The second half of ``dispose()``, for the one caller that set the disposed bit:
+    /// waits for a holder of the spin bit from before to let go, then disposes every member.
+    @usableFromInline
+    final func disposeMembers() {
+        var spins = 0
+        while state.load(csys_acquire) & Disposable.lockBit != 0 {
+            spins += 1
+            if spins > 32 { csys_thread_yield() }
         }
         let taken = members
         members = []

@@ -8,16 +8,14 @@ import CSystemShims
 /// that keeps growing is a subscription that is never disposed.
 public enum Diagnostics {
     /// Subscriber objects currently alive.
-    public static var liveSubscriptions: Int { counter.load() }
+    public static var liveSubscriptions: Int { Int(csys_live_subscriptions_count()) }
 
-    /// A C global (`csys_live_subscriptions`), not a `static let`: every subscription
-    /// touches it twice, and a Swift global is reached through a lazy-initialization check.
-    @inlinable
-    static var counter: UnsafeAtomicInt { UnsafeAtomicInt(pointer: csys_live_subscriptions()) }
+    // Counted per thread, in C (`csys_live_subscriptions_add`): every subscription counts
+    // twice, and one shared atomic counter was two locked instructions per subscription.
 
     @inlinable
-    static func subscriptionCreated() { counter.fetchAdd(1, csys_relaxed) }
+    static func subscriptionCreated() { csys_live_subscriptions_add(1) }
 
     @inlinable
-    static func subscriptionDestroyed() { counter.fetchSub(1, csys_relaxed) }
+    static func subscriptionDestroyed() { csys_live_subscriptions_add(-1) }
 }
