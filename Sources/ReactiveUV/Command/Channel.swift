@@ -18,17 +18,21 @@ public final class Channel<Value>: @unchecked Sendable {
         leading = Terminal(values: leadingValues, other: followingValues)
         following = Terminal(values: followingValues, other: leadingValues)
         // Terminal events sent into one side reach both sides.
-        // Forwarded through weak references: subscribing each subject to the other (as
+        // Forwarded through unowned references: subscribing each subject to the other (as
         // RACChannel does) makes the two subjects hold each other, so a channel that never
-        // terminated was never freed (LeakSanitizer, `make sanitize`). The terminals hold
-        // both subjects, so forwarding works for as long as anyone can send into either.
+        // terminated was never freed (LeakSanitizer, `make sanitize`). Unowned is safe: each
+        // terminal holds both subjects, and nothing can send into a subject without a
+        // terminal (a signal subscribed to a terminal holds it), so whenever a forwarding
+        // closure runs, both subjects are alive. Not weak: a weak reference gives a subject
+        // a side table for good, and then every retain and release of it (each value sent
+        // through the channel) is a slow runtime call.
         let c = CompoundDisposable()
         c.add(leadingValues.ignoreValues().subscribe(
-            error: { [weak followingValues] in followingValues?.sendError($0) },
-            completed: { [weak followingValues] in followingValues?.sendCompleted() }))
+            error: { [unowned followingValues] in followingValues.sendError($0) },
+            completed: { [unowned followingValues] in followingValues.sendCompleted() }))
         c.add(followingValues.ignoreValues().subscribe(
-            error: { [weak leadingValues] in leadingValues?.sendError($0) },
-            completed: { [weak leadingValues] in leadingValues?.sendCompleted() }))
+            error: { [unowned leadingValues] in leadingValues.sendError($0) },
+            completed: { [unowned leadingValues] in leadingValues.sendCompleted() }))
         termination = c
     }
 
@@ -77,9 +81,13 @@ extension MutableProperty {
             }
             return true
         }.subscribe(channel.leading)
-        let fromChannel = channel.leading.subscribeNext { [weak self] v in
+        // Sets the property through its subject, captured strongly (as `bind(to:)` does):
+        // a weak reference to the property would give it a side table, and its `deinit`
+        // disposes this subscription (in `channels`), which drops the closure.
+        let subject = self.subject
+        let fromChannel = channel.leading.subscribeNext { v in
             ignoreNextUpdate.value = true
-            self?.value = v
+            subject.sendNext(v)
             ignoreNextUpdate.value = false
         }
         channels.add(toChannel)

@@ -100,8 +100,13 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
     /// - Returns: a disposable that ends the binding.
     @discardableResult
     public func bind(to signal: Signal<Value>) -> Disposable {
+        // The subject is captured strongly, not weakly: a weak reference gives the subject
+        // a side table for good, which makes every retain and release of it (each value
+        // set) a slow runtime call. Nothing cycles back: the closure holds the subject, not
+        // the property, and the property's `deinit` disposes the binding, which drops the
+        // closure (no callback starts after that `dispose()` returns, from any thread).
         let subject = self.subject
-        let d = signal.subscribeNext { [weak subject] in subject?.sendNext($0) }
+        let d = signal.subscribeNext { subject.sendNext($0) }
         binding.replace(d)
         return d
     }

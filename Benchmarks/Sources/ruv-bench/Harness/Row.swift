@@ -65,6 +65,7 @@ extension Row {
         .zip,
         .throttle,
         .takeUntil,
+        .propertyBind,
     ] + Row.callForms + [
         .echo1,
         .echo100,
