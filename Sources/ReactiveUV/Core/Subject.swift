@@ -55,6 +55,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
                 }
             }
         }
+
     }
 
     /// The member a subscription's lifetime holds to leave the subject: O(1), through the
@@ -178,7 +179,7 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         let removal = Removal(roster: roster, slot: roster.entries.count)
         let entry = Entry(sink: observer, lifetime: lifetime, removal: removal)
         subscriber?.sourceRemoval = removal
-        roster.entries.append(Slot(entry: entry, subscriber: subscriber))
+        roster.append(Slot(entry: entry, subscriber: subscriber))
         return entry
     }
 
@@ -199,14 +200,19 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         roster.lock.lock()
         if terminal == nil {
             if remembersValues { willSendNext(value) }
-            // The local copy keeps the array alive even if a callback subscribes or
-            // unsubscribes re-entrantly (that mutation copies on write). Entries are called
-            // through guaranteed references: the array holds them, so no retain per call.
-            let current = roster.entries
+            // The list is read in place, without a reference of its own: a callback that
+            // subscribes or leaves re-entrantly retires this buffer first (see
+            // `Roster.sendBase`), so the walk goes on over the list as it was. Entries are
+            // called through guaranteed references: the buffer holds them.
             let event = Event<Value>.next(value)
-            current.withUnsafeBufferPointer { buffer in
-                guard let first = buffer.baseAddress else { return }
-                for i in 0..<buffer.count { Slot.send(event, to: first + i) }
+            Roster.walk(roster.beginSend()) { list in
+                guard let first = list.baseAddress else { return }
+                for i in 0..<list.count { Slot.send(event, to: first + i) }
+            }
+            if let retired = roster.endSend() {
+                roster.lock.unlock()
+                _fixLifetime(retired)
+                return
             }
         }
         roster.lock.unlock()

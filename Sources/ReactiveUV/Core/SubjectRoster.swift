@@ -24,7 +24,26 @@ extension Subject {
         // would cost more than the send itself.
         /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
         /// lifetime is disposed, so sends skip it) until there are as many holes as subscribers.
+        /// Changed only between ``willChangeEntries()`` and ``didChangeEntries()``.
         @usableFromInline @exclusivity(unchecked) final var entries: ContiguousArray<Slot> = []
+        /// Where a send reads the list: the start and length of `entries`' buffer, set by
+        /// every change (``didChangeEntries()``). A send reads the buffer through these,
+        /// without a reference of its own: a copy of the array (what keeps the list a send
+        /// walks intact when a callback subscribes or leaves, since the change then copies
+        /// on write) cost a retain and a release of the buffer per send, two locked
+        /// instructions, a third of the time of a send to one subscriber. Instead a change
+        /// made while a send reads the buffer first **retires** it (keeps a reference in
+        /// `retired`), so the change copies on write and the send goes on over the old
+        /// list, as before; the outermost send lets the retired lists go.
+        @usableFromInline @exclusivity(unchecked) final var sendBase: UnsafePointer<Slot>?
+        @usableFromInline @exclusivity(unchecked) final var sendCount = 0
+        /// Sends under way (nested on the thread that holds the lock, when a callback sends).
+        @usableFromInline @exclusivity(unchecked) final var sendDepth = 0
+        /// Whether a send under way may be reading the current buffer (then a change
+        /// retires it first). Cleared when it is retired and when the outermost send ends.
+        @usableFromInline @exclusivity(unchecked) final var bufferInUse = false
+        /// Lists replaced while a send was reading them, released when the outermost send ends.
+        @usableFromInline @exclusivity(unchecked) final var retired: ContiguousArray<ContiguousArray<Slot>> = []
         @usableFromInline @exclusivity(unchecked) final var holes = 0
         /// The shared placeholder of departed entries, made at the first departure.
         @usableFromInline @exclusivity(unchecked) final var hole: Entry?
@@ -53,14 +72,80 @@ extension Subject {
             )
         }
 
+        /// Call before changing `entries` (with the lock held): if a send may be reading
+        /// the current buffer, keep it for that send, so that the change copies on write.
+        @inlinable
+        final func willChangeEntries() {
+            if bufferInUse {
+                retired.append(entries)
+                bufferInUse = false
+            }
+        }
+
+        /// Call after changing `entries` (with the lock held): where sends read it now.
+        @inlinable
+        final func didChangeEntries() {
+            entries.withUnsafeBufferPointer { buffer in
+                sendBase = buffer.baseAddress
+                sendCount = buffer.count
+            }
+        }
+
+        /// Appends a subscriber's slot; call with the lock held.
+        @inlinable
+        final func append(_ slot: Slot) {
+            willChangeEntries()
+            entries.append(slot)
+            didChangeEntries()
+        }
+
+        /// Starts a send (lock held): returns the list to walk, marked as being read.
+        @inlinable @inline(__always)
+        final func beginSend() -> UnsafeBufferPointer<Slot> {
+            sendDepth += 1
+            bufferInUse = true
+            return UnsafeBufferPointer(start: sendBase, count: sendCount)
+        }
+
+        /// Runs `body` on `list`. Why the walk of a send is a closure: written out in
+        /// `sendNext` (or in a function of its own), the optimizer retained each
+        /// subscriber's callback around its call, a retain and a release per delivery (twice
+        /// the time of a fan-out); in a closure that captures the event, it does not.
+        @inlinable @inline(__always)
+        static func walk(_ list: UnsafeBufferPointer<Slot>, _ body: (UnsafeBufferPointer<Slot>) -> Void) {
+            body(list)
+        }
+
+        /// Ends a send (lock held). The outermost one returns the lists retired while it
+        /// ran, for the caller to release after unlocking (releasing a subscriber's sink may
+        /// run code that takes other locks); `nil` when there are none (the usual case).
+        @inlinable @inline(__always)
+        final func endSend() -> ContiguousArray<ContiguousArray<Slot>>? {
+            sendDepth -= 1
+            if sendDepth != 0 { return nil }
+            bufferInUse = false
+            if retired.isEmpty { return nil }
+            return takeRetired()
+        }
+
+        /// Empties `retired` (lock held), returning what it held.
+        @usableFromInline
+        final func takeRetired() -> ContiguousArray<ContiguousArray<Slot>> {
+            let taken = retired
+            retired = ContiguousArray()
+            return taken
+        }
+
         /// Takes every entry out (a termination, or the subject going away); call with the
         /// lock held. The caller drops them, ideally after unlocking.
         final func takeEntries() -> ContiguousArray<Slot> {
+            willChangeEntries()
             let taken = entries
             // `ContiguousArray()`, not `[]`: the literal goes through a variadic array,
             // a runtime metadata lookup in this unspecialized code.
             entries = ContiguousArray()
             holes = 0
+            didChangeEntries()
             return taken
         }
 
@@ -105,6 +190,8 @@ extension Subject {
             let i = removal.slot
             // After a termination (or the subject's end) the entries are gone: nothing to remove.
             guard i < entries.count, entries[i].entry.removal === removal else { return }
+            willChangeEntries()
+            defer { didChangeEntries() }
             if i == entries.count - 1 {
                 entries.removeLast()
                 while let last = entries.last, last.entry === hole {
