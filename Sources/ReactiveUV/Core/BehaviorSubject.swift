@@ -4,8 +4,10 @@
 /// live events. After termination a late subscriber gets the last value and the terminal
 /// event (ReactiveUV's rule for every subject; RAC 2 left it waiting).
 public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
-    /// The latest value (guarded by the subject's lock).
-    @usableFromInline var current: Value
+    /// The latest value (guarded by the subject's lock). Unchecked exclusivity: every
+    /// access happens under the lock, and the dynamic check (a thread-local lookup on each
+    /// value sent) was a tenth of the time of a bound property's update.
+    @usableFromInline @exclusivity(unchecked) var current: Value
 
     /// Creates a behavior subject whose current value is `value`.
     public init(value: Value) {

@@ -10,13 +10,15 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
 
     /// How many values are kept.
     public let capacity: Int
+    // Unchecked exclusivity below: every access happens under the subject's lock, and the
+    // dynamic check costs a thread-local lookup on each value sent.
     /// The buffered values, oldest first (guarded by the subject's lock).
-    @usableFromInline var buffer: [Value] = []
+    @usableFromInline @exclusivity(unchecked) var buffer: [Value] = []
     /// Index of the oldest live value in `buffer` (trimming is amortized).
-    @usableFromInline var head = 0
+    @usableFromInline @exclusivity(unchecked) var head = 0
     /// Values ever removed from the front of `buffer` by compaction, so a replay in
     /// progress can keep its place when a re-entrant send compacts the buffer.
-    @usableFromInline var compacted = 0
+    @usableFromInline @exclusivity(unchecked) var compacted = 0
 
     /// Creates a replay subject keeping the last `capacity` values (negative counts as 0).
     public init(capacity: Int = ReplaySubject.unlimited) {
