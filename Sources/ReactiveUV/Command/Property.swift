@@ -3,7 +3,7 @@
 /// completes when the property is deallocated.
 public class Property<Value>: @unchecked Sendable {
     /// Holds the value; its terminal event marks the property's deallocation.
-    let subject: BehaviorSubject<Value>
+    @usableFromInline let subject: BehaviorSubject<Value>
     /// What this property is derived from, kept alive with it.
     let retained: AnyObject?
     let derivation: Disposable?
@@ -36,14 +36,18 @@ public class Property<Value>: @unchecked Sendable {
     }
 
     /// The current value.
-    public var value: Value { subject.value }
+    @inlinable public var value: Value { subject.value }
 
     /// The current value on subscription, then every change; completes when the property
     /// is deallocated. (RAC's `RACObserve(target, keyPath)`.)
-    public var signal: Signal<Value> { subject }
+    @inlinable public var signal: Signal<Value> { subject }
 
     /// Only the changes after subscription.
-    public var changes: Signal<Value> { subject.skip(1) }
+    ///
+    /// Inlinable (as ``signal`` and ``value`` are) so that the `skip` formed here runs
+    /// specialized in the caller's module: formed in the library's generic copy, every
+    /// value would go through generic code, with a runtime metadata lookup per value.
+    @inlinable public var changes: Signal<Value> { subject.skip(1) }
 
     /// A property whose value is `transform` of this one's.
     public func map<U>(_ transform: @escaping (Value) -> U) -> Property<U> {
@@ -63,7 +67,7 @@ public class Property<Value>: @unchecked Sendable {
 public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable {
     /// The binding set by ``bind(to:)``; a new binding replaces (and disposes) the old one,
     /// as RAC allowed one binding per key.
-    let binding = SerialDisposable()
+    @usableFromInline let binding = SerialDisposable()
     /// Subscriptions of channel terminals made by `channelTerminal()`.
     let channels = CompoundDisposable()
 
@@ -80,8 +84,8 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
 
     /// The current value; setting it sends the new value to ``Property/signal``'s subscribers.
     public override var value: Value {
-        get { subject.value }
-        set { subject.sendNext(newValue) }
+        @inlinable get { subject.value }
+        @inlinable set { subject.sendNext(newValue) }
     }
 
     /// Changes the value in place with `action`, atomically with respect to other setters.
@@ -99,12 +103,16 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
     ///
     /// - Returns: a disposable that ends the binding.
     @discardableResult
+    @inlinable
     public func bind(to signal: Signal<Value>) -> Disposable {
         // The subject is captured strongly, not weakly: a weak reference gives the subject
         // a side table for good, which makes every retain and release of it (each value
         // set) a slow runtime call. Nothing cycles back: the closure holds the subject, not
         // the property, and the property's `deinit` disposes the binding, which drops the
         // closure (no callback starts after that `dispose()` returns, from any thread).
+        // Inlinable so the closure is formed, specialized, in the caller's module: formed in
+        // the library's generic copy, each value went through the generic `sendNext`, with
+        // runtime metadata lookups (200 ns per value in a plain release build, 36 with CMO).
         let subject = self.subject
         let d = signal.subscribeNext { subject.sendNext($0) }
         binding.replace(d)
@@ -113,6 +121,7 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
 
     /// `property <~ signal` binds the property to the signal (see ``bind(to:)``).
     @discardableResult
+    @inlinable
     public static func <~ (property: MutableProperty<Value>, signal: Signal<Value>) -> Disposable {
         property.bind(to: signal)
     }

@@ -16,6 +16,7 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
     }
 
     /// The current value.
+    @inlinable
     public var value: Value {
         lock.lock()
         defer { lock.unlock() }
