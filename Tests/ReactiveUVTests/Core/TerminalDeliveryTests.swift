@@ -11,20 +11,16 @@ import Testing
     /// reads as disposed inside its completed block, and a resource added from there is
     /// disposed at once; the source's own disposable is disposed right after the block.
     @Test func theSubscriptionReadsAsDisposedInsideItsCompletedBlockAndWhatItAddsThereIsDisposedAtOnce() {
-        var log: [String] = []
-        var source: Subscriber<Int>?
+        let source = LoggingSource()
         var subscription: Disposable?
-        subscription = Signal<Int>.create { s in
-            source = s
-            return Disposable { log.append("source disposed") }
-        }.subscribe(completed: {
-            log.append("completed, disposed: \(subscription!.isDisposed)")
-            source!.disposable.add(Disposable { log.append("added inside disposed") })
-            log.append("completed block returns")
+        subscription = source.signal.subscribe(completed: {
+            source.log.append("completed, disposed: \(subscription!.isDisposed)")
+            source.subscriber!.disposable.add(Disposable { source.log.append("added inside disposed") })
+            source.log.append("completed block returns")
         })
         #expect(subscription!.isDisposed == false)
-        source!.sendCompleted()
-        #expect(log == [
+        source.subscriber!.sendCompleted()
+        #expect(source.log == [
             "completed, disposed: true", "added inside disposed", "completed block returns", "source disposed",
         ])
         #expect(subscription!.isDisposed)
@@ -32,18 +28,27 @@ import Testing
 
     /// The same for an error, and a second terminal event is dropped.
     @Test func anErrorClosesOnceAndALaterTerminalEventIsDropped() {
-        var log: [String] = []
-        var source: Subscriber<Int>?
+        let source = LoggingSource()
         var subscription: Disposable?
-        subscription = Signal<Int>.create { s in
-            source = s
-            return Disposable { log.append("source disposed") }
-        }.subscribe(error: { _ in log.append("error, disposed: \(subscription!.isDisposed)") },
-                    completed: { log.append("completed") })
-        source!.sendError(SignalError.timedOut)
-        source!.sendCompleted()
+        subscription = source.signal.subscribe(
+            error: { _ in source.log.append("error, disposed: \(subscription!.isDisposed)") },
+            completed: { source.log.append("completed") })
+        source.subscriber!.sendError(SignalError.timedOut)
+        source.subscriber!.sendCompleted()
         subscription!.dispose()
-        #expect(log == ["error, disposed: true", "source disposed"])
+        #expect(source.log == ["error, disposed: true", "source disposed"])
+    }
+
+    /// A source that keeps its subscriber (to send into later) and logs its disposal.
+    final class LoggingSource {
+        var log: [String] = []
+        var subscriber: Subscriber<Int>?
+        var signal: Signal<Int> {
+            Signal.create { [unowned self] s in
+                subscriber = s
+                return Disposable { [unowned self] in log.append("source disposed") }
+            }
+        }
     }
 
     /// A completion sent on one thread while another disposes: in every round the
