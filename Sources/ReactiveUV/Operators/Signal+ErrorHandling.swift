@@ -43,6 +43,7 @@ extension Signal {
     /// **RAC:** `-retry:`. **Thread:** each attempt's. **Disposal:** disposes the current
     /// attempt and stops retrying. **Terminates:** at completion, or with the error once
     /// `count` retries are spent.
+    @inlinable
     public func retry(_ count: Int) -> Signal<Value> {
         if count < 0 { return .error(SignalError.invalidArgument("retry(\(count)): the count must not be negative")) }
         return resubscribing(onError: true, limit: count)
@@ -52,6 +53,7 @@ extension Signal {
     ///
     /// **RAC:** `-retry`. **Thread:** each attempt's. **Disposal:** disposes the current
     /// attempt and stops retrying. **Terminates:** at completion; never with an error.
+    @inlinable
     public func retry() -> Signal<Value> { retry(0) }
 
     /// Resubscribes each time the receiver completes (so it never completes); an error ends
@@ -59,9 +61,14 @@ extension Signal {
     ///
     /// **RAC:** `-repeat`. **Thread:** each round's. **Disposal:** disposes the current
     /// round and stops repeating. **Terminates:** at the first error; never completes.
+    @inlinable
     public func `repeat`() -> Signal<Value> { resubscribing(onError: false, limit: 0) }
 
-    /// The loop behind `retry` and `repeat`.
+    /// The loop behind `retry` and `repeat`. Inlinable so that the per-value closure is
+    /// formed, specialized, in the caller's module (formed in the library's generic copy,
+    /// every value of a retried signal went through generic code, a runtime metadata
+    /// lookup per value); the trampoline, once per attempt, stays in the library.
+    @inlinable
     func resubscribing(onError: Bool, limit: Int) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in

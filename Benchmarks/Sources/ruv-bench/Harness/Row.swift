@@ -66,6 +66,7 @@ extension Row {
         .throttle,
         .takeUntil,
         .propertyBind,
+        .retry,
     ] + Row.callForms + [
         .echo1,
         .echo100,

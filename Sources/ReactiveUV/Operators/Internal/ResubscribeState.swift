@@ -1,9 +1,15 @@
 /// State of `retry`/`repeat`/`retry(when:)`: whether an attempt is being subscribed on this
 /// stack, and whether another was requested meanwhile (turning recursion into a loop).
+@usableFromInline
 class ResubscribeState: LockedState, @unchecked Sendable {
     var attaching = false
     var again = false
-    var retries = 0
+    /// Resubscriptions so far; read and written by the attempt's error path (serialized by
+    /// the source's contract).
+    @usableFromInline var retries = 0
+
+    @inlinable
+    override init() { super.init() }
 
     /// Runs `attempt`, and again each time it was requested from inside the attempt on this
     /// stack, until no new request came or `lifetime` ended. A request made while an attempt
@@ -11,6 +17,7 @@ class ResubscribeState: LockedState, @unchecked Sendable {
     ///
     /// - Returns: whether this call ran the loop (`false`: the request was deferred).
     @discardableResult
+    @usableFromInline
     func trampoline(_ lifetime: CompoundDisposable, _ attempt: () -> Void) -> Bool {
         lock.lock()
         if attaching {
