@@ -39,8 +39,8 @@ public final class Channel<Value>: @unchecked Sendable {
     /// One end of a ``Channel``: a signal of the values sent to the other end, and a
     /// subscriber whose values go to the other end: RAC's `RACChannelTerminal`.
     public final class Terminal: Signal<Value>, SubscriberProtocol, @unchecked Sendable {
-        let values: Subject<Value>
-        let other: Subject<Value>
+        @usableFromInline let values: Subject<Value>
+        @usableFromInline let other: Subject<Value>
 
         init(values: Subject<Value>, other: Subject<Value>) {
             self.values = values
@@ -54,11 +54,11 @@ public final class Channel<Value>: @unchecked Sendable {
         }
 
         /// Sends a value to the other terminal's subscribers.
-        public func sendNext(_ value: Value) { other.sendNext(value) }
+        @inlinable public func sendNext(_ value: Value) { other.sendNext(value) }
         /// Ends both terminals with an error.
-        public func sendError(_ error: any Error) { other.sendError(error) }
+        @inlinable public func sendError(_ error: any Error) { other.sendError(error) }
         /// Completes both terminals.
-        public func sendCompleted() { other.sendCompleted() }
+        @inlinable public func sendCompleted() { other.sendCompleted() }
         /// Keeps a subscription of this terminal to a signal.
         public func didSubscribe(with disposable: Disposable) { other.didSubscribe(with: disposable) }
     }

@@ -59,10 +59,12 @@ public final class Lifetime: @unchecked Sendable {
 extension Signal {
     /// Forwards the receiver until `lifetime` ends, then completes and disposes it (RAC's
     /// `takeUntil:self.rac_willDeallocSignal`).
+    @inlinable
     public func takeUntil(_ lifetime: Lifetime) -> Signal<Value> {
         takeUntil(lifetime.ended)
     }
 
     /// The same as ``takeUntil(_:)-(Lifetime)``, in ReactiveSwift's words.
+    @inlinable
     public func take(during lifetime: Lifetime) -> Signal<Value> { takeUntil(lifetime.ended) }
 }

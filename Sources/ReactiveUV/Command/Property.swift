@@ -5,8 +5,8 @@ public class Property<Value>: @unchecked Sendable {
     /// Holds the value; its terminal event marks the property's deallocation.
     @usableFromInline let subject: BehaviorSubject<Value>
     /// What this property is derived from, kept alive with it.
-    let retained: AnyObject?
-    let derivation: Disposable?
+    @usableFromInline let retained: AnyObject?
+    @usableFromInline let derivation: Disposable?
 
     /// A property whose value never changes.
     public init(value: Value) {
@@ -16,6 +16,9 @@ public class Property<Value>: @unchecked Sendable {
     }
 
     /// A property that starts at `initial` and then follows `values` (until it terminates).
+    /// (Inlinable, as ``map(_:)`` and ``combineLatest(with:)`` are, so the forwarding of
+    /// each value is specialized in the caller's module, not the library's generic code.)
+    @inlinable
     public init(initial: Value, then values: Signal<Value>) {
         let subject = BehaviorSubject(value: initial)
         self.subject = subject
@@ -50,11 +53,13 @@ public class Property<Value>: @unchecked Sendable {
     @inlinable public var changes: Signal<Value> { subject.skip(1) }
 
     /// A property whose value is `transform` of this one's.
+    @inlinable
     public func map<U>(_ transform: @escaping (Value) -> U) -> Property<U> {
         Property<U>(initial: transform(value), then: changes.map(transform))
     }
 
     /// A property holding both properties' current values.
+    @inlinable
     public func combineLatest<U>(with other: Property<U>) -> Property<(Value, U)> {
         Property<(Value, U)>(
             initial: (value, other.value),

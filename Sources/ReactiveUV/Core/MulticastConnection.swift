@@ -7,12 +7,13 @@
 public final class MulticastConnection<Value>: @unchecked Sendable {
     /// The hot signal subscribers attach to (the subject).
     public let signal: Signal<Value>
-    let subject: Subject<Value>
-    let source: Signal<Value>
-    let serial = SerialDisposable()
-    let connected = UnsafeAtomicFlag()
+    @usableFromInline let subject: Subject<Value>
+    @usableFromInline let source: Signal<Value>
+    @usableFromInline let serial = SerialDisposable()
+    @usableFromInline let connected = UnsafeAtomicFlag()
 
     /// Creates a connection from `source` to `subject` (see ``Signal/multicast(_:)``).
+    @inlinable
     public init(source: Signal<Value>, subject: Subject<Value>) {
         self.source = source
         self.subject = subject
@@ -25,6 +26,7 @@ public final class MulticastConnection<Value>: @unchecked Sendable {
     ///
     /// - Returns: the connection's disposable (the same on every call).
     @discardableResult
+    @inlinable
     public func connect() -> Disposable {
         if connected.set() {
             serial.inner = source.subscribe(subject)
@@ -35,6 +37,7 @@ public final class MulticastConnection<Value>: @unchecked Sendable {
     /// A signal that connects at its first subscriber and disconnects when the number of
     /// subscribers drops to zero; it **never reconnects** (later subscribers just subscribe
     /// to the subject, so a replay subject still replays): RAC's `-autoconnect`.
+    @inlinable
     public func autoconnect() -> Signal<Value> {
         let count = AtomicCounter()
         return AnonymousSignal { [self] observer, lifetime in

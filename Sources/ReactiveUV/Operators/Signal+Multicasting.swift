@@ -1,5 +1,8 @@
 // Sharing one subscription among many subscribers (RACSignal+Operations' publish,
 // multicast:, replay, replayLast, replayLazily; share(replay:scope:) beyond RAC).
+// All inlinable, with `MulticastConnection.connect()`: the subject's subscription to the
+// source forwards every value, and formed in the library's generic copy that forwarding
+// ran generic code (the subject's send included) with runtime metadata lookups per value.
 
 extension Signal {
     /// A connection to a new plain ``Subject``; nothing is subscribed until `connect()`:
@@ -9,6 +12,7 @@ extension Signal {
     /// source's thread. **Disposal:** disposing the connection disposes the source's one
     /// subscription. **Terminates:** when the source terminates (the subject replays its
     /// terminal event to later subscribers).
+    @inlinable
     public func publish() -> MulticastConnection<Value> { multicast(Subject()) }
 
     /// A connection from the receiver to `subject`: RAC's `-multicast:`.
@@ -16,6 +20,7 @@ extension Signal {
     /// **RAC:** `-multicast:`. **Thread:** the subject's subscribers get events on the
     /// source's thread. **Disposal:** disposing the connection disposes the source's one
     /// subscription. **Terminates:** when the source terminates.
+    @inlinable
     public func multicast(_ subject: Subject<Value>) -> MulticastConnection<Value> {
         MulticastConnection(source: self, subject: subject)
     }
@@ -27,6 +32,7 @@ extension Signal {
     /// the subscribing thread. **Disposal:** a subscriber's disposal detaches it only; the
     /// source stays connected. **Terminates:** when the source terminates; later
     /// subscribers get everything, then the terminal event.
+    @inlinable
     public func replay() -> Signal<Value> {
         let connection = multicast(ReplaySubject())
         connection.connect()
@@ -38,6 +44,7 @@ extension Signal {
     /// **RAC:** `-replayLast`. **Thread:** live events on the source's thread; the replayed
     /// one on the subscribing thread. **Disposal:** a subscriber's disposal detaches it
     /// only; the source stays connected. **Terminates:** when the source terminates.
+    @inlinable
     public func replayLast() -> Signal<Value> {
         let connection = multicast(ReplaySubject(capacity: 1))
         connection.connect()
@@ -51,6 +58,7 @@ extension Signal {
     /// ones on the subscribing thread. **Disposal:** a subscriber's disposal detaches it
     /// only; the source, connected at the first subscription, stays connected.
     /// **Terminates:** when the source terminates.
+    @inlinable
     public func replayLazily() -> Signal<Value> {
         let connection = multicast(ReplaySubject())
         return Signal.defer {
@@ -72,6 +80,7 @@ extension Signal {
     /// thread; replayed ones on the subscribing thread. **Disposal:** detaches the
     /// subscriber; with `.whileConnected` the last one leaving disposes the source.
     /// **Terminates:** when the source terminates.
+    @inlinable
     public func share(replay: Int = 0, scope: ShareScope = .whileConnected) -> Signal<Value> {
         let source = self
         let state = ShareState<Value>()

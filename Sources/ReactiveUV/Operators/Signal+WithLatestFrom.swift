@@ -9,6 +9,7 @@ extension Signal {
     /// **RAC:** none (Rx's `withLatestFrom`). **Thread:** the receiver's thread.
     /// **Disposal:** disposes both signals. **Terminates:** when the receiver completes, or
     /// at an error from either.
+    @inlinable
     public func withLatestFrom<U>(_ other: Signal<U>) -> Signal<(Value, U)> {
         let source = self
         return AnonymousSignal { observer, lifetime in

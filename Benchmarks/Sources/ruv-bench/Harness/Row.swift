@@ -67,6 +67,8 @@ extension Row {
         .takeUntil,
         .propertyBind,
         .retry,
+        .reduceEach,
+        .publish,
     ] + Row.callForms + [
         .echo1,
         .echo100,

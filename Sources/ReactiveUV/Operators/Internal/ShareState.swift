@@ -1,7 +1,11 @@
 /// State of `share(replay:scope:)`: the replay subject of the current connection, the
 /// connection, and how many subscribers share it; guarded by the inherited lock.
+@usableFromInline
 final class ShareState<Value>: LockedState, @unchecked Sendable {
-    var subject: ReplaySubject<Value>?
-    var connection: SerialDisposable?
-    var subscribers = 0
+    @usableFromInline var subject: ReplaySubject<Value>?
+    @usableFromInline var connection: SerialDisposable?
+    @usableFromInline var subscribers = 0
+
+    @inlinable
+    override init() { super.init() }
 }
