@@ -1,7 +1,9 @@
 import CSystemShims
 
 // Moving events and subscriptions between schedulers (RACSignal+Operations' deliverOn:,
-// subscribeOn:, deliverOnMainThread).
+// subscribeOn:, deliverOnMainThread). Inlinable, so that the closure each event goes
+// through is formed, specialized, in the caller's module rather than in the library's
+// generic copy (which ran generic code, with runtime metadata lookups, per event).
 
 extension Signal {
     /// Re-sends every event on `scheduler`, in order; the receiver's side effects stay on
@@ -11,6 +13,7 @@ extension Signal {
     /// **RAC:** `-deliverOn:`. **Thread:** the scheduler's. **Disposal:** disposes the
     /// source; events still queued on the scheduler are dropped. **Terminates:** when the
     /// source's terminal event has been delivered on the scheduler.
+    @inlinable
     public func deliverOn(_ scheduler: Scheduler) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -31,6 +34,7 @@ extension Signal {
     /// **RAC:** `-subscribeOn:`. **Thread:** wherever the source sends them (the
     /// subscription itself runs on `scheduler`). **Disposal:** cancels the scheduled
     /// subscription, or disposes the source. **Terminates:** when the source terminates.
+    @inlinable
     public func subscribeOn(_ scheduler: Scheduler) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -47,6 +51,7 @@ extension Signal {
     /// **RAC:** `-deliverOnMainThread`. **Thread:** the main thread. **Disposal:** disposes
     /// the source; events still queued are dropped. **Terminates:** when the source's
     /// terminal event has been delivered on the main thread.
+    @inlinable
     public func deliverOnMainThread() -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in

@@ -37,6 +37,7 @@ final class LoopScheduler: Scheduler, @unchecked Sendable {
         return ScheduledBlock(position: position, on: taskContext())
     }
 
+    @usableFromInline
     override func scheduleUncancellable(_ block: @escaping () -> Void) {
         enqueueBlock(block)
     }

@@ -38,6 +38,7 @@ open class Scheduler: @unchecked Sendable {
     /// (operators such as `deliverOn` check their own lifetime when the block runs). Loop
     /// schedulers then skip creating the disposable: one allocation and one atomic
     /// release fewer per delivered event.
+    @usableFromInline
     func scheduleUncancellable(_ block: @escaping () -> Void) {
         _ = schedule(block)
     }
