@@ -12,23 +12,24 @@ final class LiveSubscriptionCountTests: XCTestCase {
     func testSubscriptionsMadeOnOneThreadAndFreedOnAnotherAreCountedExactly() {
         let before = Diagnostics.liveSubscriptions
         let subject = Subject<Int>()
-        let made = SharedBox([[Disposable]](repeating: [], count: 8))
+        // One box per thread: threads never touch the same array.
+        let made = (0..<8).map { _ in SharedBox<[Disposable]>([]) }
         runOnThreads(8) { t in
-            made.value[t] = (0..<100).map { _ in subject.subscribeNext { _ in } }
+            made[t].value = (0..<100).map { _ in subject.subscribeNext { _ in } }
         }
         XCTAssertEqual(Diagnostics.liveSubscriptions, before + 800)
-        for d in made.value.joined() { d.dispose() }
-        made.value = []
+        for box in made {
+            for d in box.value { d.dispose() }
+            box.value = []
+        }
         XCTAssertEqual(Diagnostics.liveSubscriptions, before, "freed here, made there")
 
         // Made here, freed on other threads.
-        let kept = SharedBox((0..<800).map { _ in Optional(subject.subscribeNext { _ in }) })
+        let kept = (0..<8).map { _ in SharedBox((0..<100).map { _ in subject.subscribeNext { _ in } }) }
         XCTAssertEqual(Diagnostics.liveSubscriptions, before + 800)
         runOnThreads(8) { t in
-            for i in stride(from: t, to: 800, by: 8) {
-                kept.value[i]?.dispose()
-                kept.value[i] = nil
-            }
+            for d in kept[t].value { d.dispose() }
+            kept[t].value = []
         }
         XCTAssertEqual(Diagnostics.liveSubscriptions, before, "made here, freed there")
     }

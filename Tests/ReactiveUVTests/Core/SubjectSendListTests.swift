@@ -44,6 +44,9 @@ import Testing
         #expect((10..<15).allSatisfy { got[$0] == [2] }, "added mid-walk: only the next value")
         #expect(subject.roster.entries.count - subject.roster.holes == 12)
         expectAtRest(subject, "after a plain send")
+        // The callbacks hold `subscriptions`, which holds their subscriptions: end them.
+        for d in subscriptions { d.dispose() }
+        subscriptions = []
     }
 
     /// Sends nested three deep, each level adding a subscriber before sending on: every
