@@ -55,7 +55,6 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
                 }
             }
         }
-
     }
 
     /// The member a subscription's lifetime holds to leave the subject: O(1), through the
