@@ -176,6 +176,7 @@ extension Signal {
     /// the handler's signal completes (with the last error) or fails.
     ///
     /// - Parameter handler: receives the signal of errors; returns the signal of retries.
+    @inlinable
     public func retry<T>(when handler: @escaping (Signal<any Error>) -> Signal<T>) -> Signal<Value> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -250,6 +251,7 @@ extension Signal {
     /// **Disposal:** disposes the current attempt and cancels a pending wait.
     /// **Terminates:** at completion, or with the error after `maxRetries` retries; an
     /// immediate scheduler fails it at once with `SignalError.invalidScheduler`.
+    @inlinable
     public func retry(
         maxRetries: Int, initialDelay: Double, multiplier: Double = 2, maxDelay: Double = .infinity,
         on scheduler: Scheduler

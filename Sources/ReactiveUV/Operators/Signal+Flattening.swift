@@ -91,6 +91,7 @@ extension Signal {
     /// **RAC:** `-bind:`. **Thread:** each value on the thread of the inner that sent it.
     /// **Disposal:** disposes the source and every inner. **Terminates:** when the source
     /// side has ended and every inner has completed, or at the first error.
+    @inlinable
     public func bind<U>(_ makeBlock: @escaping () -> (Value, inout Bool) -> Signal<U>?) -> Signal<U> {
         let source = self
         return AnonymousSignal { observer, lifetime in
@@ -122,6 +123,7 @@ extension Signal {
     /// **RAC:** `+switch:cases:default:`. **Thread:** the current case's thread.
     /// **Disposal:** disposes the key signal and the current case. **Terminates:** when the
     /// key signal and the last used case have completed, or at an error.
+    @inlinable
     public static func `switch`<Key: Hashable>(
         _ signal: Signal<Key>, cases: [Key: Signal<Value>], default defaultSignal: Signal<Value>? = nil
     ) -> Signal<Value> {
@@ -136,6 +138,7 @@ extension Signal {
     /// **RAC:** `+if:then:else:`. **Thread:** the current branch's thread. **Disposal:**
     /// disposes the condition and the current branch. **Terminates:** when the condition
     /// and the current branch have completed, or at an error.
+    @inlinable
     public static func `if`(
         _ condition: Signal<Bool>, then trueSignal: Signal<Value>, else falseSignal: Signal<Value>
     ) -> Signal<Value> {

@@ -13,33 +13,27 @@ extension Signal {
     /// thread. **Disposal:** disposes the source; groups already sent get no more values
     /// (and no terminal event). **Terminates:** with the source; each group receives the
     /// source's terminal event.
+    @inlinable
     public func groupBy<Key: Hashable, U>(
         _ keyOf: @escaping (Value) -> Key, transform: @escaping (Value) -> U
     ) -> Signal<GroupedSignal<Key, U>> {
         let source = self
         return AnonymousSignal { observer, lifetime in
-            var groups: [Key: GroupedSignal<Key, U>] = [:]
-            var order: [GroupedSignal<Key, U>] = []
+            let state = GroupByState<Key, U>()
             source.attach({ event in
                 switch event {
                 case .next(let v):
                     let key = keyOf(v)
-                    let group: GroupedSignal<Key, U>
-                    if let g = groups[key] {
-                        group = g
-                    } else {
-                        group = GroupedSignal(key: key)
-                        groups[key] = group
-                        order.append(group)
-                        observer(.next(group))
-                    }
+                    if state.send(transform(v), toGroupOf: key) { return }
+                    let group = state.makeGroup(key)
+                    observer(.next(group))
                     group.sendNext(transform(v))
                 case .error(let e):
                     observer(.error(e))
-                    for g in order { g.sendError(e) }
+                    for g in state.order { g.sendError(e) }
                 case .completed:
                     observer(.completed)
-                    for g in order { g.sendCompleted() }
+                    for g in state.order { g.sendCompleted() }
                 }
             }, lifetime)
         }
@@ -50,6 +44,7 @@ extension Signal {
     /// **RAC:** `-groupBy:`. **Thread:** groups and their values on the source's thread.
     /// **Disposal:** disposes the source. **Terminates:** with the source; each group
     /// receives the source's terminal event.
+    @inlinable
     public func groupBy<Key: Hashable>(_ keyOf: @escaping (Value) -> Key) -> Signal<GroupedSignal<Key, Value>> {
         groupBy(keyOf, transform: { $0 })
     }

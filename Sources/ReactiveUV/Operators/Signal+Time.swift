@@ -44,6 +44,7 @@ extension Signal {
     ///   - interval: the delay in seconds.
     ///   - scheduler: where delayed events are sent; by default the current scheduler at
     ///     subscription, or a background one.
+    @inlinable
     public func delay(_ interval: Double, on scheduler: Scheduler? = nil) -> Signal<Value> {
         if let scheduler, scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("delay needs a scheduler that keeps time"))
@@ -181,6 +182,7 @@ extension Signal {
     /// the scheduler's. **Disposal:** disposes the source and cancels the timer.
     /// **Terminates:** with the source, or with `SignalError.timedOut` when the interval
     /// passes first.
+    @inlinable
     public func timeout(_ interval: Double, on scheduler: Scheduler) -> Signal<Value> {
         if scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("timeout needs a scheduler that keeps time"))
@@ -227,6 +229,7 @@ extension Signal {
     /// the source's for terminal events. **Disposal:** disposes the source and cancels the
     /// timer. **Terminates:** when the source terminates (the current array is sent first
     /// on completion).
+    @inlinable
     public func bufferWithTime(_ interval: Double, on scheduler: Scheduler) -> Signal<[Value]> {
         if scheduler.isImmediate {
             return .error(SignalError.invalidScheduler("bufferWithTime needs a scheduler that keeps time"))

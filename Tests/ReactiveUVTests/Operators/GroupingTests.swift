@@ -52,6 +52,62 @@ import Testing
         #expect(got == [2])
     }
 
+    @Test func groupByCallsTheKeyAndTransformBlocksOncePerValue() {
+        let source = Subject<Int>()
+        var keyCalls: [Int] = []
+        var transformCalls: [Int] = []
+        var got: [Int] = []
+        source.groupBy({ keyCalls.append($0); return $0 % 3 }, transform: { transformCalls.append($0); return $0 })
+            .subscribeNext { g in g.subscribeNext { got.append($0) } }
+        for i in 0..<9 { source.sendNext(i) }
+        #expect(keyCalls == Array(0..<9))
+        #expect(transformCalls == Array(0..<9))
+        #expect(got == Array(0..<9))
+    }
+
+    /// A group's subscriber sends to the source from inside its delivery, making new groups
+    /// (the groups table grows) while a group is being sent to: every value reaches its group
+    /// once, in order.
+    @Test func groupBySurvivesNewGroupsMadeFromInsideAGroupsDelivery() {
+        let source = Subject<Int>()
+        var got: [Int: [Int]] = [:]
+        var keys: [Int] = []
+        source.groupBy { $0 % 100 }.subscribeNext { g in
+            keys.append(g.key)
+            g.subscribeNext { v in
+                got[g.key, default: []].append(v)
+                // From group 0's first values: one new key each, nested.
+                if g.key == 0 && v < 500 { source.sendNext(v / 100 + 1) }
+            }
+        }
+        source.sendNext(0)
+        for v in stride(from: 100, through: 400, by: 100) { source.sendNext(v) }
+        #expect(keys == [0, 1, 2, 3, 4, 5])
+        #expect(got[0] == [0, 100, 200, 300, 400])
+        #expect((1...5).map { got[$0] ?? [] } == [[1], [2], [3], [4], [5]])
+    }
+
+    /// The groups belong to the subscription's state; one the subscriber keeps outlives the
+    /// subscription (it gets no more values) and is freed once let go.
+    @Test func groupByGroupKeptByTheSubscriberOutlivesTheSubscription() {
+        let source = Subject<Int>()
+        var kept: GroupedSignal<Int, Int>?
+        weak var weakGroup: GroupedSignal<Int, Int>?
+        var got: [Int] = []
+        let subscription = source.groupBy { _ in 7 }.subscribeNext { g in
+            kept = g
+            weakGroup = g
+            g.subscribeNext { got.append($0) }
+        }
+        source.sendNext(1)
+        subscription.dispose()
+        source.sendNext(2)
+        #expect(kept?.key == 7)
+        #expect(got == [1])
+        kept = nil
+        #expect(weakGroup == nil)
+    }
+
     @Test func groupByDisposalDisposesUpstream() {
         let p = OpProbe()
         opRecord(Signal<Int>.never().probed(p).groupBy { $0 }).dispose()

@@ -69,6 +69,8 @@ extension Row {
         .retry,
         .reduceEach,
         .publish,
+        .groupBy,
+        .timeout,
     ] + Row.callForms + [
         .echo1,
         .echo100,

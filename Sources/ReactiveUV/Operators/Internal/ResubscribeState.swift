@@ -2,7 +2,7 @@
 /// stack, and whether another was requested meanwhile (turning recursion into a loop).
 @usableFromInline
 class ResubscribeState: LockedState, @unchecked Sendable {
-    var attaching = false
+    @usableFromInline var attaching = false
     var again = false
     /// Resubscriptions so far; read and written by the attempt's error path (serialized by
     /// the source's contract).
