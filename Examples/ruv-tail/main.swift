@@ -1,6 +1,6 @@
 // ruv-tail: `tail -F` on ReactiveUV.
 //
-//     ruv-tail [-n N | -n +K] [--state DIR] [--poll] FILE
+//     ruv-tail [-n N | -n +K] [--state DIR] [--poll] [--max-line-bytes N] [--skip-long-lines] FILE
 //
 // Prints every line of `File.follow(FILE)` — every file that lives at the path, followed by
 // identity through rotations, truncation and absence — to standard output until SIGINT or
@@ -15,6 +15,10 @@
 // every 0.05 s (`--save-interval`) and at exit; a ruv-tail started again with the same DIR — even after
 // SIGKILL, even if the file was rotated meanwhile — goes on after the last saved line.
 // `--poll` follows with `uv_fs_poll` instead of inotify (also `RUV_TAIL_POLL=1`).
+// A line longer than `--max-line-bytes` (default 1 MiB) stops ruv-tail with exit 1 after the
+// lines before it; `--skip-long-lines` leaves such a line out instead (its bytes are named
+// on standard error, as any loss is) and goes on — `TailLongLines.skip`, for a log that must
+// keep flowing past one runaway line.
 //
 // Output is written a chunk at a time: a chunk holds whole lines, as many as one read found
 // (up to 32 KiB when catching up on a file in the page cache, 256 KiB when reading from
@@ -30,9 +34,15 @@ struct Options {
     var stateDirectory: String?
     var poll = false
     var saveInterval = 0.05
+    var maxLineBytes = LineBuffer.defaultMaxLength
+    var skipLongLines = false
 }
 
-let synopsis = "usage: ruv-tail [-n N | -n +K] [--state DIR [--save-interval S]] [--poll] FILE\n"
+let synopsis = """
+    usage: ruv-tail [-n N | -n +K] [--state DIR [--save-interval S]] [--poll]
+                    [--max-line-bytes N] [--skip-long-lines] FILE
+
+    """
 
 let help = synopsis + """
 
@@ -48,10 +58,15 @@ let help = synopsis + """
                         on after the last line saved, also through a rotation meanwhile
       --save-interval S seconds between saves of the state (default 0.05)
       --poll            poll the file's status instead of using inotify
+      --max-line-bytes N
+                        the longest line accepted, in bytes (default 1048576); a longer
+                        one stops ruv-tail (exit 1) after the lines before it
+      --skip-long-lines leave out a line longer than the limit (its bytes are named on
+                        standard error) and go on
       -h, --help        print this help and exit
 
     Exits 0 on SIGINT or SIGTERM, 1 when the file cannot be followed (no permission,
-    a directory, a read error), 2 for a bad command line.
+    a directory, a read error, a line too long), 2 for a bad command line.
 
     """
 
@@ -70,6 +85,12 @@ func parseCount(_ text: String) -> TailStart {
     let digits = text.hasPrefix("-") ? String(text.dropFirst()) : text
     guard let n = Int(digits), n >= 0 else { usage("invalid number of lines: '\(text)'") }
     return n == 0 ? .end : .lastLines(n)
+}
+
+/// The argument of `--max-line-bytes`: a positive number of bytes.
+func parseLineLimit(_ text: String) -> Int {
+    guard let n = Int(text), n > 0 else { usage("invalid line limit: '\(text)' (a positive number of bytes)") }
+    return n
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -111,6 +132,14 @@ func parse(_ arguments: [String]) -> Options {
             index += 1
         } else if argument == "--poll" {
             options.poll = true
+        } else if argument == "--max-line-bytes" {
+            guard index < arguments.count else { usage("option '--max-line-bytes' requires an argument") }
+            options.maxLineBytes = parseLineLimit(arguments[index])
+            index += 1
+        } else if argument.hasPrefix("--max-line-bytes=") {
+            options.maxLineBytes = parseLineLimit(String(argument.dropFirst("--max-line-bytes=".count)))
+        } else if argument == "--skip-long-lines" {
+            options.skipLongLines = true
         } else {
             usage("unknown option '\(argument)'")
         }
@@ -258,6 +287,8 @@ func saveState(_ store: TailCheckpointStore?) {
 
 var tailOptions = TailOptions()
 tailOptions.usePolling = options.poll
+tailOptions.maxLineLength = options.maxLineBytes
+tailOptions.longLines = options.skipLongLines ? .skip : .fail
 tailOptions.sendsUnfinishedLastLineAtStart = true
 let lines = File.follow(
     options.path, from: options.start, checkpoints: store, options: tailOptions,

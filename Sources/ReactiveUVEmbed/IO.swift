@@ -25,6 +25,24 @@ public func ruv_file_tail(
     }
 }
 
+/// `ruv_file_tail_ex`: `ruv_file_tail` with a line limit and flags (skip long lines, poll).
+@c @implementation
+public func ruv_file_tail_ex(
+    _ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ startLines: Int, _ maxLineBytes: Int, _ flags: UInt32,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
+    let known = UInt32(RUV_TAIL_SKIP_LONG_LINES | RUV_TAIL_POLL)
+    guard flags & ~known == 0, maxLineBytes >= 0 else { return einval }  // a size_t past Int.max: no
+    return fileSignal(runtime, path, out) { path, loop in
+        let start: TailStart = startLines == 0 ? .end : .lastLines(count(startLines))
+        var options = TailOptions()
+        if maxLineBytes > 0 { options.maxLineLength = maxLineBytes }
+        options.longLines = flags & UInt32(RUV_TAIL_SKIP_LONG_LINES) != 0 ? .skip : .fail
+        options.usePolling = flags & UInt32(RUV_TAIL_POLL) != 0
+        return File.tail(path, from: start, options: options, notices: nil, on: loop).map { Bytes($0.utf8) }
+    }
+}
+
 /// `ruv_file_lines`: a file's lines, once.
 @c @implementation
 public func ruv_file_lines(_ runtime: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {

@@ -117,7 +117,8 @@ final class EmbedAPITests: XCTestCase {
     }
 
     /// File lines and chunks, a missing file's ENOENT, `tail -F` (last line, then an
-    /// append), and a unix signal raised by the program itself.
+    /// append), `ruv_file_tail_ex`'s line limit (an error, or the line skipped), and a unix
+    /// signal raised by the program itself.
     func testFilesAndUnixSignals() throws {
         let dir = try CToolchain.temporaryDirectory("files")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -126,6 +127,8 @@ final class EmbedAPITests: XCTestCase {
             "read completed", "read 20 bytes",
             "missing error ENOENT",
             "tail next last", "tail next appended",
+            "strict next short", "strict error ELINETOOLONG",
+            "skip next short", "skip next after",
             "unix next 10",
         ])
     }

@@ -561,6 +561,26 @@ void ruv_subscription_release(ruv_subscription_t *subscription);
  */
 int ruv_file_tail(ruv_runtime_t *runtime, const char *path, size_t start_lines, ruv_signal_t **out);
 
+/** ruv_file_tail_ex() flag: leave out a line longer than the limit and go on reading after
+ *  it, instead of ending the signal with RUV_ELINETOOLONG. The line is never held whole
+ *  (memory stays bounded) and is not reported to the subscriber. */
+#define RUV_TAIL_SKIP_LONG_LINES 1u
+/** ruv_file_tail_ex() flag: follow with uv_fs_poll instead of inotify (network and FUSE
+ *  file systems fall back to it anyway). */
+#define RUV_TAIL_POLL 2u
+
+/**
+ * ruv_file_tail() with a line limit and flags. `max_line_bytes` is the longest line
+ * accepted, without its break (0: 1 MiB, ruv_file_tail()'s limit); a longer line ends the
+ * signal with RUV_ELINETOOLONG once the lines before it are sent, or with
+ * RUV_TAIL_SKIP_LONG_LINES is left out while the lines after it go on (for a log that
+ * must keep flowing past one runaway line). `flags`: RUV_TAIL_SKIP_LONG_LINES,
+ * RUV_TAIL_POLL, or 0. Everything else is as ruv_file_tail().
+ * Thread: any. Returns: 0; UV_EINVAL (NULL runtime or path, an unknown flag).
+ */
+int ruv_file_tail_ex(ruv_runtime_t *runtime, const char *path, size_t start_lines, size_t max_line_bytes,
+                     unsigned int flags, ruv_signal_t **out);
+
 /**
  * Reads the file at `path` once, sending each line (without its break, decoded as UTF-8),
  * then completes; a last line without a break is sent too. A missing file is an error

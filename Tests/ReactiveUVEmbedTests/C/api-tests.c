@@ -700,6 +700,39 @@ static void case_files(const char *dir) {
     CHECK_RC(ruv_subscription_dispose(tail_sub));
     ruv_subscription_release(tail_sub);
 
+    /* ruv_file_tail_ex with a 50-byte limit: a 100-byte line ends the plain tail with
+       RUV_ELINETOOLONG after the line before it; with RUV_TAIL_SKIP_LONG_LINES (and
+       polling) it is left out and the line after it follows. */
+    CHECK_EQ(ruv_file_tail_ex(rt, path, 0, 0, 4u, &tail), UV_EINVAL);
+    CHECK_EQ(ruv_file_tail_ex(NULL, path, 0, 0, 0, &tail), UV_EINVAL);
+    CHECK_EQ(ruv_file_tail_ex(rt, path, 0, (size_t)-1, 0, &tail), UV_EINVAL);
+    const char *labels[2] = {"strict", "skip"};
+    const unsigned int flags[2] = {0, RUV_TAIL_SKIP_LONG_LINES | RUV_TAIL_POLL};
+    for (int k = 0; k < 2; k++) {
+        char long_path[512];
+        snprintf(long_path, sizeof long_path, "%s/long-%d.txt", dir, k);
+        f = fopen(long_path, "w");
+        CHECK(f != NULL);
+        fputs("short\n", f);
+        fclose(f);
+        ruv_signal_t *limited = NULL;
+        ruv_subscription_t *limited_sub = NULL;
+        CHECK_RC(ruv_file_tail_ex(rt, long_path, 1, 50, flags[k], &limited));
+        tail_lines = 0;
+        done_count = 0;
+        CHECK_RC(ruv_signal_subscribe(limited, tail_next, count_error, count_completed, (void *)labels[k], &limited_sub));
+        run_until(rt, &tail_lines, 1, 5);
+        f = fopen(long_path, "a");
+        for (int i = 0; i < 100; i++) fputc('x', f);
+        fputs("\nafter\n", f);
+        fclose(f);
+        if (k == 0) run_until(rt, &done_count, 1, 5);
+        else run_until(rt, &tail_lines, 2, 5);
+        CHECK_RC(ruv_subscription_dispose(limited_sub));
+        ruv_subscription_release(limited_sub);
+        ruv_signal_release(limited);
+    }
+
     /* A unix signal, raised by ourselves. */
     CHECK_RC(ruv_unix_signal_watch(rt, SIGUSR1, &sig));
     ruv_subscription_t *sig_sub = NULL;

@@ -94,6 +94,7 @@ int main(void) {
     ruv_subscription_release(sub);
 
     CHECK(ruv_file_tail(NULL, NULL, 0, &o) < 0);
+    CHECK(ruv_file_tail_ex(NULL, NULL, 0, 0, 0, &o) < 0);
     CHECK(ruv_file_lines(NULL, NULL, &o) < 0);
     CHECK(ruv_file_read(NULL, NULL, &o) < 0);
     CHECK(ruv_unix_signal_watch(NULL, 0, &o) < 0);

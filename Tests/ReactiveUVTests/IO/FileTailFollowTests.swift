@@ -881,4 +881,43 @@ final class FileTailResumeTests: XCTestCase {
         waitpid(pid, &status, 0)
         XCTAssertEqual(status, 0, "SIGTERM: exit 0")
     }
+
+    /// `ruv-tail --max-line-bytes 50`: a 100-byte line stops it with exit 1 and the error on
+    /// standard error, after the line before it; with `--skip-long-lines` the line is left
+    /// out, its bytes named on standard error, and the lines after it go on (SIGTERM: 0).
+    /// A limit that is not a positive number is a bad command line (exit 2).
+    func testRuvTailStopsAtALineOverItsLimitOrSkipsItWhenAsked() throws {
+        guard let ruvTail = Self.ruvTail else { throw XCTSkip("ruv-tail is not built next to the tests") }
+        let long = String(repeating: "x", count: 100)
+        var status: Int32 = 0
+
+        let bad = spawn("exec '\(ruvTail)' --max-line-bytes 0 '\(directory.file("any.log"))' 2> /dev/null")
+        waitpid(bad, &status, 0)
+        XCTAssertEqual(status >> 8, 2, "a limit of 0: a bad command line")
+
+        let strictPath = directory.file("strict.log")
+        let strictOut = directory.file("strict.out")
+        let strictErr = directory.file("strict.err")
+        writeFile(strictPath, "before\n\(long)\nafter\n")
+        let strict = spawn("exec '\(ruvTail)' -n +1 --max-line-bytes 50 '\(strictPath)' > '\(strictOut)' 2> '\(strictErr)'")
+        XCTAssertTrue(waitFor { waitpid(strict, &status, WNOHANG) == strict }, "ruv-tail did not stop at the long line")
+        XCTAssertEqual(status >> 8, 1, "a line over the limit: exit 1")
+        XCTAssertEqual(contents(strictOut), "before\n")
+        XCTAssertTrue(contents(strictErr).contains("line longer than the limit of 50 bytes"), contents(strictErr))
+
+        let path = directory.file("skip.log")
+        let out = directory.file("skip.out")
+        let err = directory.file("skip.err")
+        writeFile(path, "before\n\(long)\nafter\n")
+        let pid = spawn("exec '\(ruvTail)' -n +1 --max-line-bytes=50 --skip-long-lines '\(path)' > '\(out)' 2> '\(err)'")
+        XCTAssertTrue(waitFor { self.contents(out) == "before\nafter\n" }, contents(out) + contents(err))
+        // The line's bytes (7 to 108, its break included) are named as lost.
+        XCTAssertTrue(waitFor { self.contents(err).contains("bytes 7..<108 lost: a line was longer than the limit") },
+                      contents(err))
+        append(path, "\(long)\(long)\nlast\n")
+        XCTAssertTrue(waitFor { self.contents(out) == "before\nafter\nlast\n" }, contents(out) + contents(err))
+        kill(pid, SIGTERM)
+        waitpid(pid, &status, 0)
+        XCTAssertEqual(status, 0, "SIGTERM: exit 0")
+    }
 }
