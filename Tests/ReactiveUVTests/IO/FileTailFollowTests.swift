@@ -324,6 +324,57 @@ extension FileTailFollowTests {
 }
 
 extension FileTailFollowTests {
+    /// copytruncate inside the first delivery, and the writer goes on past the position the
+    /// tail had read to before the next read: the change event that came while the reader
+    /// was busy gets its next read checked (otherwise it read on at the old offset in the new
+    /// content — a fragment of a line, then new lines twice, and the copy resumed at an
+    /// offset from the wrong content). Every line once, none garbled, nothing lost.
+    func testCopyTruncateWrittenPastThePositionDuringADeliveryIsCaughtAtTheNextRead() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        func lines(_ range: Range<Int>) -> String {
+            range.map { "\($0) " + String(repeating: "z", count: $0 % 23) + "\n" }.joined()
+        }
+        let old = 20_000, new = 3_000
+        writeFile(path, lines(0..<old))
+        let recorder = FollowRecorder()
+        var cut = false
+        let subscription = File.follow(path, from: .beginning, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            if !cut {
+                cut = true
+                writeFile(path + ".1", lines(0..<old))  // logrotate's copy ...
+                XCTAssertEqual(truncate(path, 0), 0)  // ... the truncation, and more than was read
+                append(path, lines(old..<(old + new)))
+            }
+        }, error: { recorder.error = $0 })
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= old + new || recorder.error != nil }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.3)
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertNil(recorder.error)
+        var garbled = 0
+        for chunk in recorder.chunks {
+            for line in chunk.bytes.split(separator: 10) {
+                let text = String(decoding: line, as: UTF8.self)
+                guard let n = lineNumber(text), text == "\(n) " + String(repeating: "z", count: n % 23) else {
+                    garbled += 1
+                    continue
+                }
+            }
+        }
+        XCTAssertEqual(garbled, 0, "lines that are not a whole line of the writer's")
+        let numbers = recorder.numberedLines.map(\.number).filter { $0 >= 0 }
+        XCTAssertEqual(numbers.count, Set(numbers).count, "no line twice")
+        let missing = Set(0..<(old + new)).subtracting(numbers)
+        XCTAssertEqual(missing.count, 0, "lines missing, the first: \(missing.sorted().prefix(10))")
+        XCTAssertEqual(recorder.lostBytes, 0, "\(recorder.notices)")
+    }
+}
+
+extension FileTailFollowTests {
     /// More files waiting than `maxOpenFiles` allows: the oldest is given up, and exactly
     /// its unread bytes are reported lost (`fellBehind`), from the first unread line to its end.
     func testAReaderGivenUpBeyondTheOpenFileLimitReportsItsUnreadBytes() throws {

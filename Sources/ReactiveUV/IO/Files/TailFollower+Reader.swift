@@ -129,7 +129,16 @@ final class TailFileReader {
     /// (with the old file not read to its end yet) makes the new file wait — never the
     /// rotation quiet period.
     func poke() {
-        if closed || stopping || busy || held { return }
+        if closed || stopping { return }
+        if busy {
+            // A change while a step is under way (its reads follow each other as long as
+            // they find data, with no end-of-file check between them): the file may have
+            // been truncated and written past our position meanwhile, so the step's next
+            // read is checked too, before its bytes go out — not only a step's first.
+            checksFirstRead = true
+            return
+        }
+        if held { return }
         if follower.olderReaderIsReading(before: self) {
             deferred = true
             return
