@@ -436,6 +436,51 @@ final class FileTailResumeTests: XCTestCase {
         try assertResumingFindsAFileRotatedAwayWhileStopped(following: containers + "/app.log", writing: resolvedPods + "/0.log")
     }
 
+    /// A tail acknowledges every chunk through a rename rotation, runs past the quiet period
+    /// (the rotated file is finished and, fully acknowledged, forgotten by the store), and is
+    /// started again at once — within a second of the rotated file's last write. At the next
+    /// rotation that file was taken for one missed while the loop was busy and read again
+    /// from its start (lines 0–9 twice); it was in the directory when the tail started, not
+    /// at the path, and is left alone.
+    func testARestartSoonAfterARotationDoesNotReadTheFinishedRotatedFileAgain() throws {
+        let state = directory.file("state")
+        let path = directory.file("app.log")
+        writeFile(path, (0..<10).map { "\($0)\n" }.joined())
+        var options = FileTailFollowTests.quickOptions
+        options.rotationQuietPeriod = 0.2
+
+        let loop = try EventLoop()
+        let recorder = FileTailFollowTests.FollowRecorder()
+        func follow(_ store: TailCheckpointStore) -> Disposable {
+            File.follow(path, from: .beginning, checkpoints: store, options: options, notices: {
+                recorder.notices.append($0)
+            }, on: loop).subscribe(next: { chunk in
+                recorder.record(chunk)
+                store.acknowledge(chunk.identity, through: chunk.endOffset)
+            }, error: { XCTFail("\($0)") })
+        }
+        let firstStore = try TailCheckpointStore(directory: state)
+        let first = follow(firstStore)
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 10 }, timeout: 60))
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        writeFile(path, (10..<15).map { "\($0)\n" }.joined())
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 15 }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.5)  // past the quiet period: app.log.1 is finished
+        try firstStore.save()
+        first.dispose()
+
+        let second = follow(try TailCheckpointStore(directory: state))
+        _ = loop.run(until: { false }, timeout: 0.1)
+        XCTAssertEqual(rename(path, path + ".2"), 0)
+        writeFile(path, (15..<20).map { "\($0)\n" }.joined())
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 20 }, timeout: 60))
+        _ = loop.run(until: { false }, timeout: 0.5)  // anything read twice would come now
+        second.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), Array(0..<20), "\(recorder.notices)")
+        XCTAssertEqual(recorder.lostBytes, 0)
+    }
+
     /// Follows `followed` (which names `path`) with a store, acknowledges 6 of 10 lines and
     /// stops; renames `path` away, appends to it, starts a new `path`; then checks that a
     /// tail started again reads the rotated file from the position, then the new one.

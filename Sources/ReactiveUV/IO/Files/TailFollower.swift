@@ -86,6 +86,12 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Wall-clock seconds when following began (less one): a sibling modified since may be
     /// a file that was at the path while we were not looking.
     private let startedAt = Int(time(nil)) - 1
+    /// The path's rotated siblings when the subscription was made (its plan), each with its
+    /// modification time then. Such a file was not at the path while we followed, so it is
+    /// no missed file, unless written since: a restart within a second of a rotated file's
+    /// last write (its record dropped by the store once it was read to its end) otherwise
+    /// took it for one at the next rotation and read it all again.
+    private let siblingsAtPlan: [SiblingKey: SiblingStamp]
 
     private(set) var stopped = false
     private var started = false
@@ -115,6 +121,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         self.fail = fail
         self.quietNanoseconds = UInt64(max(0, SchedulerTime.nanoseconds(options.rotationQuietPeriod)))
         self.pollNanoseconds = UInt64(max(1_000_000, SchedulerTime.nanoseconds(options.pollInterval)))
+        self.siblingsAtPlan = TailFollower.siblingStamps(ofFileAt: TailFollower.fileLocation(of: path))
     }
 
     // MARK: - Starting and stopping
@@ -464,6 +471,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { continue }
             var info = stat()
             guard stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
+                siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
                 !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
             else { continue }
             let fd = open(candidate, O_RDONLY | O_CLOEXEC)
