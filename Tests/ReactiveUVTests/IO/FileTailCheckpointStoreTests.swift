@@ -199,6 +199,32 @@ struct FileTailCheckpointStoreTests {
         ])
     }
 
+    /// A path stays known after its last record is dropped (its file read to its end and
+    /// acknowledged), across a save and a load; a version-2 file knows its records' paths.
+    @Test func aFollowedPathIsRememberedAfterItsLastRecordIsDropped() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        let file = FileIdentity(device: 7, inode: 100, fingerprint: Array("ab".utf8))
+        #expect(!store.hasFollowed("/var/log/app.log"))
+        store.register(file, path: "/var/log/app.log", offset: 0)
+        store.finished(file, at: 10)
+        store.acknowledge(file, through: 10)
+        #expect(store.checkpoints.isEmpty)
+        #expect(store.hasFollowed("/var/log/app.log"))
+        try store.save()
+        let reloaded = try TailCheckpointStore(directory: state)
+        #expect(reloaded.checkpoints.isEmpty)
+        #expect(reloaded.hasFollowed("/var/log/app.log"))
+        #expect(!reloaded.hasFollowed("/var/log/other.log"))
+
+        writeFile(state + "/tail-checkpoints", TailCheckpointStore.headerWithoutPaths + "\n7 100 1234 - 6162 2f70 - 0\n")
+        let second = try TailCheckpointStore(directory: state)
+        #expect(second.hasFollowed("/p"))
+        #expect(second.checkpoints.count == 1)
+    }
+
     @Test func aStateDirectoryThatCannotBeMadeIsAUVError() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -481,6 +481,44 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(recorder.lostBytes, 0)
     }
 
+    /// The file at the path is deleted while followed (its record, done, is dropped: the
+    /// store holds no file of the path), and while no tail runs a new file is written there.
+    /// Started again with `-n 10`, the tail reads the new file from its start, as any file
+    /// that appeared while the tail was down; it applied the start position (the first 20
+    /// lines skipped, no notice), the store no longer remembering the path.
+    func testAFileMadeWhileStoppedAfterTheStoreForgotEveryFileOfThePathIsReadFromItsStart() throws {
+        let state = directory.file("state")
+        let path = directory.file("app.log")
+        writeFile(path, (0..<20).map { "\($0)\n" }.joined())
+        var options = FileTailFollowTests.quickOptions
+        options.rotationQuietPeriod = 0.2
+
+        let loop = try EventLoop()
+        let recorder = FileTailFollowTests.FollowRecorder()
+        func follow(_ store: TailCheckpointStore) -> Disposable {
+            File.follow(path, from: .lastLines(10), checkpoints: store, options: options, notices: {
+                recorder.notices.append($0)
+            }, on: loop).subscribe(next: { chunk in
+                recorder.record(chunk)
+                store.acknowledge(chunk.identity, through: chunk.endOffset)
+            }, error: { XCTFail("\($0)") })
+        }
+        let firstStore = try TailCheckpointStore(directory: state)
+        let first = follow(firstStore)
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 10 }, timeout: 60))
+        XCTAssertEqual(unlink(path), 0)
+        XCTAssertTrue(loop.run(until: { firstStore.checkpoints.isEmpty }, timeout: 60), "the deleted file's record is dropped")
+        try firstStore.save()
+        first.dispose()
+
+        writeFile(path, (20..<50).map { "\($0)\n" }.joined())
+        let second = follow(try TailCheckpointStore(directory: state))
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 40 }, timeout: 60), "\(recorder.numberedLines.map(\.number))")
+        second.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), Array(10..<50), "\(recorder.notices)")
+    }
+
     /// Follows `followed` (which names `path`) with a store, acknowledges 6 of 10 lines and
     /// stops; renames `path` away, appends to it, starts a new `path`; then checks that a
     /// tail started again reads the rotated file from the position, then the new one.

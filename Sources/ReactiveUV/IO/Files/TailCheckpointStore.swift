@@ -99,6 +99,11 @@ public final class TailCheckpointStore: @unchecked Sendable {
     private var forgottenTruncations: [FileInodeKey: Int] = [:]
     private var nextOrder: UInt64 = 0
     private var dirty = false
+    /// Every path a tail has followed with this store. Kept when the path's last record is
+    /// dropped (every file of it read to its end and acknowledged, or deleted): a file at
+    /// the path the store does not know is then one that appeared while no tail ran, read
+    /// from its start, not placed by the start position (`-n 10` skipped its first lines).
+    private var followedPaths: Set<String> = []
 
     /// Opens (or creates) the store in `directory`, reading the positions saved there.
     ///
@@ -215,10 +220,16 @@ public final class TailCheckpointStore: @unchecked Sendable {
         lock.withLock { records.filter { $0.path == path }.map(TailCheckpointStore.checkpoint) }
     }
 
+    /// Whether a tail has followed `path` with this store (saved, or in this process).
+    func hasFollowed(_ path: String) -> Bool {
+        lock.withLock { followedPaths.contains(path) || records.contains { $0.path == path } }
+    }
+
     /// Adds `identity` at `offset` unless the store knows it (a known file keeps its
     /// acknowledged offset); an unknown path of a known identity is filled in.
     func register(_ identity: FileIdentity, path: String, offset: Int64) {
         lock.withLock {
+            if !path.isEmpty && followedPaths.insert(path).inserted { dirty = true }
             if let i = index(of: identity) {
                 if records[i].path.isEmpty {
                     records[i].path = path
@@ -315,15 +326,19 @@ public final class TailCheckpointStore: @unchecked Sendable {
         records.append(record)
     }
 
-    static let header = "ruv-tail-checkpoints 2"
+    static let header = "ruv-tail-checkpoints 3"
+    /// The second version's header: records only, no `path` lines (the followed paths are
+    /// then the records' paths).
+    static let headerWithoutPaths = "ruv-tail-checkpoints 2"
     /// The first version's header: records without the content and truncation fields
-    /// (read as `nil` and 0).
+    /// (read as `nil` and 0), no `path` lines.
     static let headerWithoutContent = "ruv-tail-checkpoints 1"
 
     /// One line per record: `device inode offset final fingerprint-hex path-hex content
     /// truncations` (`final` is `-` while unknown; an empty fingerprint or path is `-`;
     /// `content` is `-` when the file was not truncated while followed, `=` when it was and
-    /// nothing of its new content has been read, else the hex of its first bytes).
+    /// nothing of its new content has been read, else the hex of its first bytes); then one
+    /// line `path path-hex` per followed path, sorted.
     private func serialize() -> String {
         var text = TailCheckpointStore.header + "\n"
         for r in records {
@@ -335,6 +350,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
             ]
             text += fields.joined(separator: " ") + "\n"
         }
+        for path in followedPaths.sorted() { text += "path " + hex(Array(path.utf8)) + "\n" }
         return text
     }
 
@@ -359,12 +375,21 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return }
-        let fieldCount = first == TailCheckpointStore.header ? 8 : 6
-        guard first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutContent else {
+        let fieldCount = first == TailCheckpointStore.headerWithoutContent ? 6 : 8
+        guard first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutPaths
+            || first == TailCheckpointStore.headerWithoutContent
+        else {
             throw SignalError.invalidArgument("\(file): not a tail checkpoint file (first line '\(first)')")
         }
         for (number, line) in lines.enumerated().dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            if first == TailCheckpointStore.header && fields.first == "path" {
+                guard fields.count == 2, let path = unhex(fields[1]) else {
+                    throw SignalError.invalidArgument("\(file):\(number + 1): malformed path '\(line)'")
+                }
+                followedPaths.insert(String(decoding: path, as: UTF8.self))
+                continue
+            }
             guard fields.count == fieldCount,
                 let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let offset = Int64(fields[2]),
                 let fingerprint = unhex(fields[4]), let path = unhex(fields[5])
@@ -382,9 +407,11 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 if fields[6] != "-" { content = bytes }
                 truncations = count
             }
+            let followed = String(decoding: path, as: UTF8.self)
+            if !followed.isEmpty { followedPaths.insert(followed) }
             appendRecord(Record(
                 identity: FileIdentity(device: device, inode: inode, fingerprint: fingerprint),
-                path: String(decoding: path, as: UTF8.self), offset: offset, finalOffset: final, order: 0, content: content,
+                path: followed, offset: offset, finalOffset: final, order: 0, content: content,
                 truncations: truncations))
         }
     }

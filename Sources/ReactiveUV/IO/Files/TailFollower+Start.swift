@@ -146,8 +146,9 @@ extension TailFollower {
             fd: current.fd, identity: current.identity, path: path, offset: 0, size: current.size, isCurrent: true)
         if let currentOffset {
             opened.offset = currentOffset
-        } else if !remembered.isEmpty {
-            // The store knew this path but not this file: it appeared while we were down.
+        } else if !remembered.isEmpty || store?.hasFollowed(path) == true {
+            // The store knew this path but not this file: it appeared while we were down
+            // (also when every file the store had of the path was done and dropped).
             opened.offset = 0
         } else {
             switch startOffset(current.fd, size: current.size, start: start, unfinishedCounts: sendsUnfinishedLastLine) {
