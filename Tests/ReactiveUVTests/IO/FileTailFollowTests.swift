@@ -519,6 +519,44 @@ final class FileTailResumeTests: XCTestCase {
         XCTAssertEqual(recorder.numberedLines.map(\.number), Array(10..<50), "\(recorder.notices)")
     }
 
+    /// A file read and acknowledged, then emptied while no tail runs; a tail started while
+    /// it is still empty reads what is written into it and acknowledges it; a third start,
+    /// nothing new written, delivers nothing. The record stayed under the old content's
+    /// fingerprint (it matched the empty file only), so the third start took the file for
+    /// an unknown one: lines 100–199 again, and a false "deleted before read" notice.
+    func testAFileEmptiedWhileStoppedAndWrittenUnderTheNextTailIsNotReadAgainAtTheThird() throws {
+        let state = directory.file("state")
+        let path = directory.file("app.log")
+        writeFile(path, (0..<100).map { "\($0) " + String(repeating: "o", count: 10) + "\n" }.joined())
+        let loop = try EventLoop()
+        let recorder = FileTailFollowTests.FollowRecorder()
+        func session(until lines: Int, writing: (() -> Void)? = nil) throws {
+            let store = try TailCheckpointStore(directory: state)
+            let subscription = File.follow(path, from: .beginning, checkpoints: store,
+                                           options: FileTailFollowTests.quickOptions, notices: {
+                recorder.notices.append($0)
+            }, on: loop).subscribe(next: { chunk in
+                recorder.record(chunk)
+                store.acknowledge(chunk.identity, through: chunk.endOffset)
+            }, error: { XCTFail("\($0)") })
+            _ = loop.run(until: { false }, timeout: 0.1)
+            writing?()
+            XCTAssertTrue(loop.run(until: { recorder.lineCount >= lines }, timeout: 60))
+            _ = loop.run(until: { false }, timeout: 0.3)  // anything read again would come now
+            try store.save()
+            subscription.dispose()
+        }
+        try session(until: 100)
+        XCTAssertEqual(truncate(path, 0), 0)
+        try session(until: 100) { append(path, (100..<200).map { "\($0) new\n" }.joined()) }
+        XCTAssertEqual(recorder.lineCount, 200)
+        try session(until: 200)
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), Array(0..<200), "\(recorder.notices)")
+        XCTAssertFalse(recorder.notices.contains { if case .lost(_, _, _, .deletedBeforeRead) = $0 { return true } else { return false } },
+                       "\(recorder.notices)")
+    }
+
     /// Follows `followed` (which names `path`) with a store, acknowledges 6 of 10 lines and
     /// stops; renames `path` away, appends to it, starts a new `path`; then checks that a
     /// tail started again reads the rotated file from the position, then the new one.

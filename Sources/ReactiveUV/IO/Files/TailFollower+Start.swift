@@ -90,6 +90,15 @@ extension TailFollower {
                     plan.notices.append(.lost(
                         path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
                         reason: .truncatedWhileStopped))
+                    // Cut while stopped: what it holds now is another content, known from now
+                    // on by its first bytes as they are (empty, say; they grow as the tail reads
+                    // them). Kept under the old content's fingerprint, the record matched the
+                    // empty file only, and the next start took the rewritten file for an
+                    // unknown one and read it again.
+                    // (Looked up by the file as it is now: the record, rekeyed above or not.)
+                    if record.identity.fingerprint != current.identity.fingerprint {
+                        store?.rekey(current.identity, to: current.identity)
+                    }
                     store?.truncated(current.identity, whileFollowed: false)
                     currentOffset = 0
                 } else {
