@@ -403,6 +403,30 @@ extension FileTailFollowTests {
         XCTAssertEqual(range.lowerBound, readOfOld, "from the first byte not delivered")
         XCTAssertLessThan(readOfOld, Int64(old.utf8.count), "the old file was given up before its end")
     }
+
+    /// A rotated file already read to its end (only waiting out the quiet period) when the
+    /// open-file limit closes it has lost nothing: no `lost` notice (it got one with an
+    /// empty range, 75 of 75 such notices in a probe at the default limit).
+    func testAFileReadToItsEndAndClosedByTheOpenFileLimitIsNotReportedLost() throws {
+        let loop = try EventLoop()
+        let path = directory.file("app.log")
+        writeFile(path, "0\n1\n")
+        var options = FileTailFollowTests.quickOptions
+        options.maxOpenFiles = 1
+        options.rotationQuietPeriod = 30  // the rotated file stays open until the limit closes it
+        let (recorder, subscription) = follow(path, options: options, on: loop)
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 2 }, timeout: 60))
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        writeFile(path, "2\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 3 }, timeout: 60))
+        append(path, "3\n")
+        XCTAssertTrue(loop.run(until: { recorder.lineCount >= 4 }, timeout: 60))
+        subscription.dispose()
+        assertLoopCleanAndClose(loop)
+        XCTAssertEqual(recorder.numberedLines.map(\.number), [0, 1, 2, 3])
+        XCTAssertFalse(recorder.notices.contains { if case .lost = $0 { return true } else { return false } },
+                       "\(recorder.notices)")
+    }
 }
 
 /// Resumption: in process through a `TailCheckpointStore`, and across a SIGKILL of the

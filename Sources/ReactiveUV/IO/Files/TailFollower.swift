@@ -571,7 +571,15 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         var open = readers.filter { $0.isOpen }
         while open.count > max(1, options.maxOpenFiles), let oldest = open.first, oldest !== current {
             open.removeFirst()
-            lost(.lost(path: oldest.path, identity: oldest.identity, range: oldest.unreadRange, reason: .fellBehind))
+            let unread = oldest.unreadRange
+            if unread.knownCount == 0 {
+                // Read to its end, only waiting out the quiet period: closed as finished,
+                // nothing lost (it was reported lost with an empty range).
+                finish(oldest)
+                if stopped { return }
+                continue
+            }
+            lost(.lost(path: oldest.path, identity: oldest.identity, range: unread, reason: .fellBehind))
             store?.finished(oldest.identity, at: 0)
             finishedFiles.append(oldest.identity)
             oldest.stop()
