@@ -438,6 +438,20 @@ final class FileTailResumeTests: XCTestCase {
     override func setUpWithError() throws { directory = try TemporaryDirectory() }
     override func tearDown() { directory.remove() }
 
+    /// Follows `path` with `store` into `recorder`, acknowledging each chunk as it arrives
+    /// (a consumer done with a line once it has it); an error fails the test.
+    func followAcknowledging(
+        _ path: String, from start: TailStart, store: TailCheckpointStore, options: TailOptions = FileTailFollowTests.quickOptions,
+        into recorder: FileTailFollowTests.FollowRecorder, on loop: EventLoop
+    ) -> Disposable {
+        File.follow(path, from: start, checkpoints: store, options: options, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            recorder.record(chunk)
+            store.acknowledge(chunk.identity, through: chunk.endOffset)
+        }, error: { XCTFail("\($0)") })
+    }
+
     /// A tail acknowledges part of a file and stops; while it is stopped the file is renamed
     /// to `app.log.1`, gets more lines, and a new `app.log` starts. The resumed tail reads
     /// `app.log.1` from the acknowledged offset (found by identity among the siblings),
@@ -476,12 +490,7 @@ final class FileTailResumeTests: XCTestCase {
         let loop = try EventLoop()
         let recorder = FileTailFollowTests.FollowRecorder()
         func follow(_ store: TailCheckpointStore) -> Disposable {
-            File.follow(path, from: .beginning, checkpoints: store, options: options, notices: {
-                recorder.notices.append($0)
-            }, on: loop).subscribe(next: { chunk in
-                recorder.record(chunk)
-                store.acknowledge(chunk.identity, through: chunk.endOffset)
-            }, error: { XCTFail("\($0)") })
+            followAcknowledging(path, from: .beginning, store: store, options: options, into: recorder, on: loop)
         }
         let firstStore = try TailCheckpointStore(directory: state)
         let first = follow(firstStore)
@@ -520,12 +529,7 @@ final class FileTailResumeTests: XCTestCase {
         let loop = try EventLoop()
         let recorder = FileTailFollowTests.FollowRecorder()
         func follow(_ store: TailCheckpointStore) -> Disposable {
-            File.follow(path, from: .lastLines(10), checkpoints: store, options: options, notices: {
-                recorder.notices.append($0)
-            }, on: loop).subscribe(next: { chunk in
-                recorder.record(chunk)
-                store.acknowledge(chunk.identity, through: chunk.endOffset)
-            }, error: { XCTFail("\($0)") })
+            followAcknowledging(path, from: .lastLines(10), store: store, options: options, into: recorder, on: loop)
         }
         let firstStore = try TailCheckpointStore(directory: state)
         let first = follow(firstStore)
@@ -556,13 +560,7 @@ final class FileTailResumeTests: XCTestCase {
         let recorder = FileTailFollowTests.FollowRecorder()
         func session(until lines: Int, writing: (() -> Void)? = nil) throws {
             let store = try TailCheckpointStore(directory: state)
-            let subscription = File.follow(path, from: .beginning, checkpoints: store,
-                                           options: FileTailFollowTests.quickOptions, notices: {
-                recorder.notices.append($0)
-            }, on: loop).subscribe(next: { chunk in
-                recorder.record(chunk)
-                store.acknowledge(chunk.identity, through: chunk.endOffset)
-            }, error: { XCTFail("\($0)") })
+            let subscription = followAcknowledging(path, from: .beginning, store: store, into: recorder, on: loop)
             _ = loop.run(until: { false }, timeout: 0.1)
             writing?()
             XCTAssertTrue(loop.run(until: { recorder.lineCount >= lines }, timeout: 60))
