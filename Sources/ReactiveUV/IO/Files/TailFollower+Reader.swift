@@ -80,10 +80,11 @@ final class TailFileReader {
     private var spareRequest: FileRequest?
     /// A step is under way (a request in flight, or a read waiting for the next turn).
     private var busy = false
-    /// The step's first read is checked for a truncation before its bytes are taken: a
-    /// step started by a poke after the reader had been idle, when the file may have been
-    /// truncated and written again past our position (the read, on the pool, may even run
-    /// after that happened while the loop looked).
+    /// The next read is checked for a truncation before its bytes are taken: the first of a
+    /// step started by a poke after the reader had been idle, or the next one after a poke
+    /// that came during a step — when the file may have been truncated and written again
+    /// past our position (the read, on the pool, may even run after that happened while
+    /// the loop looked).
     private var checksFirstRead = false
     /// Waiting in the follower's next-turn queue (nothing in flight).
     var waitingForTurn = false
