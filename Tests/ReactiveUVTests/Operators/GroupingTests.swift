@@ -72,14 +72,17 @@ import Testing
         let source = Subject<Int>()
         var got: [Int: [Int]] = [:]
         var keys: [Int] = []
-        source.groupBy { $0 % 100 }.subscribeNext { g in
+        // The group's block holds its key and the source weakly, not the group or the
+        // source themselves: either would be a reference cycle (LeakSanitizer).
+        let subscription = source.groupBy { $0 % 100 }.subscribeNext { [weak source] g in
             keys.append(g.key)
-            g.subscribeNext { v in
-                got[g.key, default: []].append(v)
+            g.subscribeNext { [key = g.key] v in
+                got[key, default: []].append(v)
                 // From group 0's first values: one new key each, nested.
-                if g.key == 0 && v < 500 { source.sendNext(v / 100 + 1) }
+                if key == 0 && v < 500 { source?.sendNext(v / 100 + 1) }
             }
         }
+        defer { subscription.dispose() }
         source.sendNext(0)
         for v in stride(from: 100, through: 400, by: 100) { source.sendNext(v) }
         #expect(keys == [0, 1, 2, 3, 4, 5])
