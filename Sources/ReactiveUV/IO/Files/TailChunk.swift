@@ -55,7 +55,9 @@ public enum TailNotice: Sendable, Equatable, CustomStringConvertible {
     /// one is read from its start, the old one to its end.
     case replaced(path: String, old: FileIdentity, new: FileIdentity)
     /// The file got shorter than what the tail had read (copy-truncate rotation, or a
-    /// rewrite); reading starts again at offset 0.
+    /// rewrite); reading starts again at offset 0. Also sent when a tail starts and finds
+    /// the file cut below its checkpoint while no tail ran, its unread rest found in
+    /// copytruncate's copy (read from there, with a `resumed` notice naming the copy).
     case truncated(path: String, identity: FileIdentity, at: Int64)
     /// A file known to the checkpoint store was found again (at `path`, possibly a rotated
     /// sibling such as `app.log.1`) and is read on from `offset`.

@@ -78,6 +78,11 @@ extension TailFollower {
         }
 
         let remembered = store?.records(for: path) ?? []
+        // Files a copy is never taken from: the current one, and those remembered (read
+        // under their own records).
+        func keep(_ current: FileIdentity?) -> [(UInt64, UInt64)] {
+            remembered.map { ($0.identity.device, $0.identity.inode) } + (current.map { [($0.device, $0.inode)] } ?? [])
+        }
         var currentOffset: Int64?
         var siblings: [(name: String, device: UInt64, inode: UInt64)]?
         for record in remembered {
@@ -87,9 +92,16 @@ extension TailFollower {
                 // this file's under the identity taken now (its chunks carry it).
                 if !record.identity.isSameFile(as: current.identity) { store?.rekey(record.identity, to: current.identity) }
                 if record.offset > current.size {
-                    plan.notices.append(.lost(
-                        path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
-                        reason: .truncatedWhileStopped))
+                    // What was not read yet is in copytruncate's copy, if it made one: then
+                    // nothing is lost, and the notice says only that the file was cut.
+                    let before = plan.notices.count
+                    if plan.resumeCopy(of: record, path: path, store: store, excluded: keep(current.identity)) {
+                        plan.notices.insert(.truncated(path: path, identity: current.identity, at: record.offset), at: before)
+                    } else {
+                        plan.notices.append(.lost(
+                            path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
+                            reason: .truncatedWhileStopped))
+                    }
                     // Cut while stopped: what it holds now is another content, known from now
                     // on by its first bytes as they are (empty, say; they grow as the tail reads
                     // them). Kept under the old content's fingerprint, the record matched the
@@ -142,6 +154,13 @@ extension TailFollower {
             }
             if let found {
                 plan.files.append(found)
+            } else if plan.resumeCopy(
+                of: record, path: path, store: store, excluded: keep(current?.identity))
+            {
+                // Cut (and written again) or deleted while we were down, after a copy was
+                // made (copytruncate; `cp` then a delete): its unread rest is read from
+                // there, under the copy's own record.
+                store?.forget(record.identity)
             } else {
                 plan.notices.append(.lost(
                     path: path, identity: record.identity, range: TailByteRange(record.offset, record.finalOffset),

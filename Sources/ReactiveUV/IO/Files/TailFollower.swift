@@ -531,35 +531,24 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// a reader of its own, so the lines we had not read before the cut are not lost.
     /// Returns the copy's size (what is recovered up to), or `nil` without a copy.
     func recoverFromCopy(head: [UInt8], from offset: Int64) -> Int64? {
-        if stopped || head.isEmpty { return nil }
-        let prefix = TailFollower.joined(directory, basename)
-        for entry in TailFollower.directoryEntries(directory) where entry.name != prefix && entry.name.hasPrefix(prefix) {
-            if TailFollower.compressedSuffixes.contains(where: { entry.name.hasSuffix($0) }) { continue }
-            if readers.contains(where: { $0.isOpen && $0.identity.device == entry.device && $0.identity.inode == entry.inode }) {
-                continue
-            }
-            let fd = open(entry.name, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { continue }
-            guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir, size > offset,
-                identity.fingerprint.count >= head.count, identity.fingerprint.starts(with: head),
-                !finishedFiles.contains(where: { $0.isSameFile(as: identity) })
-            else {
-                _ = Glibc.close(fd)
-                continue
-            }
-            notify(.resumed(path: entry.name, identity: identity, offset: offset))
-            store?.register(identity, path: path, offset: offset)
-            let reader = TailFileReader(
-                follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
-                sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
-                maxLineLength: options.maxLineLength)
-            reader.leftPath()
-            reader.superseded = true
-            readers.insert(reader, at: 0)
-            reader.poke()
-            return size
+        if stopped { return nil }
+        let copy = TailFollower.findCopy(in: directory, basename: basename, head: head, longerThan: offset) { identity in
+            readers.contains { $0.isOpen && $0.identity.device == identity.device && $0.identity.inode == identity.inode }
+                || finishedFiles.contains { $0.isSameFile(as: identity) }
         }
-        return nil
+        guard let copy else { return nil }
+        let (fd, identity, size) = (copy.fd, copy.identity, copy.size)
+        notify(.resumed(path: copy.name, identity: identity, offset: offset))
+        store?.register(identity, path: path, offset: offset)
+        let reader = TailFileReader(
+            follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
+            sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
+            maxLineLength: options.maxLineLength)
+        reader.leftPath()
+        reader.superseded = true
+        readers.insert(reader, at: 0)
+        reader.poke()
+        return size
     }
 
     /// Names of compressed rotated files, never read as text.

@@ -30,4 +30,27 @@ extension NatsExactlyOnceTests {
         appendText(log, "END\n")
         assertExactlyOnce(300, others: [Self.header])
     }
+
+    /// logrotate's copytruncate while no edge runs: the edge stopped (SIGKILL) once every
+    /// row it had shipped was covered by its saved position; then rows 100–299 were
+    /// appended, the file copied to `app.csv.1` and cut, and rows 300–399 written to it.
+    /// The edge started again ships 100–299 from the copy and 300–399 from the file, each
+    /// once. It said the unread rows were deleted and never shipped them.
+    func testACopyTruncateWhileTheEdgeIsDownShipsTheUnreadRowsFromTheCopy() throws {
+        let (log, edge) = try startEdgeOnAnEmptyFile()
+        appendText(log, Self.content(0))
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 100 }, timeout: 60),
+                      "the first content is shipped; edge: \(edge.errors.suffix(1500))")
+        XCTAssertTrue(EventLoop.main.run(until: { self.linesCovered(log) >= 101 }, timeout: 60),
+                      "the edge saves its position (\(linesCovered(log)) lines covered)")
+        kill9(edge)
+        appendText(log, (100..<300).map(NumberedLineWriter.line).joined())
+        try FileManager.default.copyItem(atPath: log, toPath: log + ".1")
+        XCTAssertEqual(truncate(log, 0), 0)
+        appendText(log, (300..<400).map(NumberedLineWriter.line).joined())
+        let urls = try XCTUnwrap(servers?.urls)
+        _ = try startEdge([log], urls: urls)
+        appendText(log, "END\n")
+        assertExactlyOnce(400, others: [Self.header])
+    }
 }
