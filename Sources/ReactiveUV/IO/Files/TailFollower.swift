@@ -488,17 +488,8 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                 _ = Glibc.close(fd)
                 return
             }
-            let offset = store?.offset(for: identity) ?? 0
-            store?.register(identity, path: path, offset: offset)
-            let reader = TailFileReader(
-                follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
-                sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
-                maxLineLength: options.maxLineLength)
-            reader.leftPath()
-            reader.superseded = true
-            readers.insert(reader, at: max(0, readers.count - 1))
-            enforceOpenFileLimit()
-            reader.poke()
+            readRotated(fd, identity, size: size, from: store?.offset(for: identity) ?? 0, at: max(0, readers.count - 1),
+                        limitingOpenFiles: true)
         }
     }
 
@@ -537,8 +528,19 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                 || finishedFiles.contains { $0.isSameFile(as: identity) }
         }
         guard let copy else { return nil }
-        let (fd, identity, size) = (copy.fd, copy.identity, copy.size)
-        notify(.resumed(path: copy.name, identity: identity, offset: offset))
+        notify(.resumed(path: copy.name, identity: copy.identity, offset: offset))
+        // (Not held to `maxOpenFiles` here: this runs inside the truncated reader's step.)
+        readRotated(copy.fd, copy.identity, size: copy.size, from: offset, at: 0, limitingOpenFiles: false)
+        return copy.size
+    }
+
+    /// Reads a file that is not at the path (found missed, or a copy) from `offset` to its
+    /// end with a reader of its own, placed at `index` among the readers (the order files
+    /// are delivered in); with `limitingOpenFiles`, the oldest readers beyond
+    /// ``TailOptions/maxOpenFiles`` are then given up.
+    private func readRotated(
+        _ fd: Int32, _ identity: FileIdentity, size: Int64, from offset: Int64, at index: Int, limitingOpenFiles: Bool
+    ) {
         store?.register(identity, path: path, offset: offset)
         let reader = TailFileReader(
             follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
@@ -546,9 +548,9 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             maxLineLength: options.maxLineLength)
         reader.leftPath()
         reader.superseded = true
-        readers.insert(reader, at: 0)
+        readers.insert(reader, at: index)
+        if limitingOpenFiles { enforceOpenFileLimit() }
         reader.poke()
-        return size
     }
 
     /// Names of compressed rotated files, never read as text.

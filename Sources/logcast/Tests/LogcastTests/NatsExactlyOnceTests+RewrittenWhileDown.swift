@@ -6,6 +6,20 @@ import XCTest
 /// Files changed while no edge ran: the edge started again must tell the content it left
 /// from the one it finds, by the first bytes of each.
 extension NatsExactlyOnceTests {
+    /// An edge started on an empty `app.csv`, which then gets a header and rows 0–99; once
+    /// they are stored and the saved position covers them all, the edge is SIGKILLed (so a
+    /// restart that trusted the position would skip what lies below it in a new content).
+    func shipTheFirstContentAndStopTheEdge() throws -> String {
+        let (log, edge) = try startEdgeOnAnEmptyFile()
+        appendText(log, Self.content(0))
+        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 100 }, timeout: 60),
+                      "the first content is shipped; edge: \(edge.errors.suffix(1500))")
+        XCTAssertTrue(EventLoop.main.run(until: { self.linesCovered(log) >= 101 }, timeout: 60),
+                      "the edge saves its position (\(linesCovered(log)) lines covered)")
+        kill9(edge)
+        return log
+    }
+
     /// An edge that first saw its log empty (it was started before the writer's first
     /// line), SIGKILLed once the whole file is stored and its position saved; the file is
     /// then truncated and written again, longer than before, while no edge runs. The edge
@@ -14,15 +28,7 @@ extension NatsExactlyOnceTests {
     /// inode: it resumed the new content at the old position and the rows below it were
     /// never shipped.
     func testAFileFirstSeenEmptyAndRewrittenWhileTheEdgeIsDownIsShippedFromItsStart() throws {
-        let (log, edge) = try startEdgeOnAnEmptyFile()
-        appendText(log, Self.content(0))
-        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 100 }, timeout: 60),
-                      "the first content is shipped; edge: \(edge.errors.suffix(1500))")
-        // Killed only once its saved position covers the whole file, so that a restart
-        // that trusted the position would skip what lies below it in the new content.
-        XCTAssertTrue(EventLoop.main.run(until: { self.linesCovered(log) >= 101 }, timeout: 60),
-                      "the edge saves its position (\(linesCovered(log)) lines covered)")
-        kill9(edge)
+        let log = try shipTheFirstContentAndStopTheEdge()
         XCTAssertEqual(truncate(log, 0), 0)
         appendText(log, (100..<300).map(NumberedLineWriter.line).joined())
         let urls = try XCTUnwrap(servers?.urls)
@@ -37,13 +43,7 @@ extension NatsExactlyOnceTests {
     /// The edge started again ships 100–299 from the copy and 300–399 from the file, each
     /// once. It said the unread rows were deleted and never shipped them.
     func testACopyTruncateWhileTheEdgeIsDownShipsTheUnreadRowsFromTheCopy() throws {
-        let (log, edge) = try startEdgeOnAnEmptyFile()
-        appendText(log, Self.content(0))
-        XCTAssertTrue(EventLoop.main.run(until: { (self.counter?.counts.count ?? 0) >= 100 }, timeout: 60),
-                      "the first content is shipped; edge: \(edge.errors.suffix(1500))")
-        XCTAssertTrue(EventLoop.main.run(until: { self.linesCovered(log) >= 101 }, timeout: 60),
-                      "the edge saves its position (\(linesCovered(log)) lines covered)")
-        kill9(edge)
+        let log = try shipTheFirstContentAndStopTheEdge()
         appendText(log, (100..<300).map(NumberedLineWriter.line).joined())
         try FileManager.default.copyItem(atPath: log, toPath: log + ".1")
         XCTAssertEqual(truncate(log, 0), 0)
