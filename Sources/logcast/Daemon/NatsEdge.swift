@@ -140,7 +140,8 @@ final class NatsEdge {
 
     func received(_ chunk: TailChunk) {
         let file = files[chunk.identity] ?? {
-            let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset)
+            let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset,
+                                copyOf: store.copyOrigin(of: chunk.identity))
             files[chunk.identity] = made
             // A file new to this run (one that appeared, a rotation's new file) is on disk
             // before its lines go out, for the same reason as in `start`.
@@ -155,7 +156,8 @@ final class NatsEdge {
             // The same first line written again after a truncation: the store's count of
             // truncations (saved with the position, so the same after a crash) tells the
             // contents apart, even byte for byte the same ones.
-            let truncations = store.truncations(for: chunk.identity)
+            // (A copy's lines carry its origin's ids: the original's count for that content.)
+            let truncations = store.copyOrigin(of: chunk.identity)?.truncations ?? store.truncations(for: chunk.identity)
             file.tag = truncations > 0 ? "\(tag).\(truncations)" : tag
         }
         guard let taken = file.take(chunk, batchBytes: batchBytes) else { return }
@@ -345,6 +347,9 @@ final class EdgeFile {
     /// The file id in message ids: device and inode. (Not the fingerprint: it is taken when
     /// the file is first opened and grows with the file up to 64 bytes, so it can differ
     /// between two runs; a reused inode is caught by comparing the stored copy's bytes.)
+    /// For copytruncate's copy, the original file's: the copy holds the original's bytes at
+    /// the same offsets, and an edge SIGKILLed after sending some of them from the original
+    /// sends them again from the copy, which JetStream must take for resends.
     let idText: String
     /// The offset after the last byte taken from the follower.
     var next: Int64
@@ -358,11 +363,11 @@ final class EdgeFile {
     var inFlight = false
     var paused = false
 
-    init(identity: FileIdentity, path: String, next: Int64) {
+    init(identity: FileIdentity, path: String, next: Int64, copyOf: TailCopyOrigin? = nil) {
         self.identity = identity
         self.path = path
         self.next = next
-        idText = "\(identity.device)-\(identity.inode)"
+        idText = copyOf.map { "\($0.device)-\($0.inode)" } ?? "\(identity.device)-\(identity.inode)"
     }
 
     /// FNV-1a of `bytes`, in hex.

@@ -225,6 +225,44 @@ struct FileTailCheckpointStoreTests {
         #expect(second.checkpoints.count == 1)
     }
 
+    /// A copy's record names its origin (device, inode, the content's truncation count)
+    /// across a save and a load; a truncation of the copy, or its record taken by a new
+    /// content, ends that; a version-3 file (no such field) is read, its paths too; a
+    /// malformed origin is an error naming the line.
+    @Test func aCopysOriginIsSavedAndEndsWithItsContent() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let store = try TailCheckpointStore(directory: state)
+        store.register(identityA, path: "/var/log/app.log", offset: 0)
+        store.truncated(identityA)
+        store.truncated(identityA)
+        let origin = try #require(store.originOfContent(of: identityA))
+        #expect(origin == TailCopyOrigin(device: 7, inode: 100, truncations: 2))
+        #expect(store.copyOrigin(of: identityA) == nil)
+        store.register(identityB, path: "/var/log/app.log", offset: 70, copyOf: origin)
+        #expect(store.copyOrigin(of: identityB) == origin)
+        // A copy of the copy names the first file.
+        #expect(store.originOfContent(of: identityB) == origin)
+        try store.save()
+        let reloaded = try TailCheckpointStore(directory: state)
+        #expect(reloaded.copyOrigin(of: identityB) == origin)
+        #expect(reloaded.offset(for: identityB) == 70)
+        reloaded.truncated(identityB)
+        #expect(reloaded.copyOrigin(of: identityB) == nil)
+
+        writeFile(state + "/tail-checkpoints", TailCheckpointStore.headerWithoutCopies + "\n7 100 1234 - 6162 2f70 - 0\npath 2f71\n")
+        let third = try TailCheckpointStore(directory: state)
+        #expect(third.checkpoints.count == 1)
+        #expect(third.copyOrigin(of: FileIdentity(device: 7, inode: 100, fingerprint: Array("ab".utf8))) == nil)
+        #expect(third.hasFollowed("/q"))
+
+        writeFile(state + "/tail-checkpoints", TailCheckpointStore.header + "\n7 100 1234 - 6162 2f70 - 0 7-100\n")
+        #expect(throws: SignalError.invalidArgument("\(state)/tail-checkpoints:2: malformed checkpoint '7 100 1234 - 6162 2f70 - 0 7-100'")) {
+            try TailCheckpointStore(directory: state)
+        }
+    }
+
     @Test func aStateDirectoryThatCannotBeMadeIsAUVError() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

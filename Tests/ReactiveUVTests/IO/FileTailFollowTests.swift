@@ -288,15 +288,17 @@ final class FileTailFollowTests: XCTestCase {
 extension FileTailFollowTests {
     /// copytruncate while the tail is still catching up: the lines it had not read are read
     /// from the copy (`app.log.1`, found by its first bytes), so nothing is lost; the copy
-    /// is not also taken for a missed rotated file (no line twice).
+    /// is not also taken for a missed rotated file (no line twice). The store's record of
+    /// the copy names the file and content it copies (what logcast names its lines by).
     func testCopyTruncateWhileCatchingUpReadsTheRestFromTheCopy() throws {
         let loop = try EventLoop()
         let path = directory.file("app.log")
         let contents = (0..<100_000).map { "\($0) " + String(repeating: "z", count: 20) + "\n" }.joined()
         writeFile(path, contents)
+        let store = try TailCheckpointStore(directory: directory.file("state"))
         let recorder = FollowRecorder()
         var cut = false
-        let subscription = File.follow(path, from: .beginning, options: FileTailFollowTests.quickOptions, notices: {
+        let subscription = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
             recorder.notices.append($0)
         }, on: loop).subscribe(next: { chunk in
             recorder.record(chunk)
@@ -318,8 +320,13 @@ extension FileTailFollowTests {
         XCTAssertEqual(numbers.count, 100_003, "no line twice")
         XCTAssertTrue(numbers.sorted() == Array(0...100_002), "every line")
         XCTAssertEqual(recorder.lostBytes, 0, "\(recorder.notices)")
-        XCTAssertTrue(recorder.notices.contains { if case .resumed(path + ".1", _, _) = $0 { return true } else { return false } },
-                      "\(recorder.notices)")
+        let copy = try XCTUnwrap(recorder.notices.lazy.compactMap { notice -> FileIdentity? in
+            if case .resumed(path + ".1", let identity, _) = notice { return identity } else { return nil }
+        }.first, "\(recorder.notices)")
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        XCTAssertEqual(store.copyOrigin(of: copy), TailCopyOrigin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), truncations: 0))
+        XCTAssertEqual(store.copyOrigin(of: try XCTUnwrap(recorder.chunks.last?.identity)), nil)
     }
 }
 

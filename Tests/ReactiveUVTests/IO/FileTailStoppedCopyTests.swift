@@ -13,15 +13,22 @@ extension FileTailResumeTests {
     /// Lines `range`, one per line, numbered.
     private func lines(_ range: Range<Int>) -> String { range.map { "\($0) copy\n" }.joined() }
 
-    /// Follows `path` from its start, acknowledging every chunk, until `count` lines came;
-    /// saves the store and stops.
+    /// Follows `path` from its start, acknowledging every chunk (after `inspect` saw it
+    /// with the store), until `count` lines came; saves the store and stops.
     private func session(
-        _ path: String, state: String, until count: Int, whenRunning: (() -> Void)? = nil
+        _ path: String, state: String, until count: Int, whenRunning: (() -> Void)? = nil,
+        inspect: ((TailChunk, TailCheckpointStore) -> Void)? = nil
     ) throws -> FileTailFollowTests.FollowRecorder {
         let loop = try EventLoop()
         let store = try TailCheckpointStore(directory: state)
         let recorder = FileTailFollowTests.FollowRecorder()
-        let subscription = followAcknowledging(path, from: .beginning, store: store, into: recorder, on: loop)
+        let subscription = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
+            recorder.notices.append($0)
+        }, on: loop).subscribe(next: { chunk in
+            inspect?(chunk, store)
+            recorder.record(chunk)
+            store.acknowledge(chunk.identity, through: chunk.endOffset)
+        }, error: { XCTFail("\($0)") })
         whenRunning?()
         XCTAssertTrue(loop.run(until: { recorder.lineCount >= count }, timeout: 60), "\(recorder.notices)")
         _ = loop.run(until: { false }, timeout: 0.2)  // anything more (read twice) would come now
@@ -51,7 +58,12 @@ extension FileTailResumeTests {
         append(path, lines(10..<20))
         try copyTruncate(path)
         append(path, lines(20..<25))
-        let second = try session(path, state: state, until: 15)
+        // The copy's record names the file it copies, as the first tail knew it.
+        let original = try XCTUnwrap(first.chunks.first?.identity)
+        var origins: [TailCopyOrigin?] = []
+        let second = try session(path, state: state, until: 15, inspect: { chunk, store in origins.append(store.copyOrigin(of: chunk.identity)) })
+        XCTAssertEqual(origins.first, TailCopyOrigin(device: original.device, inode: original.inode, truncations: 0))
+        XCTAssertEqual(origins.last, .some(nil), "the cut file's own lines are no copy's")
         XCTAssertEqual(second.numberedLines.map(\.number), Array(10..<25), "\(second.notices)")
         XCTAssertFalse(second.notices.contains { if case .lost = $0 { return true } else { return false } }, "\(second.notices)")
         let copyIdentity = try XCTUnwrap(second.chunks.first?.identity)

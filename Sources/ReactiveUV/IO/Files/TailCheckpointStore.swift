@@ -31,6 +31,15 @@ public struct TailCheckpoint: Sendable, Equatable {
     /// How many truncations of the file the store has seen (see
     /// ``TailCheckpointStore/truncations(for:)``).
     var truncations = 0
+    /// The file and content this file is a copy of, when a tail read it as copytruncate's
+    /// copy (see ``TailCheckpointStore/copyOrigin(of:)``).
+    var copyOf: TailCopyOrigin? = nil
+
+    /// The origin a copy of this record's content has: the record's own, or, for a record
+    /// that is itself a copy, the first file's.
+    var originOfItsContent: TailCopyOrigin {
+        copyOf ?? TailCopyOrigin(device: identity.device, inode: identity.inode, truncations: truncations)
+    }
 
     /// Whether `file` (an identity just taken of a file found on disk) is the file of this
     /// record: the same file grown (``FileIdentity/isSameFile(as:)``), or, after a
@@ -88,6 +97,8 @@ public final class TailCheckpointStore: @unchecked Sendable {
         var content: [UInt8]? = nil
         /// See ``TailCheckpointStore/truncations(for:)``.
         var truncations = 0
+        /// See ``TailCheckpointStore/copyOrigin(of:)``.
+        var copyOf: TailCopyOrigin? = nil
     }
 
     // Thread-safety: `lock` guards `records`, `nextOrder` and `dirty`.
@@ -154,6 +165,27 @@ public final class TailCheckpointStore: @unchecked Sendable {
     /// - Returns: the count.
     public func truncations(for identity: FileIdentity) -> Int {
         lock.withLock { index(of: identity).map { records[$0].truncations } ?? 0 }
+    }
+
+    /// The file whose content `identity` is a copy of, when a tail read `identity` as the
+    /// copy copytruncate made of a file it was following (the unread rest of a file cut
+    /// while it was followed, or while no tail ran): that file's device and inode and its
+    /// truncation count then. `nil` for any other file.
+    ///
+    /// A consumer that names lines by file and offset (logcast's message ids) names a
+    /// copy's lines by its origin: they are the same bytes at the same offsets, and some may
+    /// have been handed on from the original before a crash.
+    ///
+    /// - Parameter identity: the file (``TailChunk/identity``).
+    /// - Returns: the origin, saved with the positions.
+    public func copyOrigin(of identity: FileIdentity) -> TailCopyOrigin? {
+        lock.withLock { index(of: identity).flatMap { records[$0].copyOf } }
+    }
+
+    /// The origin a copy of `identity`'s current content would have (taken before the
+    /// truncation that makes the copy needed), or `nil` for an unknown file.
+    func originOfContent(of identity: FileIdentity) -> TailCopyOrigin? {
+        lock.withLock { index(of: identity).map { TailCheckpointStore.checkpoint(records[$0]).originOfItsContent } }
     }
 
     /// Records that the consumer is done with `identity`'s bytes before `offset` (pass a
@@ -226,8 +258,9 @@ public final class TailCheckpointStore: @unchecked Sendable {
     }
 
     /// Adds `identity` at `offset` unless the store knows it (a known file keeps its
-    /// acknowledged offset); an unknown path of a known identity is filled in.
-    func register(_ identity: FileIdentity, path: String, offset: Int64) {
+    /// acknowledged offset); an unknown path of a known identity is filled in. A new record
+    /// of a copy remembers what it is a copy of (`copyOf`).
+    func register(_ identity: FileIdentity, path: String, offset: Int64, copyOf: TailCopyOrigin? = nil) {
         lock.withLock {
             if !path.isEmpty && followedPaths.insert(path).inserted { dirty = true }
             if let i = index(of: identity) {
@@ -238,7 +271,9 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 return
             }
             let truncations = forgottenTruncations.removeValue(forKey: FileInodeKey(identity)).map { $0 + 1 } ?? 0
-            appendRecord(Record(identity: identity, path: path, offset: offset, finalOffset: nil, order: 0, truncations: truncations))
+            appendRecord(Record(
+                identity: identity, path: path, offset: offset, finalOffset: nil, order: 0, truncations: truncations,
+                copyOf: copyOf))
             dirty = true
         }
     }
@@ -254,6 +289,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 records[i].finalOffset = nil
                 if whileFollowed { records[i].content = [] }
                 records[i].truncations += 1
+                records[i].copyOf = nil  // another content now
                 dirty = true
             }
         }
@@ -290,6 +326,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
             guard let i = index(of: old) else { return }
             records[i].identity = new
             records[i].content = nil
+            records[i].copyOf = nil  // known by a content since a truncation
             dirty = true
         }
     }
@@ -312,7 +349,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
 
     private static func checkpoint(_ r: Record) -> TailCheckpoint {
         TailCheckpoint(identity: r.identity, path: r.path, offset: r.offset, finalOffset: r.finalOffset, content: r.content,
-                       truncations: r.truncations)
+                       truncations: r.truncations, copyOf: r.copyOf)
     }
 
     private func index(of identity: FileIdentity) -> Int? {
@@ -326,7 +363,9 @@ public final class TailCheckpointStore: @unchecked Sendable {
         records.append(record)
     }
 
-    static let header = "ruv-tail-checkpoints 3"
+    static let header = "ruv-tail-checkpoints 4"
+    /// The third version's header: records without the `copy-of` field.
+    static let headerWithoutCopies = "ruv-tail-checkpoints 3"
     /// The second version's header: records only, no `path` lines (the followed paths are
     /// then the records' paths).
     static let headerWithoutPaths = "ruv-tail-checkpoints 2"
@@ -335,18 +374,21 @@ public final class TailCheckpointStore: @unchecked Sendable {
     static let headerWithoutContent = "ruv-tail-checkpoints 1"
 
     /// One line per record: `device inode offset final fingerprint-hex path-hex content
-    /// truncations` (`final` is `-` while unknown; an empty fingerprint or path is `-`;
-    /// `content` is `-` when the file was not truncated while followed, `=` when it was and
-    /// nothing of its new content has been read, else the hex of its first bytes); then one
+    /// truncations copy-of` (`final` is `-` while unknown; an empty fingerprint or path is
+    /// `-`; `content` is `-` when the file was not truncated while followed, `=` when it was
+    /// and nothing of its new content has been read, else the hex of its first bytes;
+    /// `copy-of` is `device-inode-truncations` of the origin of a copy, else `-`); then one
     /// line `path path-hex` per followed path, sorted.
     private func serialize() -> String {
         var text = TailCheckpointStore.header + "\n"
         for r in records {
-            let fields = [
+            let copyOf: String = r.copyOf.map { "\($0.device)-\($0.inode)-\($0.truncations)" } ?? "-"
+            let fields: [String] = [
                 String(r.identity.device), String(r.identity.inode), String(r.offset),
                 r.finalOffset.map(String.init) ?? "-",
                 hex(r.identity.fingerprint), hex(Array(r.path.utf8)),
                 r.content.map { $0.isEmpty ? "=" : hex($0) } ?? "-", String(r.truncations),
+                copyOf,
             ]
             text += fields.joined(separator: " ") + "\n"
         }
@@ -375,15 +417,15 @@ public final class TailCheckpointStore: @unchecked Sendable {
         }
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return }
-        let fieldCount = first == TailCheckpointStore.headerWithoutContent ? 6 : 8
-        guard first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutPaths
-            || first == TailCheckpointStore.headerWithoutContent
+        let fieldCount = first == TailCheckpointStore.headerWithoutContent ? 6 : first == TailCheckpointStore.header ? 9 : 8
+        let hasPaths = first == TailCheckpointStore.header || first == TailCheckpointStore.headerWithoutCopies
+        guard hasPaths || first == TailCheckpointStore.headerWithoutPaths || first == TailCheckpointStore.headerWithoutContent
         else {
             throw SignalError.invalidArgument("\(file): not a tail checkpoint file (first line '\(first)')")
         }
         for (number, line) in lines.enumerated().dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            if first == TailCheckpointStore.header && fields.first == "path" {
+            if hasPaths && fields.first == "path" {
                 guard fields.count == 2, let path = unhex(fields[1]) else {
                     throw SignalError.invalidArgument("\(file):\(number + 1): malformed path '\(line)'")
                 }
@@ -399,7 +441,7 @@ public final class TailCheckpointStore: @unchecked Sendable {
             let final: Int64? = fields[3] == "-" ? nil : Int64(fields[3])
             var content: [UInt8]?
             var truncations = 0
-            if fieldCount == 8 {
+            if fieldCount >= 8 {
                 guard let count = Int(fields[7]), count >= 0,
                       let bytes = fields[6] == "-" ? [] : fields[6] == "=" ? [] : unhex(fields[6]) else {
                     throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
@@ -407,12 +449,21 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 if fields[6] != "-" { content = bytes }
                 truncations = count
             }
+            var copyOf: TailCopyOrigin?
+            if fieldCount == 9 && fields[8] != "-" {
+                let parts = fields[8].split(separator: "-", omittingEmptySubsequences: false)
+                guard parts.count == 3, let device = UInt64(parts[0]), let inode = UInt64(parts[1]),
+                      let count = Int(parts[2]), count >= 0 else {
+                    throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
+                }
+                copyOf = TailCopyOrigin(device: device, inode: inode, truncations: count)
+            }
             let followed = String(decoding: path, as: UTF8.self)
             if !followed.isEmpty { followedPaths.insert(followed) }
             appendRecord(Record(
                 identity: FileIdentity(device: device, inode: inode, fingerprint: fingerprint),
                 path: followed, offset: offset, finalOffset: final, order: 0, content: content,
-                truncations: truncations))
+                truncations: truncations, copyOf: copyOf))
         }
     }
 
@@ -484,6 +535,34 @@ private func unhex(_ text: Substring) -> [UInt8]? {
         i += 2
     }
     return out
+}
+
+/// The file a copy was made of (see ``TailCheckpointStore/copyOrigin(of:)``): its device
+/// and inode, and how many truncations the store had counted of it when the copied content
+/// was the one it held.
+public struct TailCopyOrigin: Sendable, Hashable, CustomStringConvertible {
+    /// The original file's device.
+    public let device: UInt64
+    /// The original file's inode.
+    public let inode: UInt64
+    /// The original's truncation count for the copied content
+    /// (``TailCheckpointStore/truncations(for:)`` while it held it).
+    public let truncations: Int
+
+    /// Creates an origin.
+    ///
+    /// - Parameters:
+    ///   - device: the original file's device.
+    ///   - inode: the original file's inode.
+    ///   - truncations: its truncation count for the copied content.
+    public init(device: UInt64, inode: UInt64, truncations: Int) {
+        self.device = device
+        self.inode = inode
+        self.truncations = truncations
+    }
+
+    /// `dev 65024 ino 1234, content 2`.
+    public var description: String { "dev \(device) ino \(inode), content \(truncations)" }
 }
 
 /// A file's device and inode, without its fingerprint.

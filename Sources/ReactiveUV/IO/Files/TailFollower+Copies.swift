@@ -69,7 +69,7 @@ extension TailPlan {
             head: head, longerThan: record.offset,
             skipping: { identity in excluded.contains { $0 == (identity.device, identity.inode) } })
         else { return false }
-        store?.register(copy.identity, path: path, offset: record.offset)
+        store?.register(copy.identity, path: path, offset: record.offset, copyOf: record.originOfItsContent)
         files.append(Opened(
             fd: copy.fd, identity: copy.identity, path: path, offset: record.offset, size: copy.size, isCurrent: false))
         notices.append(.resumed(path: copy.name, identity: copy.identity, offset: record.offset))

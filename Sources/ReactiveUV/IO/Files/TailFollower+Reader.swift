@@ -479,12 +479,15 @@ final class TailFileReader {
     private func truncated(size: Int64) {
         endSkippedLine()
         let lostUpTo = max(offset, lastKnownSize)
+        // What a copy of the content being cut is a copy of, taken before the store counts
+        // the cut (a consumer names the copy's lines by it).
+        let origin = follower.store?.originOfContent(of: identity)
         // The store first: a consumer told of the truncation may save it at once (logcast's
         // edge names the new content by the store's count of truncations).
         follower.store?.truncated(identity)
         follower.notify(.truncated(path: path, identity: identity, at: offset))
         // copytruncate made a copy first: what we had not read yet is read from there.
-        let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart) ?? lineStart
+        let recoveredUpTo = follower.recoverFromCopy(head: head, from: lineStart, origin: origin) ?? lineStart
         if lostUpTo > recoveredUpTo {
             follower.lost(TailNotice.lost(
                 path: path, identity: identity, range: TailByteRange(recoveredUpTo, lostUpTo), reason: .truncatedBeforeRead))

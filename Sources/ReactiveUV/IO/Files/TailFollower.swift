@@ -521,7 +521,10 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// `head` and that is longer than `offset`) and reads it from `offset` to its end with
     /// a reader of its own, so the lines we had not read before the cut are not lost.
     /// Returns the copy's size (what is recovered up to), or `nil` without a copy.
-    func recoverFromCopy(head: [UInt8], from offset: Int64) -> Int64? {
+    ///
+    /// - Parameter origin: the truncated file's content, as the store knew it before the
+    ///   cut (what the copy's record names as its origin).
+    func recoverFromCopy(head: [UInt8], from offset: Int64, origin: TailCopyOrigin?) -> Int64? {
         if stopped { return nil }
         let copy = TailFollower.findCopy(in: directory, basename: basename, head: head, longerThan: offset) { identity in
             readers.contains { $0.isOpen && $0.identity.device == identity.device && $0.identity.inode == identity.inode }
@@ -530,7 +533,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         guard let copy else { return nil }
         notify(.resumed(path: copy.name, identity: copy.identity, offset: offset))
         // (Not held to `maxOpenFiles` here: this runs inside the truncated reader's step.)
-        readRotated(copy.fd, copy.identity, size: copy.size, from: offset, at: 0, limitingOpenFiles: false)
+        readRotated(copy.fd, copy.identity, size: copy.size, from: offset, at: 0, limitingOpenFiles: false, copyOf: origin)
         return copy.size
     }
 
@@ -539,9 +542,10 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// are delivered in); with `limitingOpenFiles`, the oldest readers beyond
     /// ``TailOptions/maxOpenFiles`` are then given up.
     private func readRotated(
-        _ fd: Int32, _ identity: FileIdentity, size: Int64, from offset: Int64, at index: Int, limitingOpenFiles: Bool
+        _ fd: Int32, _ identity: FileIdentity, size: Int64, from offset: Int64, at index: Int, limitingOpenFiles: Bool,
+        copyOf origin: TailCopyOrigin? = nil
     ) {
-        store?.register(identity, path: path, offset: offset)
+        store?.register(identity, path: path, offset: offset, copyOf: origin)
         let reader = TailFileReader(
             follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
             sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
