@@ -34,7 +34,12 @@ public struct LineBuffer: Sendable {
             // memchr is the fastest way to find the next break in a large chunk.
             let rest = count - start
             guard let hit = memchrNewline(base + start, rest) else {
-                if pending.count + rest > maxLength { throw tooLong() }
+                // One byte over is a `\r` the coming `\n` makes part of the break (as in
+                // `checkPartialLine`): a CRLF line at the limit split between the two.
+                let partialLength = pending.count + rest
+                if partialLength > maxLength + 1 || (partialLength == maxLength + 1 && base[count - 1] != 13) {
+                    throw tooLong()
+                }
                 pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: rest))
                 return
             }
