@@ -114,6 +114,9 @@ public enum File {
                     lifetime.dispose()
                 })
             lifetime.add(Disposable { loop.performOnLoop { reader.stop() } })
+            // A `send` subscribing to us (a file sent to a socket, a child's input) can
+            // pause the reads while its peer is slow.
+            FlowControl.current?.add(reader)
             loop.performOnLoop { reader.start() }
         }
     }

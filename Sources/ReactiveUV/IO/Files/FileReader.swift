@@ -12,7 +12,7 @@ import Glibc
 ///
 /// Thread-safety: loop-thread confined. ``File`` reaches the loop with
 /// ``EventLoop/performOnLoop(_:)`` for `start` and `stop`.
-final class FileReader: LoopResource, @unchecked Sendable {
+final class FileReader: LoopResource, PausableSource, @unchecked Sendable {
     let loop: EventLoop
     let path: String
     /// Gets each chunk; returns `false` when it failed the subscription itself (a line over
@@ -31,6 +31,10 @@ final class FileReader: LoopResource, @unchecked Sendable {
     private var stopped = false
     /// Whether we registered with the loop (so we unregister exactly once).
     private var registered = false
+    /// Paused by a writer's backpressure (see ``FlowControl``): the next read waits.
+    private var paused = false
+    /// A chunk was consumed while paused: the next read is issued at the resume.
+    private var waitingForResume = false
 
     init(
         loop: EventLoop, path: String, chunkSize: Int,
@@ -69,6 +73,11 @@ final class FileReader: LoopResource, @unchecked Sendable {
     func stop() {
         if stopped { return }
         stopped = true
+        if waitingForResume {
+            // No request in flight to bring the close: close now.
+            waitingForResume = false
+            return closeFile(then: nil)
+        }
         // Never cancel the close: a cancelled close would leak the descriptor.
         if !closing { request.cancel() }
     }
@@ -102,7 +111,23 @@ final class FileReader: LoopResource, @unchecked Sendable {
             stopped = true
             return closeFile(then: nil)
         }
+        if paused {
+            waitingForResume = true
+            return
+        }
         readNext()
+    }
+
+    /// Pauses or resumes reading, from any thread: a paused reader finishes the read in
+    /// flight and delivers it, then issues no other until resumed.
+    func setPaused(_ paused: Bool) {
+        loop.performOnLoop { [self] in
+            self.paused = paused
+            if !paused && waitingForResume && !stopped {
+                waitingForResume = false
+                readNext()
+            }
+        }
     }
 
     /// Closes the descriptor (if any), then sends the terminal event (an error, or

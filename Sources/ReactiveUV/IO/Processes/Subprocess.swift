@@ -12,7 +12,11 @@ public enum Subprocess {
     /// read as they fill; its standard input is `input`'s chunks, written with the same
     /// backpressure as a connection's ``StreamConnection/send(_:)`` and closed (end of
     /// file for the child) when `input` completes, or `/dev/null` when `input` is `nil`. A
-    /// child that stops reading its input early (`EPIPE`) is not an error.
+    /// child that stops reading its input early (`EPIPE`) is not an error. Reads that can
+    /// wait (``File/read(_:chunkSize:on:)``, a connection's or pipe's `reads`) wait while
+    /// the child is behind, so an input of any size goes through; an input that cannot
+    /// (`Signal.fromArray`, a subject) may run up to 4 MiB ahead of the child, and past that
+    /// the run fails with ``WriteQueueFullError`` and the child is ended.
     ///
     /// The `exit` event comes once the process has exited **and** both output pipes have
     /// ended (a background grandchild holding them open delays it). A non-zero status is a

@@ -10,7 +10,8 @@ public enum BackpressurePolicy: Int, Sendable, Equatable, CustomStringConvertibl
     /// Pause what feeds the connection (the default).
     ///
     /// A signal in general cannot be paused, so this pauses what can be: the `reads` of
-    /// connections, standard input and subprocess pipes that a
+    /// connections, standard input, subprocess pipes and files (``File/read(_:chunkSize:on:)``)
+    /// that a
     /// ``StreamConnection/send(_:)`` subscribes to while it subscribes to its source
     /// (directly or through synchronous operators such as `map`, `filter`). Once the queue
     /// reaches the high-water mark those reads stop (`uv_read_stop`, so the kernel's

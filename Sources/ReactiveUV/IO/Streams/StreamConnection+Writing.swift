@@ -39,9 +39,10 @@ extension StreamConnection {
     ///
     /// Backpressure (``backpressure``, ``highWaterMark``): with
     /// ``BackpressurePolicy/pauseSource`` the reads that `source` subscribes to while it is
-    /// being subscribed (`other.send(connection.reads)`, through `map` and other
-    /// synchronous operators too) are paused with `uv_read_stop` while this connection's
-    /// queue is above the mark, and resumed when it has drained to half of it. Nothing else
+    /// being subscribed (`other.send(connection.reads)`, `c.send(File.read(path))`, through
+    /// `map` and other synchronous operators too) are paused (`uv_read_stop`; a file's next
+    /// read waits) while this connection's queue is above the mark, and resumed when it has
+    /// drained to half of it. Nothing else
     /// can be paused: chunks from other sources are written up to four times the mark, and
     /// then the connection closes with ``WriteQueueFullError``. With
     /// ``BackpressurePolicy/dropAndCount`` chunks are dropped and counted while the queue

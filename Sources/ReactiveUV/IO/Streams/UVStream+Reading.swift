@@ -139,7 +139,7 @@ extension UVStream {
 }
 
 /// A read subscription a writer may pause: what ``FlowControl`` collects.
-final class PausableRead: @unchecked Sendable {
+final class PausableRead: PausableSource, @unchecked Sendable {
     // Thread-safety: immutable; the pause itself runs on the stream's loop thread.
     let stream: UVStream
     let reader: StreamReader

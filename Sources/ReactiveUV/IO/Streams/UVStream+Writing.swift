@@ -219,6 +219,12 @@ extension UVStream {
     }
 }
 
+/// A read a writer may pause (``FlowControl``): a stream's reads, a file's.
+protocol PausableSource: AnyObject, Sendable {
+    /// Pauses or resumes the read, from any thread (it hops to its loop).
+    func setPaused(_ paused: Bool)
+}
+
 /// Collects the read subscriptions made while a writer subscribes to its source, so the
 /// writer can pause them when its peer falls behind (``BackpressurePolicy/pauseSource``).
 ///
@@ -231,9 +237,9 @@ final class FlowControl {
     // Thread-safety: `sources` is filled on the subscribing thread inside `collect` and
     // read afterwards on the writer's loop thread, which is the same thread (`send`
     // subscribes to its source on its loop).
-    private(set) var sources: [PausableRead] = []
+    private(set) var sources: [any PausableSource] = []
 
-    func add(_ source: PausableRead) { sources.append(source) }
+    func add(_ source: any PausableSource) { sources.append(source) }
 
     /// Forgets the collected reads (the writer is done with them).
     func removeAll() { sources.removeAll() }
