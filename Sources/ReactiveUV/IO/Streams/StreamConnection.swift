@@ -60,14 +60,28 @@ public class StreamConnection: @unchecked Sendable, CustomStringConvertible {
     /// the end of stream. A line longer than ``LineBuffer/defaultMaxLength`` (1 MiB) fails
     /// with ``LineError/lineTooLong(maxLength:)``; choose the limit with
     /// ``lines(maxLength:)``. Events arrive on ``loop``'s thread; disposing stops reading.
-    public var lines: Signal<String> { reads.lines() }
+    ///
+    /// The splitting is the connection's, not the subscription's: lines read from the
+    /// socket and not yet delivered (the rest of a chunk after the line a subscriber took
+    /// last, the partial line) go to the next `lines` subscription first, so
+    /// `c.lines.take(1).concat(c.lines)` reads a header line and then every line after it.
+    /// (A ``reads`` subscription after a `lines` one does not get them.) One subscription
+    /// at a time: another one made while one is active fails with `EBUSY`.
+    public var lines: Signal<String> { lines(maxLength: LineBuffer.defaultMaxLength) }
 
     /// The peer's bytes as UTF-8 lines, with a chosen length limit.
     ///
     /// - Parameter maxLength: the longest line accepted, in bytes, without its break.
     /// - Returns: the lines; fails with ``LineError/lineTooLong(maxLength:)`` at the first
     ///   longer line (the subscription ends; the connection stays open).
-    public func lines(maxLength: Int) -> Signal<String> { reads.lines(maxLength: maxLength) }
+    public func lines(maxLength: Int) -> Signal<String> {
+        let stream = self.stream
+        return AnonymousSignal { observer, lifetime in
+            stream.loop.start(observer, lifetime, operation: "read", target: stream.target) {
+                stream.connectionLines().attach(maxLength: maxLength, observer, lifetime)
+            }
+        }
+    }
 
     // MARK: - Closing
 

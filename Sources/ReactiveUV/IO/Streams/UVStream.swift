@@ -56,6 +56,8 @@ final class UVStream: @unchecked Sendable {
     @exclusivity(unchecked) var readEOF = false
     /// Reused by every `alloc_cb` (see the type's discussion).
     @exclusivity(unchecked) var readBuffer: UnsafeMutableRawPointer?
+    /// The line splitting kept between `lines` subscriptions (``connectionLines()``).
+    var lineSplitting: ConnectionLines?
 
     // MARK: Writing (loop thread)
     /// Where the write side's shutdown is.

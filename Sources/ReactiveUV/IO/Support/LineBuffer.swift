@@ -27,7 +27,20 @@ public struct LineBuffer: Sendable {
     /// - Throws: ``LineError/lineTooLong(maxLength:)`` when a line exceeds the limit; the
     ///   lines before it in the chunk have been emitted.
     public mutating func append(_ chunk: UnsafeRawBufferPointer, _ emit: (String) -> Void) throws {
-        guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        _ = try append(chunk, until: { line in
+            emit(line)
+            return true
+        })
+    }
+
+    /// Feeds `chunk`, calling `emit` for each complete line until it returns `false`.
+    ///
+    /// - Returns: where `emit` stopped: the offset in `chunk` just after the break of the
+    ///   line it was given (the rest of the chunk is neither split nor kept), or `nil` when
+    ///   the whole chunk was taken (a trailing partial line is kept for the next chunk).
+    /// - Throws: ``LineError/lineTooLong(maxLength:)`` as the other `append` does.
+    mutating func append(_ chunk: UnsafeRawBufferPointer, until emit: (String) -> Bool) throws -> Int? {
+        guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         let count = chunk.count
         var start = 0
         while start < count {
@@ -41,7 +54,7 @@ public struct LineBuffer: Sendable {
                     throw tooLong()
                 }
                 pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: rest))
-                return
+                return nil
             }
             let end = hit - base
             let length = end - start
@@ -50,16 +63,19 @@ public struct LineBuffer: Sendable {
             let last: UInt8? = length > 0 ? base[end - 1] : pending.last
             let contentLength = pending.count + length - (last == 13 ? 1 : 0)
             if contentLength > maxLength { throw tooLong() }
+            let goOn: Bool
             if pending.isEmpty {
-                emit(Self.decode(UnsafeBufferPointer(start: base + start, count: length)))
+                goOn = emit(Self.decode(UnsafeBufferPointer(start: base + start, count: length)))
             } else {
                 pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: length))
                 let line = pending.withUnsafeBufferPointer { Self.decode($0) }
                 pending.removeAll(keepingCapacity: true)
-                emit(line)
+                goOn = emit(line)
             }
             start = end + 1
+            if !goOn { return start }
         }
+        return nil
     }
 
     /// Feeds `chunk` (an array), calling `emit` for each complete line.
