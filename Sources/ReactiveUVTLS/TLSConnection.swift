@@ -23,6 +23,9 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
     let session: TLSSession
     /// Whether a ``reads`` subscription is active (loop thread).
     private var reading = false
+    /// The line splitting kept between ``lines`` subscriptions (loop thread; made by the
+    /// first).
+    private var lineSplitting: ConnectionLines?
 
     init(tcp: TCPConnection, session: TLSSession) {
         self.tcp = tcp
@@ -115,14 +118,22 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The peer's plaintext as UTF-8 lines, without their breaks (as
-    /// ``ReactiveUV/StreamConnection/lines``; at most 1 MiB a line).
-    public var lines: Signal<String> { reads.lines() }
+    /// ``ReactiveUV/StreamConnection/lines``; at most 1 MiB a line). The lines a
+    /// subscription did not take go to the next `lines` subscription.
+    public var lines: Signal<String> { lines(maxLength: LineBuffer.defaultMaxLength) }
 
     /// The peer's plaintext as UTF-8 lines with a chosen length limit.
     ///
     /// - Parameter maxLength: the longest line accepted, in bytes.
     /// - Returns: the lines; fails with ``ReactiveUV/LineError`` at a longer line.
-    public func lines(maxLength: Int) -> Signal<String> { reads.lines(maxLength: maxLength) }
+    public func lines(maxLength: Int) -> Signal<String> {
+        ConnectionLines.signal(loop: loop, target: description, maxLength: maxLength) { [self] in
+            if let lines = lineSplitting { return lines }
+            let lines = ConnectionLines(loop: loop, target: description, reads: { [unowned self] in reads })
+            lineSplitting = lines
+            return lines
+        }
+    }
 
     // MARK: - Writing
 

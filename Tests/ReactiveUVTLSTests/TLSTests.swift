@@ -132,6 +132,28 @@ final class TLSTests: XCTestCase {
         assertLoopCleanAndClose(loop)
     }
 
+    /// A header line, then the rest, from one TLS record holding every line: the lines
+    /// after the header go to the next `lines` subscription (they were lost with the
+    /// first, as on plain TCP).
+    func testAHeaderLineThenTheRestGetsEveryLineOverTLS() throws {
+        let loop = try EventLoop()
+        var port = 0
+        let received = Recorder<String>()
+        let server = TLS.listen(port: 0, certificate: certs.server, key: certs.serverKey, on: loop, onListening: { port = $0.port })
+            .subscribeNext { c in received.subscribe(c.lines.take(1).concat(c.lines)) }
+        XCTAssertTrue(loop.run(until: { port != 0 }, timeout: 60))
+        let client = Recorder<Void>()
+        let clientSubscription = client.subscribe(
+            TLS.connect(host: "127.0.0.1", port: port, serverName: "localhost", trust: .certificateAuthorities(path: certs.ca), on: loop)
+                .flattenMap { c in c.write("HEADER\nbody1\nbody2\nbody3\n").then { c.shutdown() }.concat(Signal.return(())) }
+                .take(1))
+        XCTAssertTrue(loop.run(until: { received.terminated }, timeout: 60), "\(received.events)")
+        XCTAssertEqual(received.events, [.next("HEADER"), .next("body1"), .next("body2"), .next("body3"), .completed])
+        clientSubscription.dispose()
+        server.dispose()
+        assertLoopCleanAndClose(loop)
+    }
+
     func testOneReaderAtATimeAndAReaderAfterADisposedOneGetsTheRest() throws {
         let loop = try EventLoop()
         var port = 0

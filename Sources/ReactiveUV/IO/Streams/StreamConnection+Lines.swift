@@ -15,8 +15,13 @@ import CLibUV
 /// middle of. One subscriber at a time (another one fails with `EBUSY`, as ``StreamConnection/reads``).
 ///
 /// Thread-safety: loop-thread confined (subscriptions hop there with `loop.start`).
-final class ConnectionLines {
-    private unowned let stream: UVStream
+/// `package`: ReactiveUVTLS's connections keep their lines the same way.
+package final class ConnectionLines {
+    private let loop: EventLoop
+    /// What errors name (the peer).
+    private let target: String
+    /// The connection's reads, subscribed while a subscriber takes lines.
+    private let makeReads: () -> Signal<[UInt8]>
     private var buffer = LineBuffer()
     /// The rest of a chunk whose subscriber left after one of its lines: split first for
     /// the next subscriber.
@@ -41,8 +46,26 @@ final class ConnectionLines {
     /// fails with `EBUSY`.
     private var successor: (observer: Sink<String>, lifetime: CompoundDisposable, maxLength: Int)?
 
-    init(stream: UVStream) {
-        self.stream = stream
+    /// - Parameters:
+    ///   - loop: the connection's loop.
+    ///   - target: the peer, for errors.
+    ///   - reads: the connection's reads (one subscription at a time, made on `loop`).
+    package init(loop: EventLoop, target: String, reads: @escaping () -> Signal<[UInt8]>) {
+        self.loop = loop
+        self.target = target
+        makeReads = reads
+    }
+
+    /// A connection's `lines(maxLength:)`: each subscription hops to `loop` and attaches
+    /// to the splitting `lines()` returns there (the connection's, made on first use).
+    package static func signal(
+        loop: EventLoop, target: String, maxLength: Int, _ lines: @escaping () -> ConnectionLines
+    ) -> Signal<String> {
+        AnonymousSignal { observer, lifetime in
+            loop.start(observer, lifetime, operation: "read", target: target) {
+                lines().attach(maxLength: maxLength, observer, lifetime)
+            }
+        }
     }
 
     /// Starts a subscriber (loop thread).
@@ -62,7 +85,7 @@ final class ConnectionLines {
         }
         self.observer = observer
         self.lifetime = lifetime
-        let loop = stream.loop
+        let loop = self.loop
         lifetime.add(Disposable { [self] in loop.perform { self.detach(lifetime) } })
         if splitting { return }  // the chunk being split goes on into this subscriber
         if !unsplit.isEmpty {
@@ -77,7 +100,7 @@ final class ConnectionLines {
     /// Fails a subscriber made while another one reads.
     private func busy(_ observer: Sink<String>, _ lifetime: CompoundDisposable) {
         if lifetime.isDisposed { return }
-        observer(.error(UVError(code: UV_EBUSY.rawValue, operation: "read (another subscription is reading)", target: stream.target)))
+        observer(.error(UVError(code: UV_EBUSY.rawValue, operation: "read (another subscription is reading)", target: target)))
         lifetime.dispose()
     }
 
@@ -118,7 +141,7 @@ final class ConnectionLines {
         if reading != nil { return }
         let part = CompoundDisposable()
         reading = part
-        stream.readSignal().attach({ [self] event in receive(event) }, part)
+        makeReads().attach({ [self] event in receive(event) }, part)
     }
 
     private func stopReading() {
@@ -203,7 +226,7 @@ extension UVStream {
     /// subscription; loop thread).
     func connectionLines() -> ConnectionLines {
         if let lines = lineSplitting { return lines }
-        let lines = ConnectionLines(stream: self)
+        let lines = ConnectionLines(loop: loop, target: target, reads: { [unowned self] in readSignal() })
         lineSplitting = lines
         return lines
     }

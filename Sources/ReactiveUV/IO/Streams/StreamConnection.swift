@@ -76,11 +76,7 @@ public class StreamConnection: @unchecked Sendable, CustomStringConvertible {
     ///   longer line (the subscription ends; the connection stays open).
     public func lines(maxLength: Int) -> Signal<String> {
         let stream = self.stream
-        return AnonymousSignal { observer, lifetime in
-            stream.loop.start(observer, lifetime, operation: "read", target: stream.target) {
-                stream.connectionLines().attach(maxLength: maxLength, observer, lifetime)
-            }
-        }
+        return ConnectionLines.signal(loop: loop, target: stream.target, maxLength: maxLength) { stream.connectionLines() }
     }
 
     // MARK: - Closing
