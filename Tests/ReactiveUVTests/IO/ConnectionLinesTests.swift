@@ -84,4 +84,67 @@ final class ConnectionLinesTests: XCTestCase {
         XCTAssertTrue(received.completed)
         XCTAssertEqual((second.error as? UVError)?.code, UV_EBUSY.rawValue, "\(String(describing: second.error))")
     }
+
+    /// The header taken under one limit, the rest under the next subscription's own, from
+    /// one chunk: each line is held to the limit of the subscription it goes to. The rest
+    /// of the chunk was split under the first subscription's limit (a 20-byte line failed
+    /// a subscription allowing 100, or passed one allowing 5; found by probing the new
+    /// splitting, 2026-11-27).
+    func testEachLineIsHeldToTheLimitOfTheSubscriptionItGoesTo() throws {
+        let text = "ok\n" + String(repeating: "x", count: 20) + "\nend\n"
+        let wider = try serve(text) { c in c.lines(maxLength: 5).take(1).concat(c.lines(maxLength: 100)) }
+        XCTAssertEqual(wider.values, ["ok", String(repeating: "x", count: 20), "end"])
+        XCTAssertTrue(wider.completed, "\(String(describing: wider.error))")
+        let narrower = try serve(text) { c in c.lines(maxLength: 100).take(1).concat(c.lines(maxLength: 5)) }
+        XCTAssertEqual(narrower.values, ["ok"])
+        XCTAssertEqual(narrower.error as? LineError, .lineTooLong(maxLength: 5))
+    }
+
+    /// A subscription disposed from another thread while the loop is busy elsewhere, a
+    /// chunk arriving before the loop hears of the dispose, then a new subscription: the new
+    /// one gets every line of the chunk. The first line of it was lost (split for the
+    /// disposed subscription, dropped, and not kept; 20 of 20 runs in the probe).
+    func testLinesArrivingAfterADisposeFromAnotherThreadGoToTheNextSubscription() throws {
+        let loop = try EventLoop()
+        let accepted = Locked<TCPConnection?>(nil)
+        let (port, server, _) = startServer(on: loop) { c in
+            accepted.withLock { $0 = c }
+            return .never()
+        }
+        // A plain blocking client: it writes while the loop is not running.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        XCTAssertEqual(rc, 0)
+        XCTAssertTrue(loop.run(until: { accepted.value != nil }, timeout: 30))
+        let connection = try XCTUnwrap(accepted.value)
+
+        let first = Recorder<String>()
+        let firstSubscription = first.subscribe(connection.lines)
+        XCTAssertEqual(write(fd, "a\n", 2), 2)
+        XCTAssertTrue(loop.run(until: { first.values.count == 1 }, timeout: 30))
+        XCTAssertEqual(write(fd, "b\nc\nd\n", 6), 6)  // waits in the socket: the loop is not running
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            firstSubscription.dispose()
+            done.signal()
+        }.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        let second = Recorder<String>()
+        loop.execute { second.subscribe(connection.lines) }
+        XCTAssertTrue(loop.run(until: { second.values.count == 3 }, timeout: 30), "\(second.values)")
+        shutdown(fd, Int32(SHUT_WR))
+        XCTAssertTrue(loop.run(until: { second.terminated }, timeout: 30))
+        XCTAssertEqual(first.values, ["a"])
+        XCTAssertEqual(second.values, ["b", "c", "d"])
+        XCTAssertTrue(second.completed, "\(String(describing: second.error))")
+        server.dispose()
+        assertAllHandlesClosedAndClose(loop)
+    }
 }

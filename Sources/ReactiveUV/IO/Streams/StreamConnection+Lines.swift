@@ -167,38 +167,50 @@ package final class ConnectionLines {
     /// Splits `bytes` into the current subscriber until it leaves; what it did not take
     /// stays for the next.
     private func split(_ bytes: UnsafeRawBufferPointer) {
-        splitting = true
-        var stoppedAt: Int?
-        var failure: (any Error)?
-        do {
-            stoppedAt = try buffer.append(bytes, until: { [self] line in
-                guard let observer, let lifetime, !lifetime.isDisposed else { return false }
-                observer(.next(line))
-                settleSuccessor()
-                // Gone, or replaced by a subscriber made in the delivery (which goes on).
-                return self.observer != nil && !(self.lifetime?.isDisposed ?? true)
-            })
-        } catch {
-            failure = error
-        }
-        splitting = false
-        if let wanted = limitAfterSplit {
-            limitAfterSplit = nil
-            setLimit(wanted)
-        }
-        if let stoppedAt, stoppedAt < bytes.count {
-            unsplit = Array(bytes[stoppedAt...]) + unsplit
-        }
-        if let failure {
-            end(.error(failure))
+        var from = 0
+        while true {
+            splitting = true
+            var stoppedAt: Int?
+            var failure: (any Error)?
+            do {
+                stoppedAt = try buffer.append(UnsafeRawBufferPointer(rebasing: bytes[from...]), until: { [self] line in
+                    // Gone before this line (disposed from another thread, its `detach` still
+                    // on its way): the line is the next subscriber's.
+                    guard let observer, let lifetime, !lifetime.isDisposed else { return .giveBack }
+                    observer(.next(line))
+                    settleSuccessor()
+                    if self.observer == nil || (self.lifetime?.isDisposed ?? true) { return .stop }
+                    // A successor with another limit: the rest is split again under its own.
+                    return limitAfterSplit == nil ? .next : .stop
+                })
+            } catch {
+                failure = error
+            }
+            splitting = false
+            if let wanted = limitAfterSplit {
+                limitAfterSplit = nil
+                setLimit(wanted)
+            }
+            if let failure {
+                end(.error(failure))
+                return
+            }
+            let active = observer != nil && !(lifetime?.isDisposed ?? true)
+            if let stoppedAt, from + stoppedAt < bytes.count {
+                if active {
+                    from += stoppedAt
+                    continue
+                }
+                unsplit = Array(bytes[(from + stoppedAt)...]) + unsplit
+            }
+            if !active {
+                stopReading()
+                deferredEnd = nil  // the stream's next reads subscription tells it again
+            } else if let end = deferredEnd {
+                deferredEnd = nil
+                self.end(end)
+            }
             return
-        }
-        if observer == nil || (lifetime?.isDisposed ?? true) {
-            stopReading()
-            deferredEnd = nil  // the stream's next reads subscription tells it again
-        } else if let end = deferredEnd {
-            deferredEnd = nil
-            self.end(end)
         }
     }
 

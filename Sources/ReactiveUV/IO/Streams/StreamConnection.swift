@@ -66,7 +66,12 @@ public class StreamConnection: @unchecked Sendable, CustomStringConvertible {
     /// last, the partial line) go to the next `lines` subscription first, so
     /// `c.lines.take(1).concat(c.lines)` reads a header line and then every line after it.
     /// (A ``reads`` subscription after a `lines` one does not get them.) One subscription
-    /// at a time: another one made while one is active fails with `EBUSY`.
+    /// at a time: another one made while one is active fails with `EBUSY`; one made while
+    /// the active one is being given a line takes over if that one is gone once the line is
+    /// delivered (`take(n)` then `concat`), each line held to the limit of the subscription
+    /// it goes to. A subscription disposed from another thread hands over every line split
+    /// after it was disposed; a line being delivered at that very moment may be dropped
+    /// by the disposed subscriber, as any value racing a dispose.
     public var lines: Signal<String> { lines(maxLength: LineBuffer.defaultMaxLength) }
 
     /// The peer's bytes as UTF-8 lines, with a chosen length limit.

@@ -29,17 +29,29 @@ public struct LineBuffer: Sendable {
     public mutating func append(_ chunk: UnsafeRawBufferPointer, _ emit: (String) -> Void) throws {
         _ = try append(chunk, until: { line in
             emit(line)
-            return true
+            return .next
         })
     }
 
-    /// Feeds `chunk`, calling `emit` for each complete line until it returns `false`.
+    /// What ``append(_:until:)``'s `emit` did with a line.
+    enum Take {
+        /// Took it; go on with the next.
+        case next
+        /// Took it; stop after it.
+        case stop
+        /// Did not take it: stop, and leave it unsplit (the carried part back in the
+        /// buffer, the rest in the chunk from the returned offset).
+        case giveBack
+    }
+
+    /// Feeds `chunk`, calling `emit` for each complete line until it says to stop.
     ///
-    /// - Returns: where `emit` stopped: the offset in `chunk` just after the break of the
-    ///   line it was given (the rest of the chunk is neither split nor kept), or `nil` when
-    ///   the whole chunk was taken (a trailing partial line is kept for the next chunk).
+    /// - Returns: where `emit` stopped: the offset in `chunk` of the first byte not split
+    ///   (after the line it took, or where the line it gave back starts in the chunk), or
+    ///   `nil` when the whole chunk was taken (a trailing partial line is kept for the next
+    ///   chunk).
     /// - Throws: ``LineError/lineTooLong(maxLength:)`` as the other `append` does.
-    mutating func append(_ chunk: UnsafeRawBufferPointer, until emit: (String) -> Bool) throws -> Int? {
+    mutating func append(_ chunk: UnsafeRawBufferPointer, until emit: (String) -> Take) throws -> Int? {
         guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         let count = chunk.count
         var start = 0
@@ -63,17 +75,25 @@ public struct LineBuffer: Sendable {
             let last: UInt8? = length > 0 ? base[end - 1] : pending.last
             let contentLength = pending.count + length - (last == 13 ? 1 : 0)
             if contentLength > maxLength { throw tooLong() }
-            let goOn: Bool
+            let take: Take
             if pending.isEmpty {
-                goOn = emit(Self.decode(UnsafeBufferPointer(start: base + start, count: length)))
+                take = emit(Self.decode(UnsafeBufferPointer(start: base + start, count: length)))
             } else {
+                let carried = pending.count
                 pending.append(contentsOf: UnsafeBufferPointer(start: base + start, count: length))
                 let line = pending.withUnsafeBufferPointer { Self.decode($0) }
-                pending.removeAll(keepingCapacity: true)
-                goOn = emit(line)
+                take = emit(line)
+                if case .giveBack = take {
+                    pending.removeSubrange(carried...)
+                } else {
+                    pending.removeAll(keepingCapacity: true)
+                }
             }
-            start = end + 1
-            if !goOn { return start }
+            switch take {
+            case .next: start = end + 1
+            case .stop: return end + 1
+            case .giveBack: return start
+            }
         }
         return nil
     }
