@@ -112,16 +112,9 @@ final class ConnectionLinesTests: XCTestCase {
             return .never()
         }
         // A plain blocking client: it writes while the loop is not running.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = connectBlockingClient(port: port)
+        XCTAssertGreaterThanOrEqual(fd, 0)
         defer { Glibc.close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        XCTAssertEqual(rc, 0)
         XCTAssertTrue(loop.run(until: { accepted.value != nil }, timeout: 30))
         let connection = try XCTUnwrap(accepted.value)
 

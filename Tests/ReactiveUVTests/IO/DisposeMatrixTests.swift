@@ -62,15 +62,8 @@ final class MatrixEnvironment: @unchecked Sendable {
     /// listen backlog; the loop need not be running).
     func connectRawClient(port: Int) {
         guard port != 0 else { return }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if rc == 0 { clientFDs.append(fd) } else { Glibc.close(fd) }
+        let fd = connectBlockingClient(port: port)
+        if fd >= 0 { clientFDs.append(fd) }
     }
 
     func finish() {

@@ -144,6 +144,22 @@ final class Recorder<Value>: @unchecked Sendable {
 
 /// A TCP server on `loop` for tests: subscribes `listen` with `handler` per connection and
 /// returns the bound port once listening (running `loop` if it is this thread's).
+/// A plain blocking client connection to `127.0.0.1:port` (the kernel completes it from
+/// the listen backlog; the loop need not be running): its descriptor, or -1.
+func connectBlockingClient(port: Int) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    if rc == 0 { return fd }
+    Glibc.close(fd)
+    return -1
+}
+
 func startServer(
     on loop: EventLoop, host: String = "127.0.0.1", options: TCPOptions = TCPOptions(),
     handler: @escaping (TCPConnection) -> Signal<Void>
