@@ -449,11 +449,12 @@ final class FileTailResumeTests: XCTestCase {
     /// (a consumer done with a line once it has it); an error fails the test.
     func followAcknowledging(
         _ path: String, from start: TailStart, store: TailCheckpointStore, options: TailOptions = FileTailFollowTests.quickOptions,
-        into recorder: FileTailFollowTests.FollowRecorder, on loop: EventLoop
+        into recorder: FileTailFollowTests.FollowRecorder, on loop: EventLoop, inspect: ((TailChunk) -> Void)? = nil
     ) -> Disposable {
         File.follow(path, from: start, checkpoints: store, options: options, notices: {
             recorder.notices.append($0)
         }, on: loop).subscribe(next: { chunk in
+            inspect?(chunk)  // (before the acknowledgement: what the store knew as it came)
             recorder.record(chunk)
             store.acknowledge(chunk.identity, through: chunk.endOffset)
         }, error: { XCTFail("\($0)") })

@@ -22,13 +22,8 @@ extension FileTailResumeTests {
         let loop = try EventLoop()
         let store = try TailCheckpointStore(directory: state)
         let recorder = FileTailFollowTests.FollowRecorder()
-        let subscription = File.follow(path, from: .beginning, checkpoints: store, options: FileTailFollowTests.quickOptions, notices: {
-            recorder.notices.append($0)
-        }, on: loop).subscribe(next: { chunk in
-            inspect?(chunk, store)
-            recorder.record(chunk)
-            store.acknowledge(chunk.identity, through: chunk.endOffset)
-        }, error: { XCTFail("\($0)") })
+        let subscription = followAcknowledging(
+            path, from: .beginning, store: store, into: recorder, on: loop, inspect: inspect.map { inspect in { inspect($0, store) } })
         whenRunning?()
         XCTAssertTrue(loop.run(until: { recorder.lineCount >= count }, timeout: 60), "\(recorder.notices)")
         _ = loop.run(until: { false }, timeout: 0.2)  // anything more (read twice) would come now
