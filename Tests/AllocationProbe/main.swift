@@ -63,3 +63,85 @@ measure("subject") { _ in
 subject.sendNext(1)
 for d in others { d.dispose() }
 if sum == 42 { print("") }
+
+// The fused path of `return`/`map`/`filter` (taken where the optimizer sees the whole chain,
+// as above) against the closure path (taken where it cannot: the chain, or its upstream,
+// comes out of a function it does not look into). Each check subscribes the same chain
+// three ways and prints `check <name> ok`, or `check <name> FAIL …` with what each got.
+
+/// A signal the optimizer cannot see through: a subscription to it goes through the vtable
+/// into the library's unspecialized code.
+@_optimize(none) @inline(never)
+func hidden<T>(_ signal: Signal<T>) -> Signal<T> { signal }
+
+/// What a subscription saw, in order, and (`events`) whether it reads as disposed by then.
+final class Seen {
+    private var seen: [String] = []
+    private var subscription: Disposable?
+    var events: [String] { seen + (subscription?.isDisposed == false ? ["not disposed"] : []) }
+    @inline(__always)
+    func record(_ signal: Signal<String>) {
+        subscription = signal.subscribe(
+            next: { self.seen.append($0) },
+            error: { self.seen.append("error \($0)") },
+            completed: { self.seen.append("completed") })
+    }
+}
+
+func check(_ name: String, expected: [String], _ fused: Seen, _ partly: Seen, _ closures: Seen) {
+    if fused.events == expected && partly.events == expected && closures.events == expected {
+        print("check \(name) ok")
+    } else {
+        print("check \(name) FAIL expected \(expected) fused \(fused.events) partly \(partly.events) closures \(closures.events)")
+    }
+}
+
+struct ProbeError: Error, CustomStringConvertible { var description: String { "probe" } }
+
+do {
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(Signal.return(3).map { $0 * 2 }.filter { $0 > 0 }.map { "\($0)" })
+    p.record(hidden(Signal.return(3).map { $0 * 2 }).filter { $0 > 0 }.map { "\($0)" })
+    c.record(hidden(Signal.return(3).map { $0 * 2 }.filter { $0 > 0 }.map { "\($0)" }))
+    check("map-filter-pass", expected: ["6", "completed"], f, p, c)
+}
+do {
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(Signal.return(3).map { $0 * 2 }.filter { $0 < 0 }.map { "\($0)" })
+    p.record(hidden(Signal.return(3).map { $0 * 2 }).filter { $0 < 0 }.map { "\($0)" })
+    c.record(hidden(Signal.return(3).map { $0 * 2 }.filter { $0 < 0 }.map { "\($0)" }))
+    check("map-filter-drop", expected: ["completed"], f, p, c)
+}
+do {
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(Signal.return("a").map { $0 + "b" }.map { $0.count }.map { "\($0)!" })
+    p.record(hidden(Signal.return("a").map { $0 + "b" }).map { $0.count }.map { "\($0)!" })
+    c.record(hidden(Signal.return("a").map { $0 + "b" }.map { $0.count }.map { "\($0)!" }))
+    check("maps-changing-type", expected: ["2!", "completed"], f, p, c)
+}
+do {
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(Signal<Int>.error(ProbeError()).map { $0 + 1 }.filter { _ in true }.map { "\($0)" })
+    p.record(hidden(Signal<Int>.error(ProbeError()).map { $0 + 1 }).filter { _ in true }.map { "\($0)" })
+    c.record(hidden(Signal<Int>.error(ProbeError()).map { $0 + 1 }.filter { _ in true }.map { "\($0)" }))
+    check("error-through", expected: ["error probe"], f, p, c)
+}
+do {
+    // A stateful operator between fused stages: the stages below it take the closure.
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(Signal.return(5).map { $0 * 2 }.scan(start: 1) { $0 + $1 }.filter { $0 > 0 }.map { "\($0)" })
+    p.record(hidden(Signal.return(5).map { $0 * 2 }).scan(start: 1) { $0 + $1 }.filter { $0 > 0 }.map { "\($0)" })
+    c.record(hidden(Signal.return(5).map { $0 * 2 }.scan(start: 1) { $0 + $1 }.filter { $0 > 0 }.map { "\($0)" }))
+    check("around-scan", expected: ["11", "completed"], f, p, c)
+}
+do {
+    // Fused stages over a subject: the subject keeps the closure `closing` makes.
+    let subject = Subject<Int>()
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(subject.map { $0 * 2 }.filter { $0 != 4 }.map { "\($0)" })
+    p.record(hidden(subject.map { $0 * 2 }).filter { $0 != 4 }.map { "\($0)" })
+    c.record(hidden(subject.map { $0 * 2 }.filter { $0 != 4 }.map { "\($0)" }))
+    for v in 1...3 { subject.sendNext(v) }
+    subject.sendCompleted()
+    check("over-a-subject", expected: ["2", "6", "completed"], f, p, c)
+}

@@ -28,4 +28,12 @@ final class ReturnSignal<Value>: Signal<Value>, @unchecked Sendable {
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         run(value, observer, lifetime)
     }
+
+    @inlinable
+    override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
+    where S.Value == Value {
+        guard _isConcrete(S.self) else { return run(value, closing(sink), lifetime) }
+        sink.receive(.next(value))
+        if !lifetime.isDisposedBitSet { sink.receive(.completed) }
+    }
 }

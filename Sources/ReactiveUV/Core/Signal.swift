@@ -54,7 +54,26 @@ public class Signal<Value>: @unchecked Sendable {
     /// the heap.
     @inlinable
     func attach(subscriber: BlockSubscriber<Value>, observer: @escaping Sink<Value>) {
-        attach(observer, subscriber)
+        attach(sink: subscriber, closing: { _ in observer }, subscriber)
+    }
+
+    /// Connects a typed sink for one subscription: the fused path of a cold chain of
+    /// stateless stages (`return`, `map`, `filter`), where each stage wraps the sink below
+    /// it in a struct instead of forming a closure, so a subscription the optimizer sees
+    /// whole (`Signal.return(i).map { … }.filter { … }.subscribeNext { … }`) makes no
+    /// closure context per stage. `closing` turns the sink into the closure of
+    /// ``attach(_:_:)``; it is formed where the sink's type is known, so the closure it
+    /// makes runs specialized code.
+    ///
+    /// Signals without a fused path (this default) take the closure. So does a fused stage
+    /// running in the library's unspecialized copy (reached through the vtable, where the
+    /// subscriber's module could not see the signal's class): there a struct sink would
+    /// run every value through generic code with runtime metadata lookups, so it asks
+    /// `closing` for the specialized closure instead (see ``MapSignal``).
+    @inlinable
+    func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
+    where S.Value == Value {
+        attach(closing(sink), lifetime)
     }
 }
 

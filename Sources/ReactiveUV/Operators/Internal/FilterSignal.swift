@@ -24,4 +24,11 @@ final class FilterSignal<Value>: Signal<Value>, @unchecked Sendable {
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         run(upstream, isIncluded, observer, lifetime)
     }
+
+    @inlinable
+    override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
+    where S.Value == Value {
+        guard _isConcrete(S.self) else { return run(upstream, isIncluded, closing(sink), lifetime) }
+        upstream.attach(sink: FilterSink(isIncluded, sink), closing: { s in { s.receive($0) } }, lifetime)
+    }
 }

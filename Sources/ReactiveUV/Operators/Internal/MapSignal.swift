@@ -34,4 +34,11 @@ final class MapSignal<Upstream, Value>: Signal<Value>, @unchecked Sendable {
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         run(upstream, transform, observer, lifetime)
     }
+
+    @inlinable
+    override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
+    where S.Value == Value {
+        guard _isConcrete(S.self) else { return run(upstream, transform, closing(sink), lifetime) }
+        upstream.attach(sink: MapSink(transform, sink), closing: { s in { s.receive($0) } }, lifetime)
+    }
 }
