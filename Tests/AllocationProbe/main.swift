@@ -49,6 +49,17 @@ measure("cold") { i in
     subscription.dispose()
 }
 
+// A longer chain of the fused stages.
+measure("cold-long") { i in
+    let subscription = Signal.return(i)
+        .map { $0 &+ 1 }
+        .map { $0 &* 3 }
+        .filter { $0 & 1 == 0 }
+        .map { $0 &- 2 }
+        .subscribeNext { sum &+= $0 }
+    subscription.dispose()
+}
+
 // The same without operators: the floor a subscription itself costs.
 measure("return") { i in
     Signal.return(i).subscribeNext { sum &+= $0 }.dispose()

@@ -47,13 +47,19 @@ final class AllocationCountTests: XCTestCase {
             let parts = line.split(separator: " ")
             if parts.count == 2, let v = Double(parts[1]) { perCycle[String(parts[0])] = v }
         }
-        XCTAssertEqual(Set(perCycle.keys), ["cold", "return", "subject"], result.output)
+        XCTAssertEqual(Set(perCycle.keys), ["cold", "cold-long", "return", "subject"], result.output)
 
         // The subscription object itself is always allocated: a count of 0 would mean the
         // counter saw nothing.
         let cold = try XCTUnwrap(perCycle["cold"])
         XCTAssertGreaterThanOrEqual(cold, 1)
         XCTAssertLessThanOrEqual(cold, 1, "return→map→filter→subscribeNext→dispose: \(cold) allocations per cycle")
+        // return→map→map→filter→map: the stages still make nothing per subscription (8
+        // before the fused path: four stage closures), but Swift 6.3 keeps only the outer
+        // levels of nested signal objects off the heap (README, "Why the signal objects
+        // stay"), so the subscription and up to five signals.
+        let long = try XCTUnwrap(perCycle["cold-long"])
+        XCTAssertLessThanOrEqual(long, 6, "return→map→map→filter→map→subscribeNext→dispose: \(long) allocations per cycle")
         // return→subscribeNext→dispose: the subscription only (the optimizer keeps the
         // `return` signal on the stack: its subscription code is handed the value, not the
         // signal, so the signal never escapes).
