@@ -50,8 +50,9 @@ public class Signal<Value>: @unchecked Sendable {
     /// closure formed in this generic copy would call the generic `receive`, which looks
     /// `Event<Value>` up in the runtime's metadata cache on **every value** (a third of a
     /// merge's time). Inlinable so that, devirtualized for a signal the optimizer can see
-    /// (`return`, `map`, `filter`), it is the plain `attach` and the signal still stays off
-    /// the heap.
+    /// (`return`, `map`, `filter`), it starts the fused path of ``attach(sink:closing:_:)``
+    /// with the subscriber as the last sink, and the signal still stays off the heap;
+    /// otherwise `closing` hands back `observer` and it is the plain `attach`.
     @inlinable
     func attach(subscriber: BlockSubscriber<Value>, observer: @escaping Sink<Value>) {
         attach(sink: subscriber, closing: { _ in observer }, subscriber)

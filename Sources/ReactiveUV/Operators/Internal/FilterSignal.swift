@@ -25,6 +25,11 @@ final class FilterSignal<Value>: Signal<Value>, @unchecked Sendable {
         run(upstream, isIncluded, observer, lifetime)
     }
 
+    /// The fused path: the sink below goes up wrapped in a `FilterSink`, a struct, so this stage
+    /// forms no closure. Only in specialized code (`_isConcrete`): this override is also
+    /// the vtable entry the library's unspecialized copy serves, where a struct sink would
+    /// take every value through generic code, so there it takes the closure path with the
+    /// specialized closure `closing` makes.
     @inlinable
     override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
     where S.Value == Value {

@@ -35,6 +35,11 @@ final class MapSignal<Upstream, Value>: Signal<Value>, @unchecked Sendable {
         run(upstream, transform, observer, lifetime)
     }
 
+    /// The fused path: the sink below goes up wrapped in a `MapSink`, a struct, so this stage
+    /// forms no closure. Only in specialized code (`_isConcrete`): this override is also
+    /// the vtable entry the library's unspecialized copy serves, where a struct sink would
+    /// take every value through generic code, so there it takes the closure path with the
+    /// specialized closure `closing` makes.
     @inlinable
     override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
     where S.Value == Value {
