@@ -21,6 +21,11 @@ let package = Package(
         // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
         // so the core library stays libuv-only.
         .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
+        // HTTP/1.1 server and client, server-sent events and WebSocket as signals, over TCP,
+        // Unix sockets and TLS; the wire parser is Node's http_parser (Debian
+        // libhttp-parser-dev) and permessage-deflate is zlib: a product of its own, so the
+        // core library stays libuv-only.
+        .library(name: "ReactiveUVHTTP", targets: ["ReactiveUVHTTP"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -55,6 +60,23 @@ let package = Package(
             name: "ReactiveUVTLS",
             dependencies: ["ReactiveUV", "COpenSSL"],
             path: "Sources/ReactiveUVTLS"
+        ),
+        // Node's http_parser 2.9 from the system (Debian's libhttp-parser-dev; no pkg-config file).
+        .systemLibrary(
+            name: "CHTTPParser",
+            path: "Sources/CHTTPParser",
+            providers: [.apt(["libhttp-parser-dev"])]
+        ),
+        // zlib from the system (Debian's zlib1g-dev): WebSocket's permessage-deflate.
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(
+            name: "ReactiveUVHTTP",
+            dependencies: ["ReactiveUV", "ReactiveUVTLS", "CHTTPParser", "CZlib", "CSystemShims"],
+            path: "Sources/ReactiveUVHTTP"
         ),
         .target(
             name: "ReactiveUVTestKit",
@@ -156,6 +178,13 @@ let package = Package(
             name: "ReactiveUVTLSTests",
             dependencies: ["ReactiveUVTLS", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVTLSTests"
+        ),
+        // HTTP, server-sent events and WebSocket against real clients (curl, Python's
+        // http.client and websockets) and raw sockets on loopback.
+        .testTarget(
+            name: "ReactiveUVHTTPTests",
+            dependencies: ["ReactiveUVHTTP", "ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVHTTPTests"
         ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.
