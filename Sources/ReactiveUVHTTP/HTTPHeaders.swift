@@ -1,0 +1,127 @@
+/// The header fields of an HTTP message, in the order they came or will be written.
+///
+/// Names compare case-insensitively (RFC 9110 §5.1); a name may occur more than once, and
+/// ``subscript(_:)`` gives its first value. Fields set by an application are checked when
+/// a message is written: a name or value containing CR, LF or NUL is refused there, never
+/// written (see ``HTTPHeaders/isValidField(name:value:)``).
+public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    /// The fields as name and value pairs, in order.
+    public private(set) var fields: [(name: String, value: String)]
+
+    /// Empty headers.
+    public init() { fields = [] }
+
+    /// Headers holding `fields` in order.
+    ///
+    /// - Parameter fields: name and value pairs.
+    public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
+
+    /// Headers written as a literal, in the literal's order.
+    ///
+    /// - Parameter elements: name and value pairs.
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    /// The first value of `name`, compared case-insensitively; `nil` when absent.
+    public subscript(_ name: String) -> String? {
+        fields.first { Self.sameName($0.name, name) }?.value
+    }
+
+    /// Every value of `name`, in order (for fields that may repeat, such as `Set-Cookie`).
+    ///
+    /// - Parameter name: the field name, compared case-insensitively.
+    /// - Returns: the values, possibly none.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Whether `name` is present.
+    ///
+    /// - Parameter name: the field name, compared case-insensitively.
+    /// - Returns: `true` when at least one field has this name.
+    public func contains(_ name: String) -> Bool { fields.contains { Self.sameName($0.name, name) } }
+
+    /// Appends a field, keeping any others of the same name.
+    ///
+    /// - Parameters:
+    ///   - name: the field name.
+    ///   - value: the field value.
+    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+
+    /// Replaces every field named `name` with one field holding `value`.
+    ///
+    /// - Parameters:
+    ///   - name: the field name, compared case-insensitively.
+    ///   - value: the new value.
+    public mutating func set(_ name: String, _ value: String) {
+        remove(name)
+        add(name, value)
+    }
+
+    /// Removes every field named `name`.
+    ///
+    /// - Parameter name: the field name, compared case-insensitively.
+    public mutating func remove(_ name: String) { fields.removeAll { Self.sameName($0.name, name) } }
+
+    /// Whether a comma-separated field such as `Connection` lists `token` (case-insensitive).
+    ///
+    /// - Parameters:
+    ///   - name: the field name.
+    ///   - token: the token to look for, e.g. `close` or `upgrade`.
+    /// - Returns: `true` when any value of the field lists the token.
+    public func hasToken(_ name: String, _ token: String) -> Bool {
+        values(name).contains { value in
+            value.split(separator: ",").contains { Self.sameName($0.trimmingSpaces, token) }
+        }
+    }
+
+    /// Iterates the fields in order.
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+
+    /// The fields as they would be written, one `Name: value` per line.
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+
+    /// Two header sets are equal when they hold the same fields in the same order (names
+    /// compared case-insensitively, values exactly).
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.count == rhs.fields.count
+            && zip(lhs.fields, rhs.fields).allSatisfy { sameName($0.name, $1.name) && $0.value == $1.value }
+    }
+
+    /// Whether a field may be written as it is: a name of RFC 9110 token characters and a
+    /// value without CR, LF or NUL (which would split the message: response splitting).
+    ///
+    /// - Parameters:
+    ///   - name: the field name.
+    ///   - value: the field value.
+    /// - Returns: `true` when both are safe to write.
+    public static func isValidField(name: String, value: String) -> Bool {
+        !name.utf8.isEmpty && name.utf8.allSatisfy(isTokenByte) && !value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+    }
+
+    /// RFC 9110's `tchar`: the bytes a field name or method may hold.
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        }
+    }
+
+    /// ASCII case-insensitive comparison, without allocating.
+    static func sameName<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return false }
+        return zip(x, y).allSatisfy { ($0 | 0x20) == ($1 | 0x20) && (($0 | 0x20) >= 97 && ($0 | 0x20) <= 122 || $0 == $1) }
+    }
+}
+
+extension Substring {
+    /// The substring without leading and trailing spaces and tabs (HTTP's OWS).
+    var trimmingSpaces: Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return s
+    }
+}
