@@ -107,7 +107,7 @@ enum WebSocketFrameCodec {
         withUnsafeBytes(of: key) { keyBytes in
             var k = 0
             while i < count {
-                bytes[i] ^= keyBytes[k]
+                bytes[i] ^= keyBytes[k & 3]
                 i += 1
                 k += 1
             }
