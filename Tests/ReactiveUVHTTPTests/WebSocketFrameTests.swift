@@ -7,7 +7,7 @@ import Testing
 /// frame reader's close codes, without sockets.
 @Suite struct WebSocketFrameTests {
     /// A client frame as a client would send it (masked).
-    static func clientFrame(_ opcode: UInt8, _ payload: [UInt8], fin: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
+    static func clientFrame(_ opcode: UInt8, _ payload: [UInt8], _ fin: Bool = true, _ rsv: UInt8 = 0) -> [UInt8] {
         var frame = WebSocketFrameCodec.frame(opcode: WebSocketOpcode(rawValue: opcode & 0xF) ?? .binary, fin: fin, payload: payload, masked: true)
         frame[0] = (fin ? 0x80 : 0) | rsv | (opcode & 0xF)
         return frame
@@ -82,9 +82,9 @@ import Testing
     }
 
     @Test func fragmentsAndControlFramesBetweenThemArriveInOrder() {
-        let bytes = Self.clientFrame(0x1, Array("héllo ".utf8), fin: false)
+        let bytes = Self.clientFrame(0x1, Array("héllo ".utf8), false)
             + Self.clientFrame(0x9, [1, 2])
-            + Self.clientFrame(0x0, Array("wörld".utf8), fin: true)
+            + Self.clientFrame(0x0, Array("wörld".utf8), true)
             + Self.clientFrame(0xA, [])
             + Self.clientFrame(0x8, [0x03, 0xE8] + Array("bye".utf8))
         for step in [1, 3, 7, bytes.count] {
@@ -99,14 +99,14 @@ import Testing
             ("unmasked client frame", WebSocketFrameCodec.frame(opcode: .text, payload: [0x61], masked: false), .server, 1002),
             ("masked server frame", WebSocketFrameCodec.frame(opcode: .text, payload: [0x61], masked: true), .client, 1002),
             ("ping over 125 bytes", Self.clientFrame(0x9, [UInt8](repeating: 0, count: 126)), .server, 1002),
-            ("fragmented ping", Self.clientFrame(0x9, [1], fin: false), .server, 1002),
-            ("RSV1 without an extension", Self.clientFrame(0x1, [0x61], rsv: 0x40), .server, 1002),
-            ("RSV2", Self.clientFrame(0x2, [0x61], rsv: 0x20), .server, 1002),
-            ("RSV3", Self.clientFrame(0x2, [0x61], rsv: 0x10), .server, 1002),
+            ("fragmented ping", Self.clientFrame(0x9, [1], false), .server, 1002),
+            ("RSV1 without an extension", Self.clientFrame(0x1, [0x61], true, 0x40), .server, 1002),
+            ("RSV2", Self.clientFrame(0x2, [0x61], true, 0x20), .server, 1002),
+            ("RSV3", Self.clientFrame(0x2, [0x61], true, 0x10), .server, 1002),
             ("opcode 3", Self.clientFrame(0x3, []), .server, 1002),
             ("opcode 0xB", Self.clientFrame(0xB, []), .server, 1002),
             ("continuation first", Self.clientFrame(0x0, [0x61]), .server, 1002),
-            ("text inside a fragmented text", Self.clientFrame(0x1, [0x61], fin: false) + Self.clientFrame(0x1, [0x62]), .server, 1002),
+            ("text inside a fragmented text", Self.clientFrame(0x1, [0x61], false) + Self.clientFrame(0x1, [0x62]), .server, 1002),
             ("close with one byte", Self.clientFrame(0x8, [0x03]), .server, 1002),
             ("close code 1005", Self.clientFrame(0x8, [0x03, 0xED]), .server, 1002),
             ("close code 999", Self.clientFrame(0x8, [0x03, 0xE7]), .server, 1002),
@@ -114,10 +114,10 @@ import Testing
             ("overlong UTF-8", Self.clientFrame(0x1, [0xC0, 0xAF]), .server, 1007),
             ("surrogate in UTF-8", Self.clientFrame(0x1, [0xED, 0xA0, 0x80]), .server, 1007),
             ("text ending mid-character", Self.clientFrame(0x1, [0xE2, 0x82]), .server, 1007),
-            ("UTF-8 broken across fragments", Self.clientFrame(0x1, [0xE2], fin: false) + Self.clientFrame(0x0, [0x28, 0xA1]), .server, 1007),
+            ("UTF-8 broken across fragments", Self.clientFrame(0x1, [0xE2], false) + Self.clientFrame(0x0, [0x28, 0xA1]), .server, 1007),
             ("close reason not UTF-8", Self.clientFrame(0x8, [0x03, 0xE8, 0xFF]), .server, 1007),
             ("too big", Self.clientFrame(0x2, [UInt8](repeating: 1, count: 1025)), .server, 1009),
-            ("too big across fragments", Self.clientFrame(0x2, [UInt8](repeating: 1, count: 600), fin: false) + Self.clientFrame(0x0, [UInt8](repeating: 1, count: 600)), .server, 1009),
+            ("too big across fragments", Self.clientFrame(0x2, [UInt8](repeating: 1, count: 600), false) + Self.clientFrame(0x0, [UInt8](repeating: 1, count: 600)), .server, 1009),
         ]
         for (name, bytes, role, code) in cases {
             #expect(Self.read(bytes, role: role, max: 1024).code == code, "\(name)")
@@ -126,7 +126,7 @@ import Testing
 
     @Test func invalidUTF8InAFirstFragmentFailsBeforeTheMessageEnds() {
         // Only the first fragment is fed: the failure cannot wait for the final frame.
-        let result = Self.read(Self.clientFrame(0x1, [0x61, 0xF5], fin: false))
+        let result = Self.read(Self.clientFrame(0x1, [0x61, 0xF5], false))
         #expect(result.code == 1007)
     }
 
@@ -296,7 +296,7 @@ import Testing
         #expect(codes.isSuperset(of: [0, 1002, 1007, 1009]), "the corpus reaches every outcome: \(codes.sorted())")
         // Random bytes, and random mutations of a valid stream (seeded: reproducible).
         var generator = SeededGenerator(seed: 0x5EED)
-        let valid = [UInt8(0)] + Self.clientFrame(0x1, Array("hello".utf8), fin: false) + Self.clientFrame(0x9, [7]) + Self.clientFrame(0x0, Array(" world".utf8))
+        let valid = [UInt8(0)] + Self.clientFrame(0x1, Array("hello".utf8), false) + Self.clientFrame(0x9, [7]) + Self.clientFrame(0x0, Array(" world".utf8))
         for round in 0..<3000 {
             var bytes: [UInt8]
             if round % 2 == 0 {

@@ -188,15 +188,16 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
                     pongDeadline = nil
                 case .close(let code, let reason):
                     let initiatedByPeer = !closeSent
-                    if !closeSent {
-                        // Echo the code (RFC 6455 §5.5.1), then close once it is flushed.
-                        closeSent = true
-                        let payload = WebSocketFrameCodec.closePayload(code: code, reason: "")
+                    closeSent = true
+                    // Finish before writing: the write may end the transport synchronously.
+                    finish(WebSocketClose(code: code ?? 1005, reason: reason, initiatedByPeer: initiatedByPeer), nil)
+                    if initiatedByPeer {
+                        // Echo the code and reason (RFC 6455 §5.5.1), then close once flushed.
+                        let payload = WebSocketFrameCodec.closePayload(code: code, reason: reason)
                         writeThenClose(WebSocketFrameCodec.frame(opcode: .close, payload: payload, masked: role == .client))
                     } else {
                         transport.close()
                     }
-                    finish(WebSocketClose(code: code ?? 1005, reason: reason, initiatedByPeer: initiatedByPeer), nil)
                     return false
                 }
                 return !finished
@@ -209,15 +210,18 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// Fails the connection for a violation: close frame with its code, then the transport.
     private func fail(_ violation: WebSocketViolation) {
         guard !finished else { return }
-        if !closeSent {
-            closeSent = true
-            let payload = WebSocketFrameCodec.closePayload(code: violation.code, reason: violation.reason)
-            writeThenClose(WebSocketFrameCodec.frame(opcode: .close, payload: payload, masked: role == .client))
-        } else {
-            transport.close()
-        }
+        // Finish first: the write below may complete, and close the transport (ending its
+        // reads), before it returns.
+        let alreadySent = closeSent
+        closeSent = true
         finish(WebSocketClose(code: violation.code, reason: violation.reason, initiatedByPeer: false),
                .protocolViolation(code: violation.code, reason: violation.reason))
+        if alreadySent {
+            transport.close()
+        } else {
+            let payload = WebSocketFrameCodec.closePayload(code: violation.code, reason: violation.reason)
+            writeThenClose(WebSocketFrameCodec.frame(opcode: .close, payload: payload, masked: role == .client))
+        }
     }
 
     /// Ends the connection once: timers stopped, reading stopped, `messages` and `closed` told.

@@ -1,0 +1,163 @@
+// The Python programs the WebSocket tests run, passed to `python3 -c`: clients and a
+// server from the `websockets` library (PyPI), and raw-socket peers that send hand-made
+// frames and report, one tagged line each, what came back.
+
+/// A `websockets` client: `PORT MODE COMPRESSION` (`deflate` or `none`).
+let pythonWebSocketClient = #"""
+import sys
+from websockets.sync.client import connect
+from websockets.exceptions import ConnectionClosed
+port, mode, comp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with connect(f"ws://127.0.0.1:{port}/ws", compression="deflate" if comp == "deflate" else None,
+             max_size=None, open_timeout=30, close_timeout=30) as ws:
+    print("EXT", ws.response.headers.get("Sec-WebSocket-Extensions", "none"))
+    if mode == "echo":
+        ws.send("hello ✓"); print("TEXT", ws.recv())
+        data = bytes(range(256)) * 4
+        ws.send(data); r = ws.recv(); print("BINARY", type(r).__name__, len(r), r == data)
+        ws.send(["frag-", "ment", "ed ✓"]); print("FRAGMENTED", ws.recv())
+        ws.send([b"\x01\x02", b"\x03"]); print("FRAGMENTED-BINARY", list(ws.recv()))
+        big = "x" * 70000 + "é" * 10
+        ws.send(big); print("BIG", ws.recv() == big)
+        mid = bytes(300)
+        ws.send(mid); print("MID", ws.recv() == mid)
+        print("PONG", ws.ping(b"abc").wait(30))
+        ws.close(4001, "bye")
+        print("CLOSE", ws.protocol.close_rcvd.code, ws.protocol.close_rcvd.reason)
+    elif mode == "fragments":
+        ws.send("send me 250 bytes")
+        frags = list(ws.recv_streaming())
+        print("FRAGMENTS", len(frags), sum(len(f) for f in frags), all(f == b"\x07" * len(f) for f in frags))
+        ws.close()
+        print("CLOSE", ws.protocol.close_rcvd.code, ws.protocol.close_rcvd.reason)
+    elif mode == "server-closes":
+        ws.send("close me")
+        try:
+            ws.recv()
+            print("UNEXPECTED message")
+        except ConnectionClosed as e:
+            print("CLOSED", e.rcvd.code, e.rcvd.reason)
+"""#
+
+/// A `websockets` echo server: `COMPRESSION`; prints `PORT n`, then `SERVER-SAW code reason`
+/// for each connection's close.
+let pythonWebSocketServer = #"""
+import sys
+from websockets.sync.server import serve
+comp = sys.argv[1]
+def handler(ws):
+    for message in ws:
+        ws.send(message)
+    r = ws.protocol.close_rcvd
+    print("SERVER-SAW", r.code if r else "none", r.reason if r else "", flush=True)
+with serve(handler, "127.0.0.1", 0, compression="deflate" if comp == "deflate" else None, max_size=None) as server:
+    print("PORT", server.socket.getsockname()[1], flush=True)
+    server.serve_forever()
+"""#
+
+/// A raw client: `PORT MODE [HEX-FRAMES [EXTENSIONS]]`. Handshakes by hand (mode
+/// `version8` asks for version 8), prints the status line and headers; mode `frames`
+/// sends the frames, reads to EOF and prints each server frame (`CLOSE code reason`,
+/// `FRAME opcode length`), then `EOF`; mode `silent` prints `READY` and never reads again.
+let pythonRawClient = #"""
+import sys, socket, base64, os, struct, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+payload = bytes.fromhex(sys.argv[3]) if len(sys.argv) > 3 else b""
+ext = sys.argv[4] if len(sys.argv) > 4 else ""
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+key = base64.b64encode(os.urandom(16)).decode()
+version = "8" if mode == "version8" else "13"
+req = f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: {version}\r\n"
+if ext:
+    req += f"Sec-WebSocket-Extensions: {ext}\r\n"
+s.sendall((req + "\r\n").encode())
+data = b""
+while b"\r\n\r\n" not in data:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+head, _, rest = data.partition(b"\r\n\r\n")
+lines = head.decode().split("\r\n")
+print("STATUS", lines[0])
+for line in lines[1:]:
+    name, _, value = line.partition(":")
+    print("HEADER", name.strip().lower(), value.strip())
+sys.stdout.flush()
+if mode == "silent":
+    print("READY", flush=True)
+    time.sleep(120)
+    sys.exit(0)
+if mode == "frames":
+    s.sendall(payload)
+    data = rest
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            print("RESET-OR-TIMEOUT")
+            break
+        if not chunk:
+            break
+        data += chunk
+    i = 0
+    while i + 2 <= len(data):
+        op, n = data[i] & 15, data[i + 1] & 127
+        i += 2
+        if n == 126:
+            n = struct.unpack(">H", data[i:i + 2])[0]; i += 2
+        elif n == 127:
+            n = struct.unpack(">Q", data[i:i + 8])[0]; i += 8
+        body = data[i:i + n]; i += n
+        if op == 8:
+            print("CLOSE", struct.unpack(">H", body[:2])[0] if len(body) >= 2 else "none", body[2:].decode(errors="replace"))
+        else:
+            print("FRAME", op, len(body))
+    print("EOF")
+"""#
+
+/// A raw server for one client: `HEX-FRAMES`; prints `PORT n`, answers the handshake
+/// and sends the frames in the same write as the `101`, then prints each client frame
+/// (unmasked: `CLOSE code`, `FRAME opcode text`) until EOF, then `EOF`.
+let pythonRawServer = #"""
+import sys, socket, base64, hashlib, struct
+frames = bytes.fromhex(sys.argv[1])
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+print("PORT", ls.getsockname()[1], flush=True)
+c, _ = ls.accept()
+c.settimeout(30)
+head = b""
+while b"\r\n\r\n" not in head:
+    head += c.recv(4096)
+key = [l.split(":", 1)[1].strip() for l in head.decode().split("\r\n") if l.lower().startswith("sec-websocket-key:")][0]
+accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+c.sendall(f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n".encode() + frames)
+data = b""
+while True:
+    try:
+        chunk = c.recv(65536)
+    except Exception:
+        break
+    if not chunk:
+        break
+    data += chunk
+i = 0
+while i + 2 <= len(data):
+    op, n = data[i] & 15, data[i + 1] & 127
+    masked = data[i + 1] & 128
+    i += 2
+    if n == 126:
+        n = struct.unpack(">H", data[i:i + 2])[0]; i += 2
+    elif n == 127:
+        n = struct.unpack(">Q", data[i:i + 8])[0]; i += 8
+    mask = data[i:i + 4] if masked else b"\0\0\0\0"
+    i += 4 if masked else 0
+    body = bytes(b ^ mask[j % 4] for j, b in enumerate(data[i:i + n])); i += n
+    if op == 8:
+        print("CLOSE", struct.unpack(">H", body[:2])[0] if len(body) >= 2 else "none", flush=True)
+    else:
+        print("FRAME", op, body.decode(errors="replace"), "masked" if masked else "unmasked", flush=True)
+print("EOF", flush=True)
+"""#
