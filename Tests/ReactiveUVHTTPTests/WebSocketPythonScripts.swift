@@ -44,10 +44,14 @@ with connect(f"ws://127.0.0.1:{port}/ws", compression="deflate" if comp == "defl
 let pythonWebSocketServer = #"""
 import sys
 from websockets.sync.server import serve
+from websockets.exceptions import ConnectionClosed
 comp = sys.argv[1]
 def handler(ws):
-    for message in ws:
-        ws.send(message)
+    try:
+        for message in ws:
+            ws.send(message)
+    except ConnectionClosed:
+        pass  # codes other than 1000 and 1001 end the loop with this
     r = ws.protocol.close_rcvd
     print("SERVER-SAW", r.code if r else "none", r.reason if r else "", flush=True)
 with serve(handler, "127.0.0.1", 0, compression="deflate" if comp == "deflate" else None, max_size=None) as server:

@@ -136,7 +136,12 @@ final class WSChildRun {
     var failure: (any Error)?
     var subscription: Disposable?
     var output: String { String(decoding: stdout, as: UTF8.self) }
-    var lines: [String] { output.split(separator: "\n").map(String.init) }
+    /// Complete lines only (unbuffered Python may write a line in pieces).
+    var lines: [String] {
+        var parts = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        parts.removeLast()
+        return parts.filter { !$0.isEmpty }
+    }
     var finished: Bool { exit != nil || failure != nil }
     /// The words after `tag` on the first line starting with `tag `.
     func line(_ tag: String) -> String? {

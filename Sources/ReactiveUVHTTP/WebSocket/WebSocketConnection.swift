@@ -162,15 +162,8 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         }
         placeholder.add(transport.reads.subscribe(
             next: { [self] bytes in receive(bytes) },
-            error: { [self] error in
-                finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure)
-                _ = error
-                transport.close()
-            },
-            completed: { [self] in
-                finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure)
-                transport.close()
-            }))
+            error: { [self] _ in finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) },
+            completed: { [self] in finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) }))
         schedulePing()
     }
 
@@ -189,15 +182,10 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
                 case .close(let code, let reason):
                     let initiatedByPeer = !closeSent
                     closeSent = true
-                    // Finish before writing: the write may end the transport synchronously.
-                    finish(WebSocketClose(code: code ?? 1005, reason: reason, initiatedByPeer: initiatedByPeer), nil)
-                    if initiatedByPeer {
-                        // Echo the code and reason (RFC 6455 §5.5.1), then close once flushed.
-                        let payload = WebSocketFrameCodec.closePayload(code: code, reason: reason)
-                        writeThenClose(WebSocketFrameCodec.frame(opcode: .close, payload: payload, masked: role == .client))
-                    } else {
-                        transport.close()
-                    }
+                    // Echo the code and reason (RFC 6455 §5.5.1), then close once flushed.
+                    let frame = initiatedByPeer ? WebSocketFrameCodec.frame(
+                        opcode: .close, payload: WebSocketFrameCodec.closePayload(code: code, reason: reason), masked: role == .client) : nil
+                    finish(WebSocketClose(code: code ?? 1005, reason: reason, initiatedByPeer: initiatedByPeer), nil, writing: frame)
                     return false
                 }
                 return !finished
@@ -210,38 +198,49 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// Fails the connection for a violation: close frame with its code, then the transport.
     private func fail(_ violation: WebSocketViolation) {
         guard !finished else { return }
-        // Finish first: the write below may complete, and close the transport (ending its
-        // reads), before it returns.
         let alreadySent = closeSent
         closeSent = true
+        let frame = alreadySent ? nil : WebSocketFrameCodec.frame(
+            opcode: .close, payload: WebSocketFrameCodec.closePayload(code: violation.code, reason: violation.reason), masked: role == .client)
         finish(WebSocketClose(code: violation.code, reason: violation.reason, initiatedByPeer: false),
-               .protocolViolation(code: violation.code, reason: violation.reason))
-        if alreadySent {
-            transport.close()
-        } else {
-            let payload = WebSocketFrameCodec.closePayload(code: violation.code, reason: violation.reason)
-            writeThenClose(WebSocketFrameCodec.frame(opcode: .close, payload: payload, masked: role == .client))
-        }
+               .protocolViolation(code: violation.code, reason: violation.reason), writing: frame)
     }
 
-    /// Ends the connection once: timers stopped, reading stopped, `messages` and `closed` told.
-    private func finish(_ close: WebSocketClose, _ error: WebSocketError?) {
+    /// Ends the connection once: timers and reading stopped, then `frame` (our close frame,
+    /// if one is still to be sent) written, the transport closed, and `messages` and
+    /// ``closed`` told.
+    ///
+    /// Why the notifications wait for the write: a subscriber that ends the transport's
+    /// owner on `messages`' end (a client's `flattenMap` over `connect` failing) would
+    /// otherwise close the transport before the close frame left. And why `finished` is
+    /// set first: the write may complete, and close the transport (ending its reads and
+    /// `closed`, which call `finish` again), before `write` returns.
+    private func finish(_ close: WebSocketClose, _ error: WebSocketError?, writing frame: [UInt8]? = nil) {
         guard !finished else { return }
         finished = true
-        ending = (close, error)
         pingTimer?.dispose()
         pongDeadline?.dispose()
         closeTimer?.dispose()
         pingTimer = nil
         pongDeadline = nil
         closeTimer = nil
-        let subscriber = self.subscriber
-        self.subscriber = nil
-        if let error { subscriber?.sendError(error) } else { subscriber?.sendCompleted() }
-        closedSubject.sendNext(close)
-        closedSubject.sendCompleted()
         reading?.dispose()
         reading = nil
+        let notify = { [self] in
+            guard ending == nil else { return }
+            ending = (close, error)
+            let subscriber = self.subscriber
+            self.subscriber = nil
+            transport.close()
+            if let error { subscriber?.sendError(error) } else { subscriber?.sendCompleted() }
+            closedSubject.sendNext(close)
+            closedSubject.sendCompleted()
+        }
+        if let frame {
+            _ = transport.write(frame).subscribe(error: { _ in notify() }, completed: { notify() })
+        } else {
+            notify()
+        }
     }
 
     // MARK: - Pings
@@ -267,7 +266,6 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
             guard let self, !self.finished else { return }
             self.pongDeadline = nil
             self.finish(WebSocketClose(code: 1006, reason: "no pong within \(self.options.pingTimeout) s", initiatedByPeer: false), .peerTimedOut)
-            self.transport.close()
         }
     }
 
@@ -277,12 +275,6 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// reads and ``closed`` report.
     private func write(_ bytes: [UInt8]) {
         _ = transport.write(bytes).subscribe(error: { _ in })
-    }
-
-    /// Writes the close frame, then closes the transport once it is flushed (or failed).
-    private func writeThenClose(_ bytes: [UInt8]) {
-        let transport = self.transport
-        _ = transport.write(bytes).subscribe(error: { _ in transport.close() }, completed: { transport.close() })
     }
 
     /// The frames of one message, as one buffer: deflated when negotiated and worth it,
@@ -425,7 +417,6 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
             closeTimer = loop.scheduler.afterDelay(options.closeTimeout) { [weak self] in
                 guard let self, !self.finished else { return }
                 self.finish(WebSocketClose(code: 1006, reason: "no close frame within \(self.options.closeTimeout) s", initiatedByPeer: false), .abnormalClosure)
-                self.transport.close()
             }
             startReading()
         }
