@@ -20,7 +20,19 @@ if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
 have_nats_server() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_nats_server || need+=(nats-server)
-[ ${#need[@]} -eq 0 ] && exit 0
+# ReactiveUVHTTP's WebSocket tests: Python 3 and pip, for the `websockets` library below.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# The WebSocket tests' peers: PyPI's `websockets`, 12 or later (its sync client and server;
+# Debian's python3-websockets is older). Installed with pip, for this user, when missing.
+ensure_python_websockets() {
+    python3 -c 'import websockets.sync.client, websockets.sync.server' 2>/dev/null && return 0
+    echo "ensure-deps: installing websockets (PyPI) with pip" >&2
+    python3 -m pip install -q --user 'websockets>=12' 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages 'websockets>=12'
+    python3 -c 'import websockets.sync.client' || { echo "ensure-deps: websockets still not importable" >&2; exit 1; }
+}
+[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; exit 0; }
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -37,3 +49,4 @@ pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-c
 pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not found by pkg-config" >&2; exit 1; }
 pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
+ensure_python_websockets

@@ -165,3 +165,23 @@ while i + 2 <= len(data):
         print("FRAME", op, body.decode(errors="replace"), "masked" if masked else "unmasked", flush=True)
 print("EOF", flush=True)
 """#
+
+/// Runs the `ruv-ws-echo` example (`BINARY`): reads the address it prints, echoes text,
+/// binary and a fragmented message with and without compression through it, then sends
+/// SIGTERM and prints the exit status.
+let pythonEchoExampleCheck = #"""
+import sys, subprocess, signal, re
+from websockets.sync.client import connect
+p = subprocess.Popen([sys.argv[1], "--port", "0"], stdout=subprocess.PIPE, text=True)
+line = p.stdout.readline().strip()
+print("LISTENING", line)
+port = int(re.search(r":(\d+)$", line).group(1))
+for comp in ("deflate", None):
+    with connect(f"ws://127.0.0.1:{port}/ws", compression=comp, open_timeout=30) as ws:
+        ws.send("héllo"); t = ws.recv()
+        ws.send(b"\x00\x01\x02"); b = ws.recv()
+        ws.send(["a", "b", "c"]); f = ws.recv()
+        print("ECHO", comp or "none", repr(t), repr(b), repr(f), ws.response.headers.get("Sec-WebSocket-Extensions", "none"))
+p.send_signal(signal.SIGTERM)
+print("EXIT", p.wait(timeout=30))
+"""#

@@ -160,4 +160,26 @@ final class WebSocketServerTests: XCTestCase {
         run.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testTheEchoExampleEchoesAndExitsZeroOnSIGTERM() throws {
+        // The example is built with the tests (`swift build --build-tests`), next to them.
+        var path = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &path, path.count - 1)
+        XCTAssertGreaterThan(count, 0)
+        var directory = String(decoding: path[..<max(0, count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        while !directory.isEmpty && directory.last != "/" { directory.removeLast() }
+        let binary = directory + "ruv-ws-echo"
+        XCTAssertEqual(access(binary, X_OK), 0, "\(binary) is built")
+        let loop = try EventLoop()
+        let run = wsRunPython(pythonEchoExampleCheck, [binary], on: loop)
+        finish(run, on: loop)
+        XCTAssertTrue(run.line("LISTENING")?.hasPrefix("listening on 127.0.0.1:") == true, run.output)
+        XCTAssertEqual(run.lines.filter { $0.hasPrefix("ECHO") }, [
+            "ECHO deflate 'héllo' b'\\x00\\x01\\x02' 'abc' permessage-deflate",
+            "ECHO none 'héllo' b'\\x00\\x01\\x02' 'abc' none",
+        ])
+        XCTAssertEqual(run.line("EXIT"), "0", "exit status 0 on SIGTERM")
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
