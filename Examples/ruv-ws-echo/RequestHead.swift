@@ -26,6 +26,13 @@ func readRequestHead(_ tcp: TCPConnection) -> Signal<(RequestHead, [UInt8])> {
         let reading = CompoundDisposable()
         var bytes: [UInt8] = []
         var done = false
+        // The head waits until the reads subscription is gone: a TLS connection can deliver
+        // it while `subscribe` is still running, and whoever gets it must be able to read.
+        var subscribed = false
+        var outcome: [() -> Void] = []
+        func emit(_ send: @escaping () -> Void) {
+            if subscribed { send() } else { outcome.append(send) }
+        }
         reading.add(tcp.reads.subscribe(
             next: { chunk in
                 guard !done else { return }
@@ -35,21 +42,25 @@ func readRequestHead(_ tcp: TCPConnection) -> Signal<(RequestHead, [UInt8])> {
                     if bytes.count > 16 * 1024 {
                         done = true
                         reading.dispose()
-                        subscriber.sendError(RequestHeadError.tooLarge)
+                        emit { subscriber.sendError(RequestHeadError.tooLarge) }
                     }
                     return
                 }
                 done = true
                 reading.dispose()
                 guard let head = parse(bytes[..<(end - 4)]) else {
-                    subscriber.sendError(RequestHeadError.malformed)
+                    emit { subscriber.sendError(RequestHeadError.malformed) }
                     return
                 }
-                subscriber.sendNext((head, Array(bytes[end...])))
-                subscriber.sendCompleted()
+                emit {
+                    subscriber.sendNext((head, Array(bytes[end...])))
+                    subscriber.sendCompleted()
+                }
             },
             error: { subscriber.sendError($0) },
             completed: { if !done { subscriber.sendError(RequestHeadError.closedEarly) } }))
+        subscribed = true
+        outcome.forEach { $0() }
         return reading
     }
 }

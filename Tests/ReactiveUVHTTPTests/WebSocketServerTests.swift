@@ -182,4 +182,27 @@ final class WebSocketServerTests: XCTestCase {
         run.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testACloseThePeerNeverAnswersEndsAfterTheCloseTimeout() throws {
+        let loop = try EventLoop()
+        var closedAt: [WebSocketClose] = []
+        let server = startServer(on: loop, options: WebSocketOptions(closeTimeout: 0.5)) { ws in
+            ws.close(code: 1001, reason: "going away")
+            return ws.messages.ignoreValues().map { _ in () }.catch { error in
+                closedAt.append(WebSocketClose(code: 0, reason: "\(error)", initiatedByPeer: false))
+                return .empty()
+            }
+        }
+        // Handshakes, then never reads: our close frame is never answered.
+        let run = wsRunPython(pythonRawClient, [String(server.port), "silent"], on: loop)
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 60), "the close timeout fired")
+        XCTAssertEqual(server.closes.first?.code, 1006)
+        XCTAssertEqual(server.closes.first?.initiatedByPeer, false)
+        XCTAssertEqual(closedAt.map(\.reason), ["\(WebSocketError.abnormalClosure)"])
+        XCTAssertTrue(run.lines.contains("READY"), run.output)
+        XCTAssertFalse(run.finished, "the peer was still alive, only silent")
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }

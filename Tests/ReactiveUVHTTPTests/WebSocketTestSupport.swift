@@ -4,6 +4,7 @@ import XCTest
 
 @testable import ReactiveUV
 @testable import ReactiveUVHTTP
+import ReactiveUVTLS
 
 // What the WebSocket tests share: a small bounded request-head reader standing in for the
 // HTTP server (which is built elsewhere; the lead wires it to `serverHandshake` when
@@ -27,6 +28,13 @@ func wsReadRequestHead(_ transport: any HTTPTransport) -> Signal<(WSRequestHead,
         let reading = CompoundDisposable()
         var bytes: [UInt8] = []
         var done = false
+        // The head waits until the reads subscription is gone: a TLS connection can deliver
+        // it while `subscribe` is still running, and whoever gets it must be able to read.
+        var subscribed = false
+        var outcome: [() -> Void] = []
+        func emit(_ send: @escaping () -> Void) {
+            if subscribed { send() } else { outcome.append(send) }
+        }
         reading.add(transport.reads.subscribe(
             next: { chunk in
                 guard !done else { return }
@@ -35,7 +43,7 @@ func wsReadRequestHead(_ transport: any HTTPTransport) -> Signal<(WSRequestHead,
                     if bytes.count > 16 * 1024 {
                         done = true
                         reading.dispose()
-                        subscriber.sendError(WSHeadError.tooLarge)
+                        emit { subscriber.sendError(WSHeadError.tooLarge) }
                     }
                     return
                 }
@@ -45,22 +53,26 @@ func wsReadRequestHead(_ transport: any HTTPTransport) -> Signal<(WSRequestHead,
                 let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
                 let requestLine = lines[0].split(separator: " ")
                 guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else {
-                    subscriber.sendError(WSHeadError.malformed(String(lines[0])))
+                    emit { subscriber.sendError(WSHeadError.malformed(String(lines[0]))) }
                     return
                 }
                 var headers = HTTPHeaders()
                 for line in lines.dropFirst() {
                     guard let colon = line.firstIndex(of: ":") else {
-                        subscriber.sendError(WSHeadError.malformed(String(line)))
+                        emit { subscriber.sendError(WSHeadError.malformed(String(line))) }
                         return
                     }
                     headers.add(String(line[..<colon]), String(line[line.index(after: colon)...].trimmingSpaces))
                 }
-                subscriber.sendNext((WSRequestHead(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers), Array(bytes[end...])))
-                subscriber.sendCompleted()
+                emit {
+                    subscriber.sendNext((WSRequestHead(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers), Array(bytes[end...])))
+                    subscriber.sendCompleted()
+                }
             },
             error: { subscriber.sendError($0) },
             completed: { if !done { subscriber.sendError(WSHeadError.closedEarly) } }))
+        subscribed = true
+        outcome.forEach { $0() }
         return reading
     }
 }
@@ -77,13 +89,25 @@ final class WebSocketTestServer {
     var listenError: (any Error)?
     private var subscription: Disposable?
 
-    init(on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(), handler: @escaping (WebSocketConnection) -> Signal<Void>) {
-        subscription = TCP.listen(host: "127.0.0.1", port: 0, on: loop, onListening: { [unowned self] in port = $0.port })
+    /// Listens with TCP, or with TLS when `tls` names a certificate and key.
+    init(
+        on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(), tls: (certificate: String, key: String)? = nil,
+        handler: @escaping (WebSocketConnection) -> Signal<Void>
+    ) {
+        let listen: Signal<any HTTPTransport>
+        if let tls {
+            listen = TLS.listen(host: "127.0.0.1", port: 0, certificate: tls.certificate, key: tls.key, on: loop, onListening: { [unowned self] in port = $0.port })
+                .map { $0 as any HTTPTransport }
+        } else {
+            listen = TCP.listen(host: "127.0.0.1", port: 0, on: loop, onListening: { [unowned self] in port = $0.port })
+                .map { $0 as any HTTPTransport }
+        }
+        subscription = listen
             .flattenMap { [unowned self] tcp in
                 wsReadRequestHead(tcp).flattenMap { [unowned self] head, leftover -> Signal<Void> in
                     guard head.target == "/ws" else {
                         return tcp.write(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
-                            .then { tcp.shutdown() }
+                            .then { Signal<Void>.empty() }
                     }
                     switch WebSocket.serverHandshake(method: head.method, headers: head.headers, options: options) {
                     case .refuse(let status, var headers, let body):
@@ -91,7 +115,7 @@ final class WebSocketTestServer {
                         headers.set("Connection", "close")
                         var text = "HTTP/1.1 \(status) \(status == 426 ? "Upgrade Required" : "Bad Request")\r\n"
                         for (name, value) in headers.fields { text += "\(name): \(value)\r\n" }
-                        return tcp.write(Array((text + "\r\n" + body).utf8)).then { tcp.shutdown() }
+                        return tcp.write(Array((text + "\r\n" + body).utf8)).then { tcp.close(); return Signal<Void>.empty() }
                     case .accept(let headers, let compression, let subprotocol):
                         var text = "HTTP/1.1 101 Switching Protocols\r\n"
                         for (name, value) in headers.fields { text += "\(name): \(value)\r\n" }
@@ -195,4 +219,22 @@ func wsMonotonicSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Runs `/bin/sh -c script` to its end (for `openssl`); returns its exit status.
+@discardableResult
+func wsRunShell(_ script: String) -> Int32 {
+    var pid = pid_t()
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(script), nil]
+    defer { argv.forEach { free($0) } }
+    guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status >> 8) & 0xff
+}
+
+/// A fresh temporary directory, removed by `remove()`.
+func wsTemporaryDirectory() -> String {
+    var template = Array("/tmp/ruv-ws-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
 }

@@ -103,35 +103,52 @@ extension WebSocket {
             lifetime.add(transport.write(request).subscribe(error: { subscriber.sendError($0) }))
             var head: [UInt8] = []
             var done = false
+            // The outcome waits until the reads subscription is gone: a TLS transport can
+            // deliver the head while `subscribe` is still running (records that came with
+            // its handshake), and the connection must be able to read as soon as it is sent.
+            var subscribed = false
+            var outcome: Event<WebSocketConnection>?
+            func end(_ event: Event<WebSocketConnection>) {
+                done = true
+                reading.dispose()
+                if subscribed { deliver(event) } else { outcome = event }
+            }
+            func deliver(_ event: Event<WebSocketConnection>) {
+                switch event {
+                case .next(let connection):
+                    subscriber.sendNext(connection)
+                    subscriber.sendCompleted()
+                case .error(let error):
+                    subscriber.sendError(error)
+                case .completed:
+                    subscriber.sendCompleted()
+                }
+            }
             reading.add(transport.reads.subscribe(
                 next: { chunk in
                     guard !done else { return }
                     head += chunk
-                    guard let end = WebSocketClientHandshake.headEnd(head) else {
+                    guard let headEnd = WebSocketClientHandshake.headEnd(head) else {
                         if head.count > WebSocketClientHandshake.maxHeadSize {
-                            done = true
-                            reading.dispose()
-                            subscriber.sendError(WebSocketError.handshakeFailed("response head larger than \(WebSocketClientHandshake.maxHeadSize) bytes"))
+                            end(.error(WebSocketError.handshakeFailed("response head larger than \(WebSocketClientHandshake.maxHeadSize) bytes")))
                         }
                         return
                     }
-                    done = true
-                    reading.dispose()
                     do {
-                        let agreed = try client.check(head: Array(head[..<(end - 2)]))
-                        let connection = WebSocketConnection(
-                            upgrade: HTTPUpgrade(transport: transport, leftover: Array(head[end...])), role: .client,
-                            options: options, compression: agreed.compression, subprotocol: agreed.subprotocol)
-                        subscriber.sendNext(connection)
-                        subscriber.sendCompleted()
+                        let agreed = try client.check(head: Array(head[..<(headEnd - 2)]))
+                        end(.next(WebSocketConnection(
+                            upgrade: HTTPUpgrade(transport: transport, leftover: Array(head[headEnd...])), role: .client,
+                            options: options, compression: agreed.compression, subprotocol: agreed.subprotocol)))
                     } catch {
-                        subscriber.sendError(error)
+                        end(.error(error))
                     }
                 },
-                error: { subscriber.sendError($0) },
+                error: { error in if !done { end(.error(error)) } },
                 completed: {
-                    if !done { subscriber.sendError(WebSocketError.handshakeFailed("the connection closed before the response head ended")) }
+                    if !done { end(.error(WebSocketError.handshakeFailed("the connection closed before the response head ended"))) }
                 }))
+            subscribed = true
+            if let outcome { deliver(outcome) }
             return lifetime
         }
         .timeout(options.handshakeTimeout, on: transport.loop.scheduler)
