@@ -1,7 +1,8 @@
 /// How a WebSocket connection behaves: limits, fragmentation, keep-alive pings, timeouts,
 /// subprotocols and compression. The same options serve servers and clients.
 public struct WebSocketOptions: Sendable {
-    /// The largest message accepted, in bytes after decompression (default 16 MiB).
+    /// The largest message accepted, in bytes after decompression (default 1 MiB, as
+    /// Python's `websockets`: raise it for applications that send more).
     ///
     /// A frame header announcing more than is left is refused with 1009 before its payload
     /// is read, so at most this much (plus one frame's header) is ever buffered per message.
@@ -37,7 +38,7 @@ public struct WebSocketOptions: Sendable {
     ///   - subprotocols: the subprotocols spoken, in preference order.
     ///   - compression: permessage-deflate settings, or `nil` to neither offer nor accept it.
     public init(
-        maxMessageSize: Int = 16 << 20, fragmentSize: Int? = nil, pingInterval: Double? = nil,
+        maxMessageSize: Int = 1 << 20, fragmentSize: Int? = nil, pingInterval: Double? = nil,
         pingTimeout: Double = 20, closeTimeout: Double = 5, handshakeTimeout: Double = 10,
         subprotocols: [String] = [], compression: WebSocketCompression? = WebSocketCompression()
     ) {
