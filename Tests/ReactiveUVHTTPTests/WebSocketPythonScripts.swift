@@ -185,3 +185,49 @@ for comp in ("deflate", None):
 p.send_signal(signal.SIGTERM)
 print("EXIT", p.wait(timeout=30))
 """#
+
+/// Headless Chromium (Debian's `chromium` and `chromium-driver`, driven by Selenium from
+/// PyPI): `PORT`. Opens the page our test server serves at `/`, waits for its WebSocket to
+/// close, and prints what the page logged (`LOG …`).
+let pythonBrowser = #"""
+import sys, time
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+port = int(sys.argv[1])
+opts = Options()
+for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
+    opts.add_argument(a)
+opts.binary_location = "/usr/bin/chromium"
+driver = webdriver.Chrome(options=opts, service=Service("/usr/bin/chromedriver"))
+try:
+    driver.get(f"http://127.0.0.1:{port}/")
+    deadline = time.time() + 60
+    while driver.title != "done" and time.time() < deadline:
+        time.sleep(0.05)
+    for line in driver.execute_script("return log"):
+        print("LOG", line, flush=True)
+finally:
+    driver.quit()
+"""#
+
+/// The page the browser test loads: a WebSocket to `/ws` that sends text and binary,
+/// logs the echoes, then closes with 4005.
+let browserPage = #"""
+<html><head><title>running</title></head><body><script>
+var log = [];
+var ws = new WebSocket("ws://" + location.host + "/ws");
+ws.binaryType = "arraybuffer";
+ws.onopen = function() {
+  log.push("open " + ws.extensions);
+  ws.send("héllo ✓ " + "x".repeat(1000));
+  ws.send(new Uint8Array([1, 2, 3]).buffer);
+};
+ws.onmessage = function(e) {
+  if (typeof e.data === "string") log.push("text " + e.data.length + " " + e.data.slice(0, 7));
+  else log.push("binary " + Array.from(new Uint8Array(e.data)).join(","));
+  if (log.length == 3) ws.close(4005, "browser done");
+};
+ws.onclose = function(e) { log.push("close " + e.code + " " + e.reason + " " + e.wasClean); document.title = "done"; };
+</script></body></html>
+"""#

@@ -205,4 +205,25 @@ final class WebSocketServerTests: XCTestCase {
         run.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testHeadlessChromiumNegotiatesCompressionAndClosesCleanly() throws {
+        let loop = try EventLoop()
+        let server = WebSocketTestServer(on: loop, page: browserPage, handler: wsEchoHandler)
+        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
+        let run = wsRunPython(pythonBrowser, [String(server.port)], on: loop)
+        XCTAssertTrue(loop.run(until: { run.finished }, timeout: 120), "the browser run ended")
+        XCTAssertEqual(run.exit?.status, 0, String(decoding: run.stderr, as: UTF8.self))
+        XCTAssertEqual(run.lines.filter { $0.hasPrefix("LOG") }, [
+            "LOG open permessage-deflate",
+            "LOG text 1008 héllo ✓",
+            "LOG binary 1,2,3",
+            "LOG close 4005 browser done true",
+        ])
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30))
+        XCTAssertEqual(server.closes, [WebSocketClose(code: 4005, reason: "browser done", initiatedByPeer: true)])
+        XCTAssertNotNil(server.connections.first?.compression, "Chromium's offer was accepted")
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }

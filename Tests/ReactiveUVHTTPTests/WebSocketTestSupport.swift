@@ -92,7 +92,7 @@ final class WebSocketTestServer {
     /// Listens with TCP, or with TLS when `tls` names a certificate and key.
     init(
         on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(), tls: (certificate: String, key: String)? = nil,
-        handler: @escaping (WebSocketConnection) -> Signal<Void>
+        page: String? = nil, handler: @escaping (WebSocketConnection) -> Signal<Void>
     ) {
         let listen: Signal<any HTTPTransport>
         if let tls {
@@ -105,6 +105,11 @@ final class WebSocketTestServer {
         subscription = listen
             .flattenMap { [unowned self] tcp in
                 wsReadRequestHead(tcp).flattenMap { [unowned self] head, leftover -> Signal<Void> in
+                    if head.target == "/", let page {
+                        let body = Array(page.utf8)
+                        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+                        return tcp.write(Array(head.utf8) + body).then { Signal<Void>.empty() }
+                    }
                     guard head.target == "/ws" else {
                         return tcp.write(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
                             .then { Signal<Void>.empty() }

@@ -1,3 +1,4 @@
+import Glibc
 import ReactiveUV
 
 /// A WebSocket connection (RFC 6455) over an upgraded HTTP transport, as signals.
@@ -125,7 +126,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
                     return
                 }
                 if self.subscriber != nil {
-                    subscriber.sendError(UVError(code: -16, operation: "WebSocket messages (another subscription is reading)", target: "\(transport)"))
+                    subscriber.sendError(UVError(code: -EBUSY, operation: "WebSocket messages (another subscription is reading)", target: "\(transport)"))
                     return
                 }
                 self.subscriber = subscriber
