@@ -231,3 +231,27 @@ ws.onmessage = function(e) {
 ws.onclose = function(e) { log.push("close " + e.code + " " + e.reason + " " + e.wasClean); document.title = "done"; };
 </script></body></html>
 """#
+
+/// A `websockets` asyncio client: `PORT`. Sends 400 messages of 64 KiB from one task while
+/// nothing is read for 2 s (the echo backs up until our server must pause reading), then
+/// reads everything back. (The sync client cannot: it holds one lock while it sends and
+/// while it reads, so a full-duplex flood deadlocks it.)
+let pythonFloodClient = #"""
+import sys, asyncio
+from websockets.asyncio.client import connect
+async def main(port):
+    async with connect(f"ws://127.0.0.1:{port}/ws", compression=None, max_size=None) as ws:
+        count, size = 400, 65536
+        messages = [bytes([i % 251]) * size for i in range(count)]
+        async def send():
+            for m in messages:
+                await ws.send(m)
+        sender = asyncio.create_task(send())
+        await asyncio.sleep(2)
+        echoed = [await asyncio.wait_for(ws.recv(), 30) for _ in range(count)]
+        await sender
+        print("ECHOED", len(echoed), echoed == messages, flush=True)
+        await ws.close()
+        print("CLOSE", ws.protocol.close_rcvd.code, ws.protocol.close_rcvd.reason, flush=True)
+asyncio.run(main(int(sys.argv[1])))
+"""#

@@ -226,4 +226,21 @@ final class WebSocketServerTests: XCTestCase {
         run.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testAnEchoToASlowReaderPausesInsteadOfOverflowingTheWriteQueue() throws {
+        // 25 MiB echoed to a client that reads nothing for 2 s: without the pause, the
+        // write queue would pass four times its 1 MiB mark and the connection would close.
+        let loop = try EventLoop()
+        let server = startServer(on: loop)
+        let run = wsRunPython(pythonFloodClient, [String(server.port)], on: loop)
+        finish(run, on: loop)
+        XCTAssertEqual(run.line("ECHOED"), "400 True")
+        XCTAssertEqual(run.line("CLOSE"), "1000 ")
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30))
+        XCTAssertEqual(server.closes.first?.code, 1000)
+        XCTAssertTrue(server.messageErrors.isEmpty, "\(server.messageErrors)")
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
