@@ -243,4 +243,15 @@ final class WebSocketServerTests: XCTestCase {
         run.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testAPingBetweenFragmentsIsAnsweredFirstAndTheMessageArrivesWhole() throws {
+        let frame = WebSocketFrameTests.clientFrame
+        let bytes = frame(0x1, Array("ab".utf8), false, 0) + frame(0x9, Array("x".utf8), true, 0)
+            + frame(0x0, Array("cd".utf8), true, 0) + frame(0x8, [0x03, 0xE8] + Array("fine".utf8), true, 0)
+        let (run, close, errors) = try hostile(bytes)
+        XCTAssertEqual(run.lines.filter { $0.hasPrefix("FRAME") || $0.hasPrefix("CLOSE") || $0 == "EOF" },
+                       ["FRAME 10 1", "FRAME 1 4", "CLOSE 1000 fine", "EOF"], "the pong, the echo, our echoed close")
+        XCTAssertEqual(close, WebSocketClose(code: 1000, reason: "fine", initiatedByPeer: true))
+        XCTAssertTrue(errors.isEmpty, "\(errors)")
+    }
 }
