@@ -108,10 +108,10 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// The peer's messages, in order, each whole (fragments joined, inflated, text checked).
     ///
     /// Subscribing starts reading; disposing stops (pings then go unanswered until a new
-    /// subscription reads again). One subscription at a time: another one fails with
-    /// ``WebSocketError/closed`` if the connection has ended, or receives nothing if one is
-    /// active (it is refused with a `UVError` `EBUSY`). Completes after a close frame (ours
-    /// answered or theirs received); fails with ``WebSocketError/protocolViolation(code:reason:)``
+    /// subscription reads again), except during the close handshake, which reads on. One
+    /// subscription at a time: another one made while one is active fails with a
+    /// ``ReactiveUV/UVError`` `EBUSY`; one made after the connection ended gets its end at
+    /// once. Completes after a close frame (ours answered or theirs received); fails with ``WebSocketError/protocolViolation(code:reason:)``
     /// when the peer broke the protocol, ``WebSocketError/peerTimedOut`` when it stopped
     /// answering pings, ``WebSocketError/abnormalClosure`` or the transport's error when the
     /// transport ended first. Events arrive on ``loop``'s thread.
