@@ -166,4 +166,34 @@ final class WebSocketClientTests: XCTestCase {
         server.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    func testOneMessagesReaderAtATimeAndALateOneGetsTheEnd() throws {
+        let loop = try EventLoop()
+        let (server, port) = try startPython(pythonWebSocketServer, ["none"], on: loop)
+        var events: [String] = []
+        var connection: WebSocketConnection?
+        let subscription = WebSocket.connect(host: "127.0.0.1", port: port, on: loop)
+            .flattenMap { ws -> Signal<Void> in
+                connection = ws
+                let first = ws.messages.map { events.append("first \($0)") }
+                let second = ws.messages.map { events.append("second \($0)") }
+                    .catch { error in
+                        events.append("second failed: \((error as? UVError)?.name ?? "\(error)")")
+                        return .empty()
+                    }
+                return Signal.merge([first, second, ws.send(text: "one")])
+            }
+            .subscribe(error: { events.append("error \($0)") }, completed: { events.append("completed") })
+        XCTAssertTrue(loop.run(until: { events.contains("first text(\"one\")") }, timeout: 60), "\(events)")
+        connection?.close(code: 1000, reason: "bye")
+        XCTAssertTrue(loop.run(until: { events.last == "completed" }, timeout: 60), "\(events)")
+        XCTAssertEqual(events, ["second failed: EBUSY", "first text(\"one\")", "completed"])
+        // After the end, a new subscription gets the end at once.
+        var late: [String] = []
+        _ = connection?.messages.subscribe(next: { late.append("\($0)") }, error: { late.append("error \($0)") }, completed: { late.append("completed") })
+        XCTAssertEqual(late, ["completed"])
+        subscription.dispose()
+        server.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
