@@ -62,9 +62,11 @@ bench-allocs: deps
 	LD_PRELOAD=$(CURDIR)/Benchmarks/.build/libmalloccounter.so \
 		$$($(SWIFT) build -c release --package-path Benchmarks --show-bin-path)/ruv-bench --runs 1 --rows $(BENCH_ALLOC_ROWS)
 
-## The DocC documentation (.build/docs/*.doccarchive); fails on any DocC warning. Uses the
-## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
-## swift-docc-plugin, so the library's users never resolve a documentation dependency.
+## The DocC documentation of every product (.build/docs/<Product>.doccarchive, for static
+## hosting); fails on any DocC warning. Works on a fresh clone: it builds the documented
+## modules itself with the compiler's symbol-graph output (scratch .build/docs/build), then
+## runs the toolchain's docc, not swift-docc-plugin, so the library's users never resolve a
+## documentation dependency. View: see README, "Documentation".
 docs: deps
 	SWIFT="$(SWIFT)" ./scripts/build-docs.sh
 
