@@ -26,7 +26,7 @@ test: deps
 ## --sanitize=thread (scratch .build-tsan) and with --sanitize=address (.build-asan, with
 ## LeakSanitizer); any report fails it, naming the sanitizer, the test and the process.
 ## `make sanitize SANITIZERS=thread FILTER=Subject` runs one lane on a `swift test --filter`.
-## What runs where, how long it takes, and the suppressions: scripts/sanitize.sh, README.
+## What runs where, how long it takes, and the suppressions: scripts/sanitize.sh, docs/sanitizers.md.
 SANITIZERS ?= thread address
 FILTER ?=
 sanitize: deps
@@ -42,6 +42,10 @@ MANUAL := $(LOGCAST)/.build/plugins/GenerateManual/outputs/logcast/logcast.1
 install: deps
 	$(SWIFT) build -c release --package-path $(LOGCAST)
 	$(SWIFT) package --package-path $(LOGCAST) --disable-sandbox plugin generate-manual
+	@# generate-manual puts a "subcommand" in every synopsis (argument-parser adds a `help`
+	@# subcommand to each tool's description); logcast has none, so that word is removed. It
+	@# also copies the description's blank lines (paragraph breaks), which mdoc spells .Pp.
+	sed -i -e '/^\.Ar subcommand$$/d' -e 's/^$$/.Pp/' $(MANUAL)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(LOGCAST)/.build/release/logcast $(DESTDIR)$(PREFIX)/bin/logcast
 	install -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/logcast.1
