@@ -39,9 +39,19 @@ if [ ! -x "$DOCC" ]; then
     exit 1
 fi
 
+# In dependency order: a module's archive is built after those of the modules it links to.
 MODULES="ReactiveUV ReactiveUVTestKit ReactiveUVTLS ReactiveUVNATS ReactiveUVNATSTestKit"
 # ReactiveUVHTTP's catalog is written by the HTTP product's developers; built once it exists.
 [ -d Sources/ReactiveUVHTTP/ReactiveUVHTTP.docc ] && MODULES="$MODULES ReactiveUVHTTP"
+
+# The documented modules each one's doc comments may link to (its dependencies in Package.swift).
+depends_on() {
+    case "$1" in
+        ReactiveUVTestKit | ReactiveUVTLS | ReactiveUVNATS) echo ReactiveUV ;;
+        ReactiveUVHTTP) echo ReactiveUV ReactiveUVTLS ;;
+        *) echo "" ;;
+    esac
+}
 
 OUT=.build/docs
 GRAPHS=$(pwd)/$OUT/symbol-graphs/all
@@ -99,13 +109,22 @@ for module in $MODULES; do
     if [ "$module" = ReactiveUV ]; then
         "$TOPICS_TOOL" "$graphs/$module.symbols.json" "$catalog/Signal.md"
     fi
+    # A product's doc comments link to the products it builds on (``ReactiveUV/UVError``):
+    # those links resolve against the archives built before it, which are written with the
+    # link metadata that needs (docc's external link support).
+    dependencies=""
+    for dependency in $(depends_on "$module"); do
+        dependencies="$dependencies --dependency $OUT/$dependency.doccarchive"
+    done
     echo "docc: $module"
+    # shellcheck disable=SC2086 # $dependencies is a list of options
     "$DOCC" convert "$catalog" \
         --additional-symbol-graph-dir "$graphs" \
         --fallback-display-name "$module" \
         --fallback-bundle-identifier "org.reactiveuv.$module" \
         --output-path "$OUT/$module.doccarchive" \
         --transform-for-static-hosting \
+        --enable-experimental-external-link-support $dependencies \
         --analyze --warnings-as-errors
 done
 echo "docs (0 warnings):"
