@@ -42,10 +42,11 @@ MANUAL := $(LOGCAST)/.build/plugins/GenerateManual/outputs/logcast/logcast.1
 install: deps
 	$(SWIFT) build -c release --package-path $(LOGCAST)
 	$(SWIFT) package --package-path $(LOGCAST) --disable-sandbox plugin generate-manual
-	@# generate-manual puts a "subcommand" in every synopsis (argument-parser adds a `help`
-	@# subcommand to each tool's description); logcast has none, so that word is removed. It
-	@# also copies the description's blank lines (paragraph breaks), which mdoc spells .Pp.
-	sed -i -e '/^\.Ar subcommand$$/d' -e 's/^$$/.Pp/' $(MANUAL)
+	@# generate-manual puts a "subcommand" in every synopsis and a "help" entry at the end of
+	@# the options (argument-parser adds a `help` subcommand to each tool's description);
+	@# logcast has no subcommands, so both are removed. It also copies the description's blank
+	@# lines (paragraph breaks), which mdoc spells .Pp.
+	sed -i -e '/^\.Ar subcommand$$/d' -e 's/^$$/.Pp/' -e '/^\.It Em help$$/,/^\.El$$/d' $(MANUAL)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(LOGCAST)/.build/release/logcast $(DESTDIR)$(PREFIX)/bin/logcast
 	install -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/logcast.1
