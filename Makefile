@@ -26,7 +26,7 @@ test: deps
 ## --sanitize=thread (scratch .build-tsan) and with --sanitize=address (.build-asan, with
 ## LeakSanitizer); any report fails it, naming the sanitizer, the test and the process.
 ## `make sanitize SANITIZERS=thread FILTER=Subject` runs one lane on a `swift test --filter`.
-## What runs where, how long it takes, and the suppressions: scripts/sanitize.sh, README.
+## What runs where, how long it takes, and the suppressions: scripts/sanitize.sh, docs/sanitizers.md.
 SANITIZERS ?= thread address
 FILTER ?=
 sanitize: deps
@@ -42,6 +42,11 @@ MANUAL := $(LOGCAST)/.build/plugins/GenerateManual/outputs/logcast/logcast.1
 install: deps
 	$(SWIFT) build -c release --package-path $(LOGCAST)
 	$(SWIFT) package --package-path $(LOGCAST) --disable-sandbox plugin generate-manual
+	@# generate-manual puts a "subcommand" in every synopsis and a "help" entry at the end of
+	@# the options (argument-parser adds a `help` subcommand to each tool's description);
+	@# logcast has no subcommands, so both are removed. It also copies the description's blank
+	@# lines (paragraph breaks), which mdoc spells .Pp.
+	sed -i -e '/^\.Ar subcommand$$/d' -e 's/^$$/.Pp/' -e '/^\.It Em help$$/,/^\.El$$/d' $(MANUAL)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(LOGCAST)/.build/release/logcast $(DESTDIR)$(PREFIX)/bin/logcast
 	install -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/logcast.1
@@ -62,9 +67,11 @@ bench-allocs: deps
 	LD_PRELOAD=$(CURDIR)/Benchmarks/.build/libmalloccounter.so \
 		$$($(SWIFT) build -c release --package-path Benchmarks --show-bin-path)/ruv-bench --runs 1 --rows $(BENCH_ALLOC_ROWS)
 
-## The DocC documentation (.build/docs/*.doccarchive); fails on any DocC warning. Uses the
-## toolchain's docc on symbol graphs from `swift package dump-symbol-graph`, not
-## swift-docc-plugin, so the library's users never resolve a documentation dependency.
+## The DocC documentation of every product (.build/docs/<Product>.doccarchive, for static
+## hosting); fails on any DocC warning. Works on a fresh clone: it builds the documented
+## modules itself with the compiler's symbol-graph output (scratch .build/docs/build), then
+## runs the toolchain's docc, not swift-docc-plugin, so the library's users never resolve a
+## documentation dependency. View: see README, "Documentation".
 docs: deps
 	SWIFT="$(SWIFT)" ./scripts/build-docs.sh
 

@@ -193,6 +193,17 @@ let package = Package(
             dependencies: ["ReactiveUVHTTP", "ReactiveUVTLS", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVHTTPTests"
         ),
+        // The documentation's Swift examples (README, DocC articles) as functions whose
+        // bodies are the documents' code, compiled with the tests so a renamed API breaks the
+        // build, not the reader; the quick ones run on loopback and real temp files.
+        .testTarget(
+            name: "DocExamplesTests",
+            dependencies: [
+                "ReactiveUV", "ReactiveUVTestKit", "ReactiveUVTLS", "ReactiveUVNATS",
+                "ReactiveUVNATSTestKit", "CLibUV",
+            ],
+            path: "Tests/DocExamplesTests"
+        ),
         // Builds the C examples and test programs against reactiveuv.h and libreactiveuv.so,
         // runs them, and checks the .so's symbol table.
         .testTarget(

@@ -13,6 +13,8 @@ if ! pkg-config --exists openssl 2>/dev/null; then need+=(libssl-dev); fi
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # logcast's syslog tests send with logger(1).
 command -v logger >/dev/null 2>&1 || need+=(bsdutils)
+# nc: the README's and logcast's first session (`nc 127.0.0.1 7070`); a fresh Debian has none.
+command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
 # logcast's GREP filters: Hyperscan (x86-64 only; the Debian package exists for amd64).
 if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 # ReactiveUVNATS: cnats; its tests and logcast's NATS tests: nats-server (Debian puts it in

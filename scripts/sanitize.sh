@@ -26,7 +26,7 @@ lanes=("${1:-thread address}")
 read -r -a lanes <<<"${lanes[0]}"
 filter=${2:-}
 
-# What runs under which sanitizer (and why), measured on a loaded 2-core VM (see README):
+# What runs under which sanitizer (and why), measured on a loaded 2-core VM (see docs/sanitizers.md):
 # both lanes run every test of both packages; the embedding leak test scales its counts
 # down under a sanitizer (Tests/ReactiveUVEmbedTests/EmbedLeakTests.swift says why).
 

@@ -26,7 +26,7 @@ public final class JetStream: @unchecked Sendable {
     var js: OpaquePointer?
     /// How long management requests and acknowledgements may take (seconds).
     public let requestTimeout: Double
-    /// Publishes sent and not yet acknowledged, at most (see ``publish(_:payload:id:)``).
+    /// Publishes sent and not yet acknowledged, at most (see ``publish(_:payload:id:headers:)``).
     public let window: Int
     /// The first pause after a "no responders" or timed-out publish, doubled per failure
     /// up to ``maximumBackoff``, reset by the next acknowledgement.
@@ -227,8 +227,8 @@ public final class JetStream: @unchecked Sendable {
     ///   - subject: the subject (a stream must store it).
     ///   - payload: the bytes.
     ///   - id: the `Nats-Msg-Id`; `nil` for none (no de-duplication).
-    /// - Returns: a cold signal of one ``JetStreamAck``.
     ///   - headers: more headers to send (e.g. what the payload holds).
+    /// - Returns: a cold signal of one ``JetStreamAck``.
     public func publish(_ subject: String, payload: [UInt8], id: String?, headers: [String: String] = [:]) -> Signal<JetStreamAck> {
         Signal.create { [self] subscriber in
             let entry = PendingPublish(subject: subject, payload: payload, id: id, headers: headers, subscriber: subscriber)

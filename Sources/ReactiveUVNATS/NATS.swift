@@ -4,7 +4,7 @@ import CNATSLibuv
 import ReactiveUV
 
 /// NATS as signals: a connection to a list of servers whose socket IO runs on the caller's
-/// ``EventLoop`` through cnats's libuv adapter.
+/// ``/ReactiveUV/EventLoop`` through cnats's libuv adapter.
 ///
 /// ```swift
 /// NATS.connect(["nats://127.0.0.1:4222", "nats://127.0.0.1:4223"])

@@ -7,7 +7,7 @@ import ReactiveUV
 /// One connection to a NATS server (or cluster), made by ``NATS/connect(_:options:on:)``.
 ///
 /// Its socket IO runs on ``loop`` through cnats's libuv adapter; its events
-/// (``events``), messages (``subscribe(_:queue:)``) and JetStream acknowledgements arrive on
+/// (``events``), messages (``subscribe(_:queue:bufferLimit:)``) and JetStream acknowledgements arrive on
 /// that loop's thread, whichever cnats thread produced them. Its methods may be called from
 /// any thread (they hop to the loop), except ``jetStream(requestTimeout:window:)`` and the
 /// properties, which are read on the loop's thread. It closes when the subscription that made it is
@@ -149,8 +149,11 @@ public final class NATSConnection: @unchecked Sendable {
     /// publishing and consumers. Call on the connection's loop thread (where the
     /// connection is delivered); the context's own methods may be called from any thread.
     ///
-    /// - Parameter requestTimeout: how long management requests and publish
-    ///   acknowledgements may take, in seconds.
+    /// - Parameters:
+    ///   - requestTimeout: how long management requests and publish acknowledgements may
+    ///     take, in seconds.
+    ///   - window: the most publishes sent and not yet acknowledged; later ones wait, in
+    ///     order, for room (see ``JetStream/window``).
     /// - Returns: the context; it lives until the connection closes.
     /// - Throws: a ``NATSError`` when the connection is closed.
     public func jetStream(requestTimeout: Double = 5, window: Int = 256) throws -> JetStream {

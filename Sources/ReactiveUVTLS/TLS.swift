@@ -6,7 +6,7 @@ import ReactiveUV
 /// `TLS.listen` and `TLS.connect` are `TCP.listen` and `TCP.connect` followed by a TLS
 /// handshake; they send a ``TLSConnection`` once the handshake has finished, with the same
 /// `reads` / `lines` / `write` / `send` surface as a TCP connection, in plaintext. Loops,
-/// threads and ownership are TCP's (see ``ReactiveUV/TCP``).
+/// threads and ownership are TCP's (see ``/ReactiveUV/TCP``).
 ///
 /// ```swift
 /// TLS.listen(port: 4433, certificate: "server.pem", key: "server.key")
@@ -20,7 +20,7 @@ import ReactiveUV
 ///
 /// Failures are ``TLSError``s saying what kind (``TLSError/Kind``: a rejected certificate,
 /// a peer that is not speaking TLS, a handshake timeout, …), OpenSSL's reason, and the
-/// peer; failures of the TCP connection stay ``ReactiveUV/UVError``s.
+/// peer; failures of the TCP connection stay ``/ReactiveUV/UVError``s.
 public enum TLS {
     /// The default time a handshake may take: 10 seconds.
     public static let defaultHandshakeTimeout = 10.0
@@ -34,7 +34,7 @@ public enum TLS {
     /// handshakes (`SSL_accept` over memory BIOs); a client whose handshake fails (it
     /// speaks plain text, rejects our certificate, offers nothing we accept, or stays
     /// silent past `handshakeTimeout`) is closed and reported to `onHandshakeError`: it
-    /// never fails the server. Otherwise as ``ReactiveUV/TCP/listen(host:port:backlog:options:on:onListening:)``:
+    /// never fails the server. Otherwise as ``/ReactiveUV/TCP/listen(host:port:backlog:options:on:onListening:)``:
     /// disposing stops listening and closes every connection.
     ///
     /// - Parameters:
@@ -74,13 +74,13 @@ public enum TLS {
     /// Connects to `host:port`, handshakes, and sends the connection once the server's
     /// certificate has been verified.
     ///
-    /// As ``ReactiveUV/TCP/connect(host:port:options:on:)``: the subscription owns the
+    /// As ``/ReactiveUV/TCP/connect(host:port:options:on:)``: the subscription owns the
     /// connection, which stays open while subscribed; after sending it the signal stays
     /// silent until the connection closes, then completes. It fails with a ``TLSError``
     /// when the handshake fails: `.certificateRejected` (expired, untrusted, issued for
     /// another name: the reason says which), `.peerNotTLS` (the server answered in plain
     /// text), `.handshakeFailed`, `.closedDuringHandshake`, `.handshakeTimedOut` (a server
-    /// that never answers); and with a ``ReactiveUV/UVError`` when TCP cannot connect.
+    /// that never answers); and with a ``/ReactiveUV/UVError`` when TCP cannot connect.
     ///
     /// - Parameters:
     ///   - host: a numeric address or a name.

@@ -3,7 +3,7 @@ import ReactiveUV
 
 /// A TLS connection over a TCP connection, from ``TLS/listen(host:port:certificate:key:options:handshakeTimeout:on:onListening:onHandshakeError:)``
 /// or ``TLS/connect(host:port:serverName:trust:options:handshakeTimeout:on:)``: the same
-/// `reads` / `lines` / `write` / `send` / `shutdown` surface as ``ReactiveUV/StreamConnection``,
+/// `reads` / `lines` / `write` / `send` / `shutdown` surface as ``/ReactiveUV/StreamConnection``,
 /// with plaintext in and out.
 ///
 /// The handshake has finished when you get one. Its ``tcp`` connection carries the
@@ -62,7 +62,7 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
     /// The peer's plaintext, chunk by chunk, until it ends its side (close_notify, or the
     /// TCP connection's end of stream): completion.
     ///
-    /// As ``ReactiveUV/StreamConnection/reads``: subscribing reads (the TCP connection's
+    /// As ``/ReactiveUV/StreamConnection/reads``: subscribing reads (the TCP connection's
     /// `reads`, decrypted), disposing stops reading and leaves the connection open; one
     /// subscription at a time (`EBUSY` for another); a chunk holds everything decryptable
     /// from one TCP read. A record that fails its integrity check fails the subscription
@@ -118,14 +118,14 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The peer's plaintext as UTF-8 lines, without their breaks (as
-    /// ``ReactiveUV/StreamConnection/lines``; at most 1 MiB a line). The lines a
+    /// ``/ReactiveUV/StreamConnection/lines``; at most 1 MiB a line). The lines a
     /// subscription did not take go to the next `lines` subscription.
     public var lines: Signal<String> { lines(maxLength: LineBuffer.defaultMaxLength) }
 
     /// The peer's plaintext as UTF-8 lines with a chosen length limit.
     ///
     /// - Parameter maxLength: the longest line accepted, in bytes.
-    /// - Returns: the lines; fails with ``ReactiveUV/LineError`` at a longer line.
+    /// - Returns: the lines; fails with ``/ReactiveUV/LineError`` at a longer line.
     public func lines(maxLength: Int) -> Signal<String> {
         ConnectionLines.signal(loop: loop, target: description, maxLength: maxLength) { [self] in
             if let lines = lineSplitting { return lines }
@@ -138,7 +138,7 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Writing
 
     /// Encrypts and writes `bytes` when subscribed; completes once the records are flushed
-    /// to the kernel (as ``ReactiveUV/StreamConnection/write(_:)``, whose backpressure and
+    /// to the kernel (as ``/ReactiveUV/StreamConnection/write(_:)-([UInt8])``, whose backpressure and
     /// errors apply to the ciphertext).
     ///
     /// - Parameter bytes: the plaintext.
@@ -160,14 +160,14 @@ public final class TLSConnection: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Writes the UTF-8 bytes of `text` (see ``write(_:)-(_:[UInt8])``).
+    /// Writes the UTF-8 bytes of `text` (see ``write(_:)-([UInt8])``).
     ///
     /// - Parameter text: the text; no line break is added.
     /// - Returns: a cold signal that completes when the records are flushed.
     public func write(_ text: String) -> Signal<Void> { write(Array(text.utf8)) }
 
     /// Encrypts and writes every chunk `source` sends, in order; completes when `source`
-    /// has completed and everything is flushed (as ``ReactiveUV/StreamConnection/send(_:)``:
+    /// has completed and everything is flushed (as ``/ReactiveUV/StreamConnection/send(_:)``:
     /// with `.pauseSource` the reads `source` subscribes to, such as another connection's
     /// or this one's ``reads``, pause while the ciphertext queue is above the mark).
     ///

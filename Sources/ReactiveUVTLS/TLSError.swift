@@ -5,7 +5,7 @@ import COpenSSL
 /// Each error says what kind of failure it was (``Kind``), OpenSSL's or X.509's reason in
 /// words, what was being done, and to whom:
 /// `TLS certificate rejected: certificate has expired (X.509 error 10) during TLS connect on 127.0.0.1:4433`.
-/// Failures of the TCP connection underneath stay ``ReactiveUV/UVError``s.
+/// Failures of the TCP connection underneath stay ``/ReactiveUV/UVError``s.
 public struct TLSError: Error, Sendable, CustomStringConvertible {
     /// The kinds of TLS failure.
     public enum Kind: Sendable, Equatable, CustomStringConvertible {

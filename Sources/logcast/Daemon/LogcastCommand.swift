@@ -14,68 +14,63 @@ struct LogcastCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logcast",
         abstract: "Tail log files and serve their lines to TCP clients, each with its own live filter.",
+        usage: """
+            logcast [FILE...] [--listen HOST:PORT] [options]
+            logcast FILE... --publish nats://HOST:PORT [NATS options]
+            logcast --from nats://HOST:PORT --stream NAME [--listen HOST:PORT]
+            """,
+        // Paragraphs are separated by blank lines: `--help` and the man page (generated
+        // from this text by generate-manual) both keep them apart, so the example commands
+        // do not run together.
         discussion: """
             Clients speak a line protocol: GREP <regex>, PAUSE, RESUME, STATS, HELP, QUIT \
             (send HELP for the list). Lines are sent as '<file>: <line>'. Filters are \
             Hyperscan patterns, compiled off the event loop into one database for all \
             clients; patterns that need backtracking (back-references, lookaround) are \
             answered 'ERR unsupported pattern'.
-            With no FILE, logcast tails a demo file it appends to itself.
-            Try: logcast --listen 127.0.0.1:7070, then: nc 127.0.0.1 7070
-            LOGCAST_DEBUG=1 in the environment is the same as --log-level debug.
+
+            With no FILE (and no syslog or NATS source), logcast tails a demo file it \
+            appends to itself.
+
+            Follow your own files: logcast ~/app/app.log /var/log/dpkg.log --listen 127.0.0.1:7070
+
+            Then, in another terminal: nc 127.0.0.1 7070 (and type HELP, or GREP error)
+
+            LOGCAST_DEBUG=1 in the environment is the same as --log-level debug. The guide: \
+            Sources/logcast/README.md in ReactiveUV's repository.
             """,
         version: "logcast \(version)")
 
-    @Argument(help: "Files to tail (like tail -F: rotation and truncation are followed; missing files are waited for).")
+    @Argument(help: ArgumentHelp(
+        "Files to tail (like tail -F: rotation and truncation are followed; missing files are waited for).",
+        valueName: "file"))
     var files: [String] = []
 
-    @Option(help: "Where to listen, HOST:PORT (port 0...65535; 0 picks a free port).")
-    var listen: String = "127.0.0.1:7070"
-
-    @Option(help: "Seconds of silence before a client gets a HEARTBEAT line (0: never).")
-    var heartbeat: Double = 30
-
-    @Option(name: .customLong("idle-timeout"), help: "Seconds without input or output before a client is closed (0: never).")
-    var idleTimeout: Double = 600
-
-    @Option(name: .customLong("queue-limit"), help: "Bytes a client may fall behind before the slow-client policy applies (at least 1).")
-    var queueLimit: Int = 1 << 20
-
-    @Option(name: .customLong("slow-client"), help: "What to do with a client that fell too far behind: drop (its missed lines, counted and reported) or disconnect.")
-    var slowClient: String = "drop"
-
-    @Option(help: "Also send every line to an upstream logcast, HOST:PORT (reconnects with backoff).")
-    var forward: String?
-
-    @Option(name: .customLong("forward-buffer"), help: "Lines held for the upstream while it is away (at least 1).")
-    var forwardBuffer: Int = 100_000
-
-    @Option(name: .customLong("tick"), help: "Seconds between heartbeat, drop-report and idle checks (more than 0).")
-    var tick: Double = 1
-
-    @Option(name: .customLong("grep-timeout"), help: "Seconds a GREP pattern may take to compile before it is refused (more than 0).")
-    var grepTimeout: Double = 10
-
-    @Option(name: .customLong("max-pattern"), help: "The longest GREP pattern, in bytes (1...1048576).")
-    var maxPattern: Int = 60 * 1024
-
-    @Option(name: .customLong("syslog-udp"), help: "Also accept syslog messages (RFC 5424 and RFC 3164) as datagrams on HOST:PORT; their lines are tagged 'syslog <sender>'.")
-    var syslogUDP: String?
-
-    @Option(name: .customLong("syslog-tcp"), help: "Also accept syslog messages over TCP on HOST:PORT (RFC 6587 octet counting or one message per line).")
-    var syslogTCP: String?
-
-    @Option(name: .customLong("tls-cert"), help: "Serve clients over TLS with this PEM certificate chain (with --tls-key).")
-    var tlsCert: String?
-
-    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
-    var tlsKey: String?
-
-    @Option(name: .customLong("log-level"), help: "What logcast logs on standard error: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String?
+    // The ordinary options come first in `--help` and the man page: argument-parser prints
+    // titled groups before its untitled "OPTIONS" section, so they are a titled group of
+    // their own, declared before the NATS group. The properties below forward to them, so
+    // the rest of the command reads them as before.
+    @OptionGroup(title: "Files, clients and filters")
+    var serving: ServingOptions
 
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
+
+    var listen: String { serving.listen }
+    var heartbeat: Double { serving.heartbeat }
+    var idleTimeout: Double { serving.idleTimeout }
+    var queueLimit: Int { serving.queueLimit }
+    var slowClient: String { serving.slowClient }
+    var forward: String? { serving.forward }
+    var forwardBuffer: Int { serving.forwardBuffer }
+    var tick: Double { serving.tick }
+    var grepTimeout: Double { serving.grepTimeout }
+    var maxPattern: Int { serving.maxPattern }
+    var syslogUDP: String? { serving.syslogUDP }
+    var syslogTCP: String? { serving.syslogTCP }
+    var tlsCert: String? { serving.tlsCert }
+    var tlsKey: String? { serving.tlsKey }
+    var logLevel: String? { serving.logLevel }
 
     func validate() throws {
         _ = try Self.parseAddress(listen, option: "--listen")
@@ -221,4 +216,56 @@ struct LogcastCommand: ParsableCommand {
         // before the process exits (LeakSanitizer, `make sanitize`, checks that it is).
         EventLoop.main.run()
     }
+}
+
+/// logcast's ordinary options: where it listens, how it treats clients, forwarding, syslog,
+/// TLS, filter limits and logging (the NATS options are ``NatsOptions``).
+struct ServingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Where to listen, HOST:PORT (port 0...65535; 0 picks a free port).", valueName: "host:port"))
+    var listen: String = "127.0.0.1:7070"
+
+    // `.unconditional`: the next word is the value even when it starts with "-", so
+    // `--heartbeat -1` gets the range message of `validate()` (as `--heartbeat=-1` does)
+    // instead of argument-parser's "Missing value for '--heartbeat'".
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds of silence before a client gets a HEARTBEAT line (0: never).", valueName: "seconds"))
+    var heartbeat: Double = 30
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds without input or output before a client is closed (0: never).", valueName: "seconds"))
+    var idleTimeout: Double = 600
+
+    @Option(name: .customLong("queue-limit"), help: ArgumentHelp("Bytes a client may fall behind before the slow-client policy applies (at least 1).", valueName: "bytes"))
+    var queueLimit: Int = 1 << 20
+
+    @Option(name: .customLong("slow-client"), help: ArgumentHelp("What to do with a client that fell too far behind: drop (its missed lines, counted and reported) or disconnect.", valueName: "drop|disconnect"))
+    var slowClient: String = "drop"
+
+    @Option(help: ArgumentHelp("Also send every line to an upstream logcast, HOST:PORT (reconnects with backoff).", valueName: "host:port"))
+    var forward: String?
+
+    @Option(name: .customLong("forward-buffer"), help: ArgumentHelp("Lines held for the upstream while it is away (at least 1).", valueName: "lines"))
+    var forwardBuffer: Int = 100_000
+
+    @Option(name: .customLong("tick"), help: ArgumentHelp("Seconds between heartbeat, drop-report and idle checks (more than 0).", valueName: "seconds"))
+    var tick: Double = 1
+
+    @Option(name: .customLong("grep-timeout"), help: ArgumentHelp("Seconds a GREP pattern may take to compile before it is refused (more than 0).", valueName: "seconds"))
+    var grepTimeout: Double = 10
+
+    @Option(name: .customLong("max-pattern"), help: ArgumentHelp("The longest GREP pattern, in bytes (1...1048576).", valueName: "bytes"))
+    var maxPattern: Int = 60 * 1024
+
+    @Option(name: .customLong("syslog-udp"), help: ArgumentHelp("Also accept syslog messages (RFC 5424 and RFC 3164) as datagrams on HOST:PORT; their lines are tagged 'syslog <sender>'.", valueName: "host:port"))
+    var syslogUDP: String?
+
+    @Option(name: .customLong("syslog-tcp"), help: ArgumentHelp("Also accept syslog messages over TCP on HOST:PORT (RFC 6587 octet counting or one message per line).", valueName: "host:port"))
+    var syslogTCP: String?
+
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve clients over TLS with this PEM certificate chain (with --tls-key).", valueName: "pem-file"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "pem-file"))
+    var tlsKey: String?
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("What logcast logs on standard error: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel: String?
 }

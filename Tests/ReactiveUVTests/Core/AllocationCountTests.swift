@@ -56,8 +56,8 @@ final class AllocationCountTests: XCTestCase {
         XCTAssertLessThanOrEqual(cold, 1, "return→map→filter→subscribeNext→dispose: \(cold) allocations per cycle")
         // return→map→map→filter→map: the stages still make nothing per subscription (8
         // before the fused path: four stage closures), but Swift 6.3 keeps only the outer
-        // levels of nested signal objects off the heap (README, "Why the signal objects
-        // stay"), so the subscription and up to five signals.
+        // levels of nested signal objects off the heap (docs/design/signal-objects.md,
+        // "Why the signal objects of a cold chain stay on the heap"), so the subscription and up to five signals.
         let long = try XCTUnwrap(perCycle["cold-long"])
         XCTAssertLessThanOrEqual(long, 6, "return→map→map→filter→map→subscribeNext→dispose: \(long) allocations per cycle")
         // return→subscribeNext→dispose: the subscription only (the optimizer keeps the

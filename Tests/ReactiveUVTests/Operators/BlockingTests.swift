@@ -156,8 +156,9 @@ final class BlockingMainLoopTests: XCTestCase {
     }
 }
 
-/// The README's own example of a blocking wait that surfaces the error, compiled and run
-/// exactly as written there (issue 13 §2).
+/// The README's former example of a blocking wait that surfaces the error, compiled and run
+/// exactly as it was written (issue 13 §2). The documentation's examples now use a refused
+/// connect instead (Tests/DocExamplesTests), which needs no privileges to show.
 final class BlockingErrorReadmeTests: XCTestCase {
     /// `do { try TCP.listen(host: "127.0.0.1", port: 80).first() } catch UVError.permissionDenied`
     /// catches EACCES. Binding a port below 1024 needs CAP_NET_BIND_SERVICE: when the tests

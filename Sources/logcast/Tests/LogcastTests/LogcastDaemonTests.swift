@@ -37,6 +37,9 @@ final class LogcastDaemonTests: XCTestCase {
             (["--listen", "127.0.0.1:99999"], "--listen: port 99999 is out of range 0...65535"),
             (["--listen", "localhost"], "--listen must be HOST:PORT (port 0...65535)"),
             (["--heartbeat=-1"], "--heartbeat must be at least 0 (seconds), got -1"),
+            // The same with the value as the next word (it starts with "-", and used to be
+            // taken for an option: "Missing value for '--heartbeat'").
+            (["--heartbeat", "-1"], "--heartbeat must be at least 0 (seconds), got -1"),
             (["--tick", "0"], "--tick must be more than 0 (seconds), got 0"),
             (["--queue-limit", "0"], "--queue-limit must be at least 1 (bytes), got 0"),
             (["--slow-client", "later"], "--slow-client must be 'drop' or 'disconnect', got 'later'"),
@@ -48,6 +51,19 @@ final class LogcastDaemonTests: XCTestCase {
             XCTAssertEqual(status, 64, "\(arguments): a usage error")
             XCTAssertEqual(occurrences(of: message, in: err), 1, "\(arguments): \(err)")
         }
+    }
+
+    func testHelpListsTheOrdinaryOptionsBeforeTheNATSGroup() throws {
+        let (status, out, _) = try runToExit(["--help"])
+        XCTAssertEqual(status, 0)
+        let ordinary = try XCTUnwrap(out.range(of: "FILES, CLIENTS AND FILTERS:"), out)
+        let nats = try XCTUnwrap(out.range(of: "NATS JETSTREAM"), out)
+        let listen = try XCTUnwrap(out.range(of: "--listen <host:port>"), out)
+        let publish = try XCTUnwrap(out.range(of: "--publish <"), out)
+        XCTAssertLessThan(ordinary.lowerBound, nats.lowerBound)
+        XCTAssertLessThan(listen.lowerBound, publish.lowerBound)
+        XCTAssertTrue(ordinary.lowerBound < listen.lowerBound && listen.lowerBound < nats.lowerBound)
+        XCTAssertFalse(out.contains("subcommand"), out)
     }
 
     func testAFileThatIsADirectoryIsAnErrorAtStart() throws {
