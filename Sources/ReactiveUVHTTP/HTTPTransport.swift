@@ -6,7 +6,7 @@ import ReactiveUVTLS
 ///
 /// The server and the client see their connections only through this protocol, so one
 /// implementation serves plain and encrypted peers alike. Every member has the meaning it
-/// has on ``ReactiveUV/StreamConnection``: `reads` until EOF, `write` and `send` complete
+/// has on ``/ReactiveUV/StreamConnection``: `reads` until EOF, `write` and `send` complete
 /// when flushed and are bounded by the connection's write queue, `close` from any thread.
 public protocol HTTPTransport: AnyObject, Sendable, CustomStringConvertible {
     /// The loop the connection lives on; its events arrive on this loop's thread.
