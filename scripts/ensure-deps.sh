@@ -20,6 +20,11 @@ if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
 have_nats_server() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_nats_server || need+=(nats-server)
+# ReactiveUVHTTP: Node's http_parser (Debian ships no pkg-config file for it, so look for
+# its header); the HTTP tests drive the server with curl and Python's http.client.
+[ -f /usr/include/http_parser.h ] || need+=(libhttp-parser-dev)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2

@@ -37,7 +37,7 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
     }
     /// `505 HTTP Version Not Supported`: HTTP/2 or later on an HTTP/1 connection.
     static func versionNotSupported(_ version: String) -> HTTPParseError {
-        HTTPParseError(status: 505, reason: "\(version) is not spoken here (HTTP/1.0 and HTTP/1.1 are)")
+        HTTPParseError(status: 505, reason: "\(version) is not spoken here, only versions 1.0 and 1.1")
     }
 
     /// `HTTP 400: reason`.

@@ -118,6 +118,8 @@ struct HTTPHeadScanner {
                 if b == cr {
                     if let e = checkVersion() { return .error(e) }
                     state = .startLF
+                } else if b <= sp || b >= 0x7F {
+                    return .error(.badRequest("invalid byte \(b) in the HTTP version"))
                 } else {
                     // The first 8 bytes decide (`HTTP/1.1`, or `HTTP/12.` for a 505); the
                     // rest is only counted, and the start-line limit bounds it.

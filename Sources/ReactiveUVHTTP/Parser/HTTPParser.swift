@@ -258,9 +258,12 @@ final class HTTPParser {
         text.removeAll(keepingCapacity: true)
     }
 
+    /// Records why the message is refused and stops http_parser. -1, not 1: from
+    /// on_headers_complete, 1 means "no body follows" and 2 "upgrade", not an error; -1 is
+    /// an error from every callback.
     private func refuse(_ e: HTTPParseError) -> Int32 {
         failure = e
-        return 1
+        return -1
     }
 
     private func headersComplete() -> Int32 {

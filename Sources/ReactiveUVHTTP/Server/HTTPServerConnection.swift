@@ -34,6 +34,7 @@ final class HTTPServerConnection {
     private var current: HTTPRequest?
     var bodyBytesHeld = 0
     private var writing = false
+    private var parsing = false
     /// No request after the ones queued will be read (error, `Connection: close`, EOF).
     private var noMoreRequests = false
     /// A request asked to switch protocols: nothing after it is parsed until it is answered.
@@ -110,6 +111,15 @@ final class HTTPServerConnection {
     }
 
     private func parse(_ bytes: [UInt8]) {
+        // Answers given while parsing (the application answers inside `deliver`) are
+        // written once parsing stops: the answers to requests pipelined in one read go out
+        // in one write, and a write completing at once cannot re-enter the parse (an
+        // upgrade must see every byte after its head in `pending`).
+        parsing = true
+        defer {
+            parsing = false
+            flush()
+        }
         bytes.withUnsafeBytes { all in
             var offset = 0
             while offset < all.count && !isClosed {
@@ -164,11 +174,13 @@ final class HTTPServerConnection {
         noMoreRequests = true
         stopReading()
         if let current, current.bodyEnded == false {
-            current.failBody(e)
+            // Taken out of the queue before its body fails, so an answer the application
+            // gives from the body's error is dropped: only the refusal is written.
             if !current.answered {
                 current.answered = true
                 queue.removeAll { $0 === current }
             }
+            current.failBody(e)
         }
         let body = Array((e.reason + "\n").utf8)
         errorResponse = (HTTPResponseHead.encode(
@@ -182,7 +194,7 @@ final class HTTPServerConnection {
     /// Writes the answered prefix of the queue: consecutive byte answers in one write, a
     /// streamed or upgrade answer on its own.
     func flush() {
-        guard !writing, !isClosed, !detached else { return }
+        guard !writing, !parsing, !isClosed, !detached else { return }
         guard let first = queue.first else {
             if let errorResponse {
                 self.errorResponse = nil
@@ -254,7 +266,7 @@ final class HTTPServerConnection {
 
     /// Whether the connection stays open after answering `request`.
     private func keepAlive(after request: HTTPRequest) -> Bool {
-        guard request.keepAliveRequested, errorResponse == nil else { return false }
+        guard request.keepAliveRequested else { return false }
         if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body

@@ -119,3 +119,12 @@ import Testing
         #expect(parse(chunked, maxBody: 11).error == nil)
     }
 }
+
+extension HTTPParserTests {
+    @Test func upgradeAfterAnotherRequestStopsAtItsHead() {
+        let r = parse("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly")
+        #expect(r.upgraded)
+        #expect(r.error == nil)
+        #expect(r.requests.map(\.target) == ["/", "/chat"])
+    }
+}
