@@ -81,17 +81,40 @@ public enum HTTP {
         Signal.create { subscriber in
             let lifetime = CompoundDisposable()
             let state = HTTPBox<HTTPServerState?>(nil)
+            let listening = SerialDisposable()
+            // The server's shared state, made on the loop of the first connection (or of
+            // the shutdown signal, whichever comes first).
+            func server(_ loop: EventLoop) -> HTTPServerState {
+                if let made = state.value { return made }
+                let made = HTTPServerState(options: options, loop: loop) { subscriber.sendNext($0) }
+                made.onDrained = {
+                    listening.dispose()
+                    subscriber.sendCompleted()
+                }
+                state.value = made
+                return made
+            }
+            if let shutdown = options.shutdown {
+                // The server's state lives on its loop; before the first connection there
+                // is none, and nothing is in flight: stop listening and complete at once.
+                let drain = {
+                    if let made = state.value {
+                        made.loop.execute { made.drain() }
+                    } else {
+                        listening.dispose()
+                        subscriber.sendCompleted()
+                    }
+                }
+                lifetime.add(shutdown.take(1).subscribe(next: { _ in drain() }, completed: drain))
+            }
             let accepted = connections.subscribe(
                 next: { transport in
-                    if state.value == nil {
-                        let server = HTTPServerState(options: options, loop: transport.loop) { subscriber.sendNext($0) }
-                        state.value = server
-                    }
-                    HTTPServerConnection(transport: transport, server: state.value!).start()
+                    HTTPServerConnection(transport: transport, server: server(transport.loop)).start()
                 },
                 error: { subscriber.sendError($0) },
                 completed: { subscriber.sendCompleted() })
-            lifetime.add(accepted)
+            listening.inner = accepted
+            lifetime.add(listening)
             lifetime.add(Disposable {
                 if let server = state.value {
                     server.loop.execute { server.stop() }

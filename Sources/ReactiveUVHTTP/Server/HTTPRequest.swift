@@ -145,6 +145,8 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         } else if !bodyDiscarding && !answeredAndDone {
             bodyChunks.append(Array(bytes))
             connection.bodyBytesHeld += bytes.count
+            let server = connection.server
+            server.maxBodyBytesHeld = max(server.maxBodyBytesHeld, connection.bodyBytesHeld)
         }
     }
 

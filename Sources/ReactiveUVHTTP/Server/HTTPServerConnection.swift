@@ -63,6 +63,7 @@ final class HTTPServerConnection {
 
     /// Starts reading; the server keeps the connection until it closes.
     func start() {
+        if server.draining { return transport.close() }
         server.connections[ObjectIdentifier(self)] = self
         watchingClose = transport.closed.subscribe(error: { [self] _ in self.didClose() }, completed: { [self] in self.didClose() })
         resumeReading()
@@ -71,8 +72,11 @@ final class HTTPServerConnection {
     // MARK: - Reading
 
     private var mustPause: Bool {
-        upgradeHeld || noMoreRequests || queue.count >= server.options.maxPipelinedRequests
-            || bodyBytesHeld > server.options.bodyBufferBytes
+        if bodyBytesHeld > server.options.bodyBufferBytes { return true }
+        // Inside a body the rest of it is read whatever follows; between messages, the
+        // next one waits while reading it is not wanted.
+        if current != nil { return false }
+        return upgradeHeld || noMoreRequests || queue.count >= server.options.maxPipelinedRequests
     }
 
     /// Reads again if nothing holds reading back; parses what waited first.
@@ -266,7 +270,7 @@ final class HTTPServerConnection {
 
     /// Whether the connection stays open after answering `request`.
     private func keepAlive(after request: HTTPRequest) -> Bool {
-        guard request.keepAliveRequested else { return false }
+        guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
@@ -355,12 +359,20 @@ final class HTTPServerConnection {
         didClose()
     }
 
+    /// A graceful shutdown: the requests already read are answered (the last with
+    /// `Connection: close`), nothing more is read.
+    func endAfterAnswers() {
+        noMoreRequests = true
+        flush()
+    }
+
     private func didClose() {
         guard !isClosed, !detached else { return }
         isClosed = true
         stopReading()
         watchingClose?.dispose()
         server.connections[ObjectIdentifier(self)] = nil
+        defer { server.checkDrained() }
         let failure = UVError(code: -104, operation: "read", target: transport.description)
         current?.failBody(failure)
         for request in queue {

@@ -30,6 +30,16 @@ public struct HTTPServerOptions: Sendable {
     /// pauses. Default 64 KiB.
     public var bodyBufferBytes = 64 * 1024
 
+    /// Starts a graceful shutdown when it sends a value (or completes): the server stops
+    /// taking new connections (one accepted from then on is closed at once), closes
+    /// connections with no request under way, answers the requests in flight (their last
+    /// answer with `Connection: close`), and closes what is left after
+    /// ``shutdownTimeout``; then it stops listening and the request signal completes.
+    /// `nil` (the default): the server runs until its subscription is disposed.
+    public var shutdown: Signal<Void>?
+    /// Seconds a graceful shutdown waits for the requests in flight. Default 10.
+    public var shutdownTimeout = 10.0
+
     /// Socket options of accepted TCP connections: `TCP_NODELAY` by default, since a
     /// response is written whole and Nagle's delay would only hold its last segment back.
     public var tcp = TCPOptions(noDelay: true)

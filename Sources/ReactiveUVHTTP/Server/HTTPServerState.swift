@@ -19,7 +19,13 @@ final class HTTPServerState: @unchecked Sendable {
     private var timer: Disposable?
     private var stopped = false
     /// Set by a graceful shutdown: connections close once idle.
-    var draining = false
+    private(set) var draining = false
+    private var drainDeadline: UInt64 = 0
+    /// Called once a graceful shutdown has closed every connection (stop listening, complete).
+    var onDrained: () -> Void = {}
+    /// The most body bytes any connection held for a request nobody had subscribed to
+    /// (tests assert the backpressure bound on it).
+    var maxBodyBytesHeld = 0
 
     init(options: HTTPServerOptions, loop: EventLoop, deliver: @escaping (HTTPRequest) -> Void) {
         self.options = options
@@ -42,9 +48,29 @@ final class HTTPServerState: @unchecked Sendable {
         let now = csys_monotonic_ns()
         for connection in Array(connections.values) {
             connection.checkTimeouts(now: now)
-            if draining && connection.isIdle { connection.close() }
+            if draining && (connection.isIdle || now > drainDeadline) { connection.close() }
         }
+        if draining { checkDrained() }
         scheduleSweep()
+    }
+
+    /// Starts a graceful shutdown (see ``HTTPServerOptions/shutdown``).
+    func drain() {
+        guard !draining, !stopped else { return }
+        draining = true
+        drainDeadline = csys_monotonic_ns() + UInt64(max(0, options.shutdownTimeout) * 1e9)
+        for connection in Array(connections.values) {
+            if connection.isIdle { connection.close() } else { connection.endAfterAnswers() }
+        }
+        checkDrained()
+    }
+
+    /// Ends the shutdown once no connection is left.
+    func checkDrained() {
+        guard draining, !stopped, connections.isEmpty else { return }
+        let done = onDrained
+        onDrained = {}
+        done()
     }
 
     /// Closes every connection now and stops the timer (the listen subscription's disposal).

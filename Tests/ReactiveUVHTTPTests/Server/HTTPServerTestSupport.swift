@@ -67,6 +67,8 @@ final class HTTPTestServer: @unchecked Sendable {
     private(set) var loop: EventLoop!
     private(set) var port = 0
     let requests = Guarded<[String]>([])
+    /// Whether the request signal completed (a graceful shutdown ends with it).
+    let completed = Guarded(false)
     private let subscription = Guarded<Disposable?>(nil)
     private let stopping = Guarded(false)
     private let report = Guarded<(handles: Int, resources: Int, closeError: String?)?>(nil)
@@ -76,7 +78,7 @@ final class HTTPTestServer: @unchecked Sendable {
     init(options: HTTPServerOptions = HTTPServerOptions(), listen: ((HTTPServerOptions, EventLoop, @escaping (SocketAddress) -> Void) -> Signal<HTTPRequest>)? = nil, handler: @escaping (HTTPRequest) -> Void) throws {
         let ready = DispatchSemaphore(value: 0)
         let box = Guarded<(EventLoop?, Int, String?)>((nil, 0, nil))
-        let requests = self.requests, subscription = self.subscription, stopping = self.stopping, report = self.report, finished = self.finished
+        let requests = self.requests, completed = self.completed, subscription = self.subscription, stopping = self.stopping, report = self.report, finished = self.finished
         let handlerBox = HTTPBox(handler)
         let listenBox = HTTPBox(listen)
         thread = Thread {
@@ -96,7 +98,8 @@ final class HTTPTestServer: @unchecked Sendable {
                 error: { error in
                     box.update { $0.2 = "\(error)" }
                     ready.signal()
-                })
+                },
+                completed: { completed.update { $0 = true } })
             subscription.update { $0 = d }
             while !stopping.value { loop.run() }
             loop.releaseAsync()
