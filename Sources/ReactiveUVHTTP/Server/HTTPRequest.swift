@@ -104,7 +104,11 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
 
     /// The whole body as one array, once it has arrived (bounded by ``HTTPServerOptions/maxBodyBytes``).
     public var collectedBody: Signal<[UInt8]> {
-        body.aggregate(start: [UInt8]()) { $0 + $1 }
+        body.aggregate(start: [UInt8]()) { all, chunk in
+            var all = all
+            all.append(contentsOf: chunk)
+            return all
+        }
     }
 
     /// The chunked trailer fields, valid once ``body`` has completed.

@@ -271,6 +271,9 @@ final class HTTPServerConnection {
     /// Whether the connection stays open after answering `request`.
     private func keepAlive(after request: HTTPRequest) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
+        // A refused upgrade (400, 426): the parser stopped at its head and the client may
+        // already be speaking the other protocol, so nothing after it is read as HTTP.
+        if request.upgradeRequested { return false }
         if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body

@@ -105,6 +105,22 @@ final class HTTPServerHostileTests: XCTestCase {
         server.stop()
     }
 
+    func testARefusedUpgradeIsAnsweredThenTheConnectionCloses() throws {
+        let server = try HTTPTestServer { request in
+            request.respond(status: 426, headers: ["Sec-WebSocket-Version": "13"], body: Array("upgrade refused".utf8))
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 8\r\n\r\n\u{81}\u{80}GET / HTTP/1.1\r\n\r\n")
+        let reply = client.readToEnd()
+        XCTAssertTrue(reply.ended)
+        XCTAssertTrue(reply.text.hasPrefix("HTTP/1.1 426 Upgrade Required\r\n"), reply.text)
+        XCTAssertTrue(reply.text.contains("Sec-WebSocket-Version: 13\r\n"), reply.text)
+        XCTAssertTrue(reply.text.contains("Connection: close\r\n"), reply.text)
+        XCTAssertEqual(reply.text.occurrences(of: "HTTP/1.1 "), 1, "bytes after a refused upgrade are never read as HTTP")
+        XCTAssertEqual(server.requests.value, ["GET /ws"])
+        server.stop()
+    }
+
     func testAClientResettingMidResponseDoesNotDisturbAnother() throws {
         let server = try HTTPTestServer(handler: HTTPTestApp.handle)
         let streaming = try RawClient(port: server.port)
