@@ -135,6 +135,13 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-echo"
         ),
+        // A WebSocket echo server at /ws (prints its bound address once); the WebSocket
+        // echo benchmark's subject.
+        .executableTarget(
+            name: "ruv-ws-echo",
+            dependencies: ["ReactiveUV", "ReactiveUVHTTP"],
+            path: "Examples/ruv-ws-echo"
+        ),
         // A UDP echo server (prints its bound address once); the UDP echo benchmark's subject.
         .executableTarget(
             name: "ruv-udp-echo",

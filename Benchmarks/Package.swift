@@ -28,8 +28,22 @@ let package = Package(
         // the name of the directory the repository was cloned into.
         .package(name: "ReactiveUV", path: ".."),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+        // The http rows' Swift peer (nio-http-hello); built only when that product is.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // swift-nio's NIOHTTP1 on one event loop: the http rows' Swift peer
+        // (Benchmarks/http/run-http-bench.sh runs it beside ruv-http-hello, Node, h2o and C).
+        .executableTarget(
+            name: "nio-http-hello",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/nio-http-hello",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         // The plain C libuv side of the IO rows: an echo server, the load generator that
         // drives both echo servers, and raw uv_async/uv_timer scheduling baselines.
         .target(

@@ -24,8 +24,24 @@ have_nats_server || need+=(nats-server)
 # its header); the HTTP tests drive the server with curl and Python's http.client.
 [ -f /usr/include/http_parser.h ] || need+=(libhttp-parser-dev)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# ReactiveUVHTTP's tests: Python 3 (http.client and http.server for HTTP) and pip, for
+# the WebSocket tests' `websockets` library below.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-[ ${#need[@]} -eq 0 ] && exit 0
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# The WebSocket browser test: headless Chromium and its WebDriver, from Debian.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+# The WebSocket tests' peers: PyPI's `websockets`, 12 or later (its sync client and server;
+# Debian's python3-websockets is older). Installed with pip, for this user, when missing.
+# Selenium (PyPI) drives Chromium in the browser test.
+ensure_python_websockets() {
+    python3 -c 'import websockets.sync.client, websockets.sync.server, selenium.webdriver' 2>/dev/null && return 0
+    echo "ensure-deps: installing websockets and selenium (PyPI) with pip" >&2
+    python3 -m pip install -q --user 'websockets>=12' selenium 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages 'websockets>=12' selenium
+    python3 -c 'import websockets.sync.client, selenium.webdriver' || { echo "ensure-deps: websockets or selenium still not importable" >&2; exit 1; }
+}
+[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; exit 0; }
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -42,3 +58,4 @@ pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-c
 pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not found by pkg-config" >&2; exit 1; }
 pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
+ensure_python_websockets

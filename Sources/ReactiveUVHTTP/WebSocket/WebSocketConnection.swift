@@ -1,0 +1,432 @@
+import Glibc
+import ReactiveUV
+
+/// A WebSocket connection (RFC 6455) over an upgraded HTTP transport, as signals.
+///
+/// ```
+///   transport.reads ──▶ WebSocketFrameReader ──▶ messages (text / binary)
+///        │                    │  ping ──▶ pong written back at once
+///        │                    │  pong ──▶ the ping timeout is cancelled
+///        │                    └─ close ─▶ close echoed, transport closed, `closed` sends
+///   send / send(signal) ──▶ frames (deflated, fragmented, masked by a client) ──▶ transport
+/// ```
+///
+/// **Lifecycle.** Subscribing to ``messages`` starts reading (the bytes the HTTP head
+/// reader had already taken first). Pings are answered, and the close handshake runs, only
+/// while something reads: keep ``messages`` subscribed (``close(code:reason:)`` reads on
+/// its own until the peer's close comes). ``closed`` sends how the connection ended, once:
+/// the peer's close code and reason, the code we failed it with, or 1006 when the transport
+/// ended without a close frame or the peer stopped answering pings. ``messages`` completes
+/// after a close frame from either side and fails with a ``WebSocketError`` otherwise.
+///
+/// **Closing.** ``close(code:reason:)`` sends a close frame and waits up to
+/// ``WebSocketOptions/closeTimeout`` for the peer's; a close frame from the peer is
+/// echoed with its code. Either way the transport is closed once the close frame we send
+/// is flushed. A protocol violation by the peer sends the matching close code (1002, 1007,
+/// 1009) and closes the transport at once (RFC 6455 §7.1.7, "fail the connection").
+///
+/// **Threads.** Every member may be used from any thread; the work happens on the
+/// transport's loop, and every event arrives on its thread.
+///
+/// **Memory.** Per connection, at most: one frame being received (≤ ``WebSocketOptions/maxMessageSize``)
+/// plus one read chunk, the message being assembled (≤ `maxMessageSize`), and with
+/// permessage-deflate zlib's state (see ``WebSocketCompression``). Sends are bounded by the
+/// transport's write queue.
+public final class WebSocketConnection: @unchecked Sendable, CustomStringConvertible {
+    // Thread-safety: every `var` below is read and written on `loop`'s thread only; public
+    // members hop there with `onLoop`.
+
+    /// The transport the connection runs over; closed when the connection ends.
+    public let transport: any HTTPTransport
+    /// Which end we are (clients mask their frames).
+    public let role: WebSocketRole
+    /// The options the connection runs with.
+    public let options: WebSocketOptions
+    /// permessage-deflate as negotiated, or `nil` when messages are not compressed.
+    public let compression: WebSocketDeflateParameters?
+    /// The subprotocol agreed in the handshake, if any.
+    public let subprotocol: String?
+    /// The transport's loop: every event arrives on its thread.
+    public var loop: EventLoop { transport.loop }
+
+    private let reader: WebSocketFrameReader
+    private var deflater: WebSocketDeflater?
+    private var leftover: [UInt8]
+    private var subscriber: Subscriber<WebSocketMessage>?
+    private var reading: Disposable?
+    private var closeSent = false
+    private var finished = false
+    private var ending: (close: WebSocketClose, error: WebSocketError?)?
+    private let closedSubject = ReplaySubject<WebSocketClose>(capacity: 1)
+    private var pingTimer: Disposable?
+    private var pongDeadline: Disposable?
+    private var closeTimer: Disposable?
+    private var pingCount: UInt64 = 0
+
+    /// Wraps an upgraded transport.
+    ///
+    /// - Parameters:
+    ///   - upgrade: the transport and the bytes already read past the HTTP head.
+    ///   - role: `.server` after a server's `101`, `.client` after a client's handshake.
+    ///   - options: limits, fragmentation, pings and timeouts.
+    ///   - compression: permessage-deflate as negotiated (from
+    ///     ``WebSocket/serverHandshake(method:headers:options:)`` or the client's
+    ///     handshake); `nil` for none.
+    ///   - subprotocol: the subprotocol agreed, if any.
+    public init(
+        upgrade: HTTPUpgrade, role: WebSocketRole, options: WebSocketOptions = WebSocketOptions(),
+        compression: WebSocketDeflateParameters? = nil, subprotocol: String? = nil
+    ) {
+        transport = upgrade.transport
+        self.role = role
+        self.options = options
+        self.compression = compression
+        self.subprotocol = subprotocol
+        leftover = upgrade.leftover
+        reader = WebSocketFrameReader(role: role, maxMessageSize: options.maxMessageSize, deflate: compression)
+        // The transport closing (for any reason, even while nobody reads) ends the connection.
+        _ = transport.closed.subscribe(
+            error: { [self] error in onLoop { self.finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) } },
+            completed: { [self] in onLoop { self.finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) } })
+    }
+
+    /// `WebSocket server 127.0.0.1:51234`.
+    public var description: String { "WebSocket \(role) \(transport)" }
+
+    /// Runs `body` on the loop's thread (at once when already there).
+    private func onLoop(_ body: @escaping () -> Void) {
+        if loop.isCurrentThread {
+            body()
+        } else {
+            let box = WebSocketBox(body)
+            loop.execute { box.value() }
+        }
+    }
+
+    // MARK: - Receiving
+
+    /// The peer's messages, in order, each whole (fragments joined, inflated, text checked).
+    ///
+    /// Subscribing starts reading; disposing stops (pings then go unanswered until a new
+    /// subscription reads again), except during the close handshake, which reads on. One
+    /// subscription at a time: another one made while one is active fails with a
+    /// ``ReactiveUV/UVError`` `EBUSY`; one made after the connection ended gets its end at
+    /// once. Completes after a close frame (ours answered or theirs received); fails with ``WebSocketError/protocolViolation(code:reason:)``
+    /// when the peer broke the protocol, ``WebSocketError/peerTimedOut`` when it stopped
+    /// answering pings, ``WebSocketError/abnormalClosure`` or the transport's error when the
+    /// transport ended first. Events arrive on ``loop``'s thread.
+    ///
+    /// `--text("hi")--binary(3 bytes)--|`
+    public var messages: Signal<WebSocketMessage> {
+        Signal.create { [self] subscriber in
+            onLoop { [self] in
+                if subscriber.isDisposed { return }
+                if let ending {
+                    if let error = ending.error { subscriber.sendError(error) } else { subscriber.sendCompleted() }
+                    return
+                }
+                if self.subscriber != nil {
+                    subscriber.sendError(UVError(code: -EBUSY, operation: "WebSocket messages (another subscription is reading)", target: "\(transport)"))
+                    return
+                }
+                self.subscriber = subscriber
+                startReading()
+            }
+            return Disposable { [self] in
+                onLoop { [self] in
+                    guard self.subscriber === subscriber else { return }
+                    self.subscriber = nil
+                    // Keep reading through a close handshake; otherwise pause.
+                    if !closeSent && !finished {
+                        reading?.dispose()
+                        reading = nil
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends how the connection ended, once, then completes (a replay: late subscribers get
+    /// it too). Events arrive on ``loop``'s thread.
+    public var closed: Signal<WebSocketClose> { closedSubject }
+
+    /// Reads the transport (loop thread): leftover bytes first.
+    private func startReading() {
+        guard reading == nil, !finished else { return }
+        let placeholder = CompoundDisposable()
+        reading = placeholder
+        if !leftover.isEmpty {
+            let bytes = leftover
+            leftover = []
+            receive(bytes)
+            if finished || reading !== placeholder { return }
+        }
+        placeholder.add(transport.reads.subscribe(
+            next: { [self] bytes in receive(bytes) },
+            error: { [self] _ in finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) },
+            completed: { [self] in finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) }))
+        schedulePing()
+    }
+
+    /// Feeds bytes to the reader and acts on what comes out (loop thread).
+    private func receive(_ bytes: [UInt8]) {
+        do {
+            try reader.feed(bytes) { inbound in
+                switch inbound {
+                case .message(let message):
+                    subscriber?.sendNext(message)
+                case .ping(let payload):
+                    if !closeSent { write(WebSocketFrameCodec.frame(opcode: .pong, payload: payload, masked: role == .client)) }
+                case .pong:
+                    pongDeadline?.dispose()
+                    pongDeadline = nil
+                case .close(let code, let reason):
+                    let initiatedByPeer = !closeSent
+                    closeSent = true
+                    // Echo the code and reason (RFC 6455 §5.5.1), then close once flushed.
+                    let frame = initiatedByPeer ? WebSocketFrameCodec.frame(
+                        opcode: .close, payload: WebSocketFrameCodec.closePayload(code: code, reason: reason), masked: role == .client) : nil
+                    finish(WebSocketClose(code: code ?? 1005, reason: reason, initiatedByPeer: initiatedByPeer), nil, writing: frame)
+                    return false
+                }
+                return !finished
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// Fails the connection for a violation: close frame with its code, then the transport.
+    private func fail(_ violation: WebSocketViolation) {
+        guard !finished else { return }
+        let alreadySent = closeSent
+        closeSent = true
+        let frame = alreadySent ? nil : WebSocketFrameCodec.frame(
+            opcode: .close, payload: WebSocketFrameCodec.closePayload(code: violation.code, reason: violation.reason), masked: role == .client)
+        finish(WebSocketClose(code: violation.code, reason: violation.reason, initiatedByPeer: false),
+               .protocolViolation(code: violation.code, reason: violation.reason), writing: frame)
+    }
+
+    /// Ends the connection once: timers and reading stopped, then `frame` (our close frame,
+    /// if one is still to be sent) written, the transport closed, and `messages` and
+    /// ``closed`` told.
+    ///
+    /// Why the notifications wait for the write: a subscriber that ends the transport's
+    /// owner on `messages`' end (a client's `flattenMap` over `connect` failing) would
+    /// otherwise close the transport before the close frame left. And why `finished` is
+    /// set first: the write may complete, and close the transport (ending its reads and
+    /// `closed`, which call `finish` again), before `write` returns.
+    private func finish(_ close: WebSocketClose, _ error: WebSocketError?, writing frame: [UInt8]? = nil) {
+        guard !finished else { return }
+        finished = true
+        pingTimer?.dispose()
+        pongDeadline?.dispose()
+        closeTimer?.dispose()
+        pingTimer = nil
+        pongDeadline = nil
+        closeTimer = nil
+        reading?.dispose()
+        reading = nil
+        let notify = { [self] in
+            guard ending == nil else { return }
+            ending = (close, error)
+            let subscriber = self.subscriber
+            self.subscriber = nil
+            transport.close()
+            if let error { subscriber?.sendError(error) } else { subscriber?.sendCompleted() }
+            closedSubject.sendNext(close)
+            closedSubject.sendCompleted()
+        }
+        if let frame {
+            _ = transport.write(frame).subscribe(error: { _ in notify() }, completed: { notify() })
+        } else {
+            notify()
+        }
+    }
+
+    // MARK: - Pings
+
+    /// Arms the next ping (loop thread).
+    private func schedulePing() {
+        guard let interval = options.pingInterval, interval > 0, pingTimer == nil, !finished else { return }
+        pingTimer = loop.scheduler.afterDelay(interval) { [weak self] in
+            guard let self else { return }
+            self.pingTimer = nil
+            self.sendPing()
+            self.schedulePing()
+        }
+    }
+
+    /// Sends a ping and starts its deadline, unless one is already waiting for its pong.
+    private func sendPing() {
+        guard !finished, !closeSent, pongDeadline == nil else { return }
+        pingCount += 1
+        let payload = withUnsafeBytes(of: pingCount.bigEndian) { Array($0) }
+        write(WebSocketFrameCodec.frame(opcode: .ping, payload: payload, masked: role == .client))
+        pongDeadline = loop.scheduler.afterDelay(options.pingTimeout) { [weak self] in
+            guard let self, !self.finished else { return }
+            self.pongDeadline = nil
+            self.finish(WebSocketClose(code: 1006, reason: "no pong within \(self.options.pingTimeout) s", initiatedByPeer: false), .peerTimedOut)
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Writes bytes, ignoring the outcome: a failed write ends the transport, which the
+    /// reads and ``closed`` report.
+    private func write(_ bytes: [UInt8]) {
+        _ = transport.write(bytes).subscribe(error: { _ in })
+    }
+
+    /// The frames of one message, as one buffer: deflated when negotiated and worth it,
+    /// split into ``WebSocketOptions/fragmentSize`` pieces, masked by a client (loop thread).
+    func encode(_ message: WebSocketMessage) -> [UInt8] {
+        switch message {
+        case .text(var text):
+            return text.withUTF8 { encode(opcode: .text, payload: UnsafeRawBufferPointer($0)) }
+        case .binary(let bytes):
+            return bytes.withUnsafeBytes { encode(opcode: .binary, payload: $0) }
+        }
+    }
+
+    private func encode(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) -> [UInt8] {
+        if let compression, payload.count >= compression.minimumSize {
+            if deflater == nil { deflater = WebSocketDeflater(compression) }
+            if let deflater {
+                let compressed = deflater.compress(payload)
+                return compressed.withUnsafeBytes { frames(opcode: opcode, rsv1: true, payload: $0) }
+            }
+        }
+        return frames(opcode: opcode, rsv1: false, payload: payload)
+    }
+
+    private func frames(opcode: WebSocketOpcode, rsv1: Bool, payload: UnsafeRawBufferPointer) -> [UInt8] {
+        let masked = role == .client
+        let size = options.fragmentSize ?? max(1, payload.count)
+        var out: [UInt8] = []
+        if payload.count <= size {
+            out.reserveCapacity(WebSocketFrameCodec.headerLength(payload: payload.count, masked: masked) + payload.count)
+            WebSocketFrameCodec.appendFrame(to: &out, opcode: opcode, fin: true, rsv1: rsv1, payload: payload, masked: masked)
+            return out
+        }
+        let count = (payload.count + size - 1) / size
+        out.reserveCapacity(payload.count + count * WebSocketFrameCodec.headerLength(payload: size, masked: masked))
+        var start = 0
+        while start < payload.count {
+            let end = min(payload.count, start + size)
+            WebSocketFrameCodec.appendFrame(
+                to: &out, opcode: start == 0 ? opcode : .continuation, fin: end == payload.count, rsv1: rsv1 && start == 0,
+                payload: UnsafeRawBufferPointer(rebasing: payload[start..<end]), masked: masked)
+            start = end
+        }
+        return out
+    }
+
+    /// Sends one message; completes once its frames are flushed to the kernel.
+    ///
+    /// Fails with ``WebSocketError/closed`` after the close handshake started, or with the
+    /// transport's error. Events arrive on ``loop``'s thread; disposing before the write
+    /// starts sends nothing.
+    ///
+    /// - Parameter message: the message.
+    /// - Returns: a cold signal that sends no value.
+    public func send(_ message: WebSocketMessage) -> Signal<Void> {
+        Signal.create { [self] subscriber in
+            let lifetime = CompoundDisposable()
+            onLoop { [self] in
+                if subscriber.isDisposed { return }
+                guard !closeSent, !finished else {
+                    subscriber.sendError(WebSocketError.closed)
+                    return
+                }
+                lifetime.add(transport.write(encode(message)).subscribe(
+                    error: { subscriber.sendError($0) }, completed: { subscriber.sendCompleted() }))
+            }
+            return lifetime
+        }
+    }
+
+    /// Sends a text message (see ``send(_:)-(WebSocketMessage)``).
+    ///
+    /// - Parameter text: the text.
+    /// - Returns: a cold signal that completes once the frames are flushed.
+    public func send(text: String) -> Signal<Void> { send(.text(text)) }
+
+    /// Sends a binary message (see ``send(_:)-(WebSocketMessage)``).
+    ///
+    /// - Parameter bytes: the payload.
+    /// - Returns: a cold signal that completes once the frames are flushed.
+    public func send(binary bytes: [UInt8]) -> Signal<Void> { send(.binary(bytes)) }
+
+    /// Sends every message `source` sends, in order, with the transport's backpressure:
+    /// `source` is paused (as ``ReactiveUV/StreamConnection/send(_:)`` pauses it) while
+    /// the write queue is full, so an echo (`c.send(c.messages)`) never outruns a slow peer.
+    ///
+    /// Completes when `source` has completed and everything is flushed; fails with
+    /// `source`'s error, the transport's, or ``WebSocketError/closed`` for a message that
+    /// comes after the close handshake started. Events arrive on ``loop``'s thread.
+    ///
+    /// - Parameter source: the messages.
+    /// - Returns: a cold signal that sends no value.
+    public func send(_ source: Signal<WebSocketMessage>) -> Signal<Void> {
+        let frames = Signal<[UInt8]>.create { [self] subscriber in
+            source.subscribe(
+                next: { [self] message in
+                    onLoop { [self] in
+                        if closeSent || finished { subscriber.sendError(WebSocketError.closed) } else { subscriber.sendNext(encode(message)) }
+                    }
+                },
+                error: { [self] error in onLoop { subscriber.sendError(error) } },
+                completed: { [self] in onLoop { subscriber.sendCompleted() } })
+        }
+        return transport.send(frames)
+    }
+
+    /// Sends a ping with `payload` (at most 125 bytes; longer payloads are cut).
+    ///
+    /// The pong is handled by the connection (it cancels the ping timeout); a ping after
+    /// the close handshake started is not sent.
+    ///
+    /// - Parameter payload: the application data echoed in the pong.
+    public func ping(_ payload: [UInt8] = []) {
+        onLoop { [self] in
+            guard !closeSent, !finished else { return }
+            write(WebSocketFrameCodec.frame(opcode: .ping, payload: Array(payload.prefix(125)), masked: role == .client))
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Starts the close handshake: sends a close frame with `code` and `reason`, reads
+    /// until the peer's close frame arrives (or ``WebSocketOptions/closeTimeout`` passes),
+    /// then closes the transport. ``closed`` then sends the peer's answer.
+    ///
+    /// A code that may not be sent (below 1000, 1004–1006, 1015, 1016–2999, above 4999)
+    /// is replaced by 1000; the reason is cut to fit the frame's 123 bytes. Calling it again,
+    /// or after the connection ended, does nothing. Any thread.
+    ///
+    /// - Parameters:
+    ///   - code: the close code (default 1000, normal closure).
+    ///   - reason: a short UTF-8 reason.
+    public func close(code: UInt16 = 1000, reason: String = "") {
+        onLoop { [self] in
+            guard !closeSent, !finished else { return }
+            closeSent = true
+            let code = WebSocketFrameCodec.isValidCloseCode(code) ? code : 1000
+            write(WebSocketFrameCodec.frame(
+                opcode: .close, payload: WebSocketFrameCodec.closePayload(code: code, reason: reason), masked: role == .client))
+            closeTimer = loop.scheduler.afterDelay(options.closeTimeout) { [weak self] in
+                guard let self, !self.finished else { return }
+                self.finish(WebSocketClose(code: 1006, reason: "no close frame within \(self.options.closeTimeout) s", initiatedByPeer: false), .abnormalClosure)
+            }
+            startReading()
+        }
+    }
+}
+
+/// Carries a non-Sendable closure to the loop's thread, where it runs alone.
+final class WebSocketBox<Value>: @unchecked Sendable {
+    // Thread-safety: written once at creation, read once on the loop's thread.
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
