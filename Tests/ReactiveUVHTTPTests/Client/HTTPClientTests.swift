@@ -148,6 +148,25 @@ final class HTTPClientTests: XCTestCase {
         server.stop()
     }
 
+    func testAConnectionTheServerClosedWhileIdleIsNotReusedAndARefusedConnectFails() throws {
+        var serverOptions = HTTPServerOptions()
+        serverOptions.idleTimeout = 0.3
+        let server = try HTTPTestServer(options: serverOptions, handler: HTTPTestApp.handle)
+        let client = HTTPClient(on: server.loop)
+        let base = "http://127.0.0.1:\(server.port)"
+        XCTAssertEqual(try fetch(client, base + "/").1, "Hello, World!")
+        // The server closes the pooled connection when it has been idle 0.3 s.
+        XCTAssertTrue(waitFor { server.sync { server.loopConnections() } == 0 })
+        XCTAssertEqual(try fetch(client, base + "/").1, "Hello, World!", "a fresh connection, not the closed one")
+        XCTAssertEqual(server.requests.value, ["GET /", "GET /"])
+        // A port nobody listens on: refused (a UVError), not a hang.
+        XCTAssertThrowsError(try client.request("GET", "http://127.0.0.1:1/").timeout(30, on: server.loop.scheduler).first()) {
+            XCTAssertTrue($0 is UVError, "\($0)")
+        }
+        client.close()
+        server.stop()
+    }
+
     func testHTTPSVerifiesTheServerThroughReactiveUVTLS() throws {
         let directory = "/tmp/ruv-http-client-tls-\(getpid())-\(csys_monotonic_ns())"
         defer { _ = try? runProgram(["rm", "-rf", directory]) }
