@@ -2,6 +2,7 @@ import CSystemShims
 import Foundation
 import XCTest
 
+import ReactiveUV
 @testable import ReactiveUVHTTP
 
 /// Malformed and hostile clients on raw sockets: the exact status, then the close; timeouts;
@@ -50,6 +51,24 @@ final class HTTPServerHostileTests: XCTestCase {
         XCTAssertTrue(reply.ended)
         let statuses = reply.text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0.prefix(3)) }
         XCTAssertEqual(statuses, ["200", "200", "400"], reply.text)
+        server.stop()
+    }
+
+    func testAnswersFromOtherThreadsInReverseOrderGoOutInRequestOrder() throws {
+        let background = Scheduler.background()
+        let server = try HTTPTestServer { request in
+            // The first request is answered last, each from a background thread.
+            let n = Int(request.path.dropFirst()) ?? 0
+            _ = background.afterDelay(Double(3 - n) * 0.1) {
+                request.respond(text: "answer \(n);")
+            }
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\nGET /3 HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let reply = client.readToEnd()
+        XCTAssertTrue(reply.ended)
+        let bodies = reply.text.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(9) }
+        XCTAssertEqual(bodies, ["answer 1;", "answer 2;", "answer 3;"], reply.text)
         server.stop()
     }
 
