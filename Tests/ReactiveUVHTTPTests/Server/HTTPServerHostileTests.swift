@@ -15,6 +15,10 @@ final class HTTPServerHostileTests: XCTestCase {
         let cases: [(String, String, Int)] = [
             ("CL and TE", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n", 400),
             ("two lengths", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde", 400),
+            ("coding not ending in chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400),
+            ("space before a colon", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\nabc", 400),
+            ("LF in the target", "GET /a\nb HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("chunk size overflow", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\nx\r\n", 400),
             ("bad chunk size", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", 400),
             ("bare LF", "GET / HTTP/1.1\nHost: x\n\n", 400),
             ("NUL in a value", "GET / HTTP/1.1\r\nHost: a\u{0}b\r\n\r\n", 400),
@@ -37,9 +41,10 @@ final class HTTPServerHostileTests: XCTestCase {
             XCTAssertTrue(reply.ended, "\(name): the connection must close")
             XCTAssertEqual(reply.text.occurrences(of: "HTTP/1.1 "), 1, "\(name): one answer, nothing smuggled")
         }
-        // Only the two requests whose heads were sound and whose bodies went wrong later
-        // reached the application (bad chunk size, chunked body too large); refused heads never.
-        XCTAssertEqual(server.requests.value, ["POST /echo", "POST /echo"], "refused heads never reach the application")
+        // Only the requests whose heads were sound and whose bodies went wrong later reached
+        // the application (chunk size overflow, bad chunk size, chunked body too large);
+        // refused heads never.
+        XCTAssertEqual(server.requests.value, ["POST /echo", "POST /echo", "POST /echo"], "refused heads never reach the application")
         server.stop()
     }
 
