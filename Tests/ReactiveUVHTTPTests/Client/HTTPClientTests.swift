@@ -108,6 +108,20 @@ final class HTTPClientTests: XCTestCase {
         loopThread.stop()
     }
 
+    func testHTTPRequestUsesTheLoopsSharedClient() throws {
+        let server = try HTTPTestServer(handler: HTTPTestApp.handle)
+        let url = "http://127.0.0.1:\(server.port)/echo"
+        let text = try HTTP.request("POST", url, headers: ["Content-Type": "text/plain"], body: Array("shared".utf8), on: server.loop)
+            .flattenMap { $0.text }
+            .timeout(30, on: server.loop.scheduler)
+            .first()
+        XCTAssertEqual(text, "shared")
+        XCTAssertTrue(HTTP.sharedClient(server.loop) === HTTP.sharedClient(server.loop))
+        // Stopping the server ends the pooled connection from its side; the check at the
+        // end of stop() waits for the client's handle to close too.
+        server.stop()
+    }
+
     func testBadURLsAndHeadersFailClearly() throws {
         let client = HTTPClient()
         XCTAssertThrowsError(try client.request("GET", "ftp://x/").first()) { XCTAssertEqual($0 as? HTTPClientError, .invalidURL("ftp://x/")) }
