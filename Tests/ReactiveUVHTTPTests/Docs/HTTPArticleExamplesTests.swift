@@ -24,14 +24,15 @@ final class HTTPArticleExamplesTests: XCTestCase {
         // test's, so this thread can wait with blocking clients.
         let host = try HTTPTestServer { _ in }
         let loop = host.loop!
-        let ports = Guarded<[Int]>([])
+        // Keyed by server: listening may start in any order (name resolution is asynchronous).
+        let ports = Guarded<[Int: Int]>([:])
         let drained = Guarded(false)
         let printed = Guarded<[String]>([])
         let disposables = Guarded<[Disposable]>([])
         let stop = Subject<Void>()
         onLoop(loop) {
             // --- The server (article: "The server") ---
-            let hello = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0.append(address.port) } })
+            let hello = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0[0] = address.port } })
                 .subscribeNext { request in
                     switch (request.method, request.path) {
                     case ("GET", "/"):
@@ -44,7 +45,7 @@ final class HTTPArticleExamplesTests: XCTestCase {
                 }
             // --- Routing ---
             let user = HTTPRoute("GET", "/users/:id")
-            let users = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0.append(address.port) } })
+            let users = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0[1] = address.port } })
                 .route(user).subscribeNext { request, parameters in
                     request.respond(text: "user \(parameters["id"]!)")
                 }
@@ -52,12 +53,12 @@ final class HTTPArticleExamplesTests: XCTestCase {
             var options = HTTPServerOptions()
             options.shutdown = stop
             options.shutdownTimeout = 5
-            let draining = HTTP.listen(port: 0, options: options, on: loop, onListening: { address in ports.update { $0.append(address.port) } })
+            let draining = HTTP.listen(port: 0, options: options, on: loop, onListening: { address in ports.update { $0[2] = address.port } })
                 .subscribe(
                     next: { request in request.respond(text: "bye soon") },
                     completed: { drained.update { $0 = true } })
             // --- Server-sent events ---
-            let ticks = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0.append(address.port) } }).subscribeNext { request in
+            let ticks = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0[3] = address.port } }).subscribeNext { request in
                 let start = Int(request.lastEventID ?? "0") ?? 0
                 let numbers = Signal<SchedulerTime>.interval(0.05, on: request.loop.scheduler)
                     .scan(start: start) { n, _ in n + 1 }
@@ -69,7 +70,7 @@ final class HTTPArticleExamplesTests: XCTestCase {
         }
         XCTAssertTrue(waitFor { ports.value.count == 4 }, "\(ports.value)")
         guard ports.value.count == 4 else { return host.stop() }
-        let p = ports.value
+        let p = (0..<4).map { ports.value[$0] ?? 0 }
         
         XCTAssertEqual(try runProgram(["curl", "-s", "http://127.0.0.1:\(p[0])/"]).out, "Hello, World!")
         XCTAssertEqual(try runProgram(["curl", "-s", "-d", "x", "http://127.0.0.1:\(p[0])/echo"]).out, "x")
