@@ -148,6 +148,13 @@ let package = Package(
             dependencies: ["ReactiveUV"],
             path: "Examples/ruv-udp-echo"
         ),
+        // The HTTP server example (GET /, POST /echo, GET /stream?n=K; prints its bound
+        // address once): the HTTP tests drive it with curl, the HTTP benchmark with wrk.
+        .executableTarget(
+            name: "ruv-http-hello",
+            dependencies: ["ReactiveUVHTTP", "ReactiveUV"],
+            path: "Examples/ruv-http-hello"
+        ),
         // Prints StandardInput.lines; the IO tests pipe into it.
         .executableTarget(
             name: "ruv-stdin-lines",

@@ -22,7 +22,12 @@ if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
 have_nats_server() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_nats_server || need+=(nats-server)
-# ReactiveUVHTTP's WebSocket tests: Python 3 and pip, for the `websockets` library below.
+# ReactiveUVHTTP: Node's http_parser (Debian ships no pkg-config file for it, so look for
+# its header); the HTTP tests drive the server with curl and Python's http.client.
+[ -f /usr/include/http_parser.h ] || need+=(libhttp-parser-dev)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+# ReactiveUVHTTP's tests: Python 3 (http.client and http.server for HTTP) and pip, for
+# the WebSocket tests' `websockets` library below.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # The WebSocket browser test: headless Chromium and its WebDriver, from Debian.

@@ -19,6 +19,10 @@ public protocol HTTPTransport: AnyObject, Sendable, CustomStringConvertible {
     func send(_ source: Signal<[UInt8]>) -> Signal<Void>
     /// Closes the connection (any thread); pending reads complete, pending writes fail.
     func close()
+    /// Ends our side once queued writes are flushed (TCP FIN; TLS close_notify, then FIN),
+    /// leaving the peer's side open for reading: how a server ends a response on a
+    /// connection without resetting bytes the peer still sends (lingering close).
+    func shutdown() -> Signal<Void>
     /// Sends once and completes when the connection has closed, for whatever reason.
     var closed: Signal<Void> { get }
 }

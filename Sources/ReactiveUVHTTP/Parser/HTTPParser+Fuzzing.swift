@@ -1,0 +1,84 @@
+/// What feeding bytes through the request parser produced: the requests it parsed, in
+/// order, and how the input ended.
+package struct HTTPRequestParseReport: Sendable {
+    /// One parsed request.
+    package struct Request: Sendable, Equatable {
+        package var method: String
+        package var target: String
+        package var version: HTTPVersion
+        package var headers: HTTPHeaders
+        package var body: [UInt8]
+        package var trailers: HTTPHeaders
+        package var keepAlive: Bool
+    }
+
+    /// The requests parsed completely, in order.
+    package var requests: [Request] = []
+    /// The error that stopped parsing, if one did (nothing after it was parsed).
+    package var error: HTTPParseError?
+    /// Whether parsing stopped at a request asking to switch protocols.
+    package var upgraded = false
+
+}
+
+/// Feeds `bytes` through the server's request parser, in reads of `readSize` bytes, then
+/// signals EOF, as a connection would: the entry point of the libFuzzer target, and of the
+/// tests that run the seed corpus and mutated inputs.
+///
+/// Never traps, whatever the bytes: every input ends in complete requests, an upgrade, or an
+/// ``HTTPParseError`` (a truncated message is one, at EOF). Memory stays within the limits.
+///
+/// - Parameters:
+///   - bytes: the raw bytes a client might send.
+///   - readSize: how many bytes each simulated read holds (at least 1).
+///   - limits: head, request-line and body limits; small ones make limit paths reachable.
+/// - Returns: the requests parsed and how parsing ended.
+package func parseHTTPRequests(
+    _ bytes: [UInt8], readSize: Int = 65536,
+    maxHeadBytes: Int = 64 * 1024, maxStartLineBytes: Int = 8 * 1024, maxBodyBytes: Int = 1 << 20
+) -> HTTPRequestParseReport {
+    var report = HTTPRequestParseReport()
+    let parser = HTTPParser(.request, limits: .init(maxHeadBytes: maxHeadBytes, maxStartLineBytes: maxStartLineBytes, maxBodyBytes: maxBodyBytes))
+    var current: HTTPRequestParseReport.Request?
+    parser.onHead = { head in
+        current = .init(method: head.method, target: head.target, version: head.version, headers: head.headers, body: [], trailers: [:], keepAlive: head.keepAlive)
+    }
+    parser.onBody = { current?.body.append(contentsOf: $0) }
+    parser.onEnd = { trailers in
+        if var request = current {
+            request.trailers = trailers
+            report.requests.append(request)
+        }
+        current = nil
+    }
+    let step = max(1, readSize)
+    var start = 0
+    bytes.withUnsafeBytes { all in
+        while start < all.count {
+            var read = UnsafeRawBufferPointer(rebasing: all[start..<min(all.count, start + step)])
+            start += read.count
+            // One read may hold several pipelined messages: resume after each one.
+            while !read.isEmpty {
+                let (consumed, outcome) = parser.parse(read)
+                switch outcome {
+                case .needMore:
+                    read = UnsafeRawBufferPointer(rebasing: read[read.count...])
+                case .messageEnd:
+                    read = UnsafeRawBufferPointer(rebasing: read[consumed...])
+                case .upgrade:
+                    report.upgraded = true
+                    return
+                case .error(let e):
+                    report.error = e
+                    return
+                }
+            }
+        }
+        switch parser.finish() {
+        case .error(let e): report.error = e
+        case .upgrade: report.upgraded = true
+        case .needMore, .messageEnd: break
+        }
+    }
+    return report
+}

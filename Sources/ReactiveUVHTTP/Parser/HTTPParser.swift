@@ -1,0 +1,334 @@
+import CHTTPParser
+
+/// The one type that speaks to http_parser (Node's, 2.9, from Debian's libhttp-parser-dev):
+/// swap the parser here and nowhere else.
+///
+/// ```
+///  bytes ──▶ HTTPHeadScanner (strict head grammar, 431/414/505/400)
+///        ──▶ http_parser_execute ──callbacks──▶ onHead / onBody / onEnd
+///                 │ paused in on_message_complete, so one call never runs past a message
+///                 ▼
+///        (consumed, outcome)  — the caller resumes at `consumed` for the next message
+/// ```
+///
+/// The parser works straight on the caller's read buffer: field names, values and the
+/// target are copied out once into their `String`s, body bytes are handed to `onBody` as a
+/// view of that buffer. Framing defences that http_parser lacks or leaves lenient are ours:
+/// `Content-Length` together with `Transfer-Encoding`, differing lengths, a request whose
+/// last transfer coding is not `chunked`, bodies and trailers over the limits.
+///
+/// Not thread-safe: one parser per connection, used on its loop's thread.
+final class HTTPParser {
+    /// Requests (a server) or responses (a client).
+    enum Kind { case request, response }
+
+    /// The limits a message is held to.
+    struct Limits: Sendable {
+        /// The most bytes of a head (start line, fields, empty line); also bounds trailers.
+        var maxHeadBytes = 64 * 1024
+        /// The most bytes of a request line.
+        var maxStartLineBytes = 8 * 1024
+        /// The most bytes of a body (after removing chunked framing).
+        var maxBodyBytes = 1 << 20
+    }
+
+    /// What one call of ``parse(_:)`` ended on.
+    enum Outcome: Equatable {
+        /// Every byte was taken; the message goes on past them.
+        case needMore
+        /// A message ended at `consumed`; bytes after it are the next message's.
+        case messageEnd
+        /// A message asking to switch protocols ended at `consumed`; bytes after it are not HTTP.
+        case upgrade
+        /// The bytes are refused; nothing more will be parsed.
+        case error(HTTPParseError)
+    }
+
+    let kind: Kind
+    let limits: Limits
+    /// Called once per message when its head is complete.
+    var onHead: (HTTPMessageHead) -> Void = { _ in }
+    /// Called with each run of body bytes (a view of the buffer being parsed: copy to keep).
+    var onBody: (UnsafeRawBufferPointer) -> Void = { _ in }
+    /// Called when a message ends, with its trailer fields (empty unless chunked with trailers).
+    var onEnd: (HTTPHeaders) -> Void = { _ in }
+    /// Set by a client before a response to `HEAD` (or a 1xx/204/304 it expects): the
+    /// response has no body whatever its headers say.
+    var skipBody = false
+
+    private let parser: UnsafeMutablePointer<http_parser>
+    private var scanner: HTTPHeadScanner
+    private var inHead = true
+    private var pendingHead: [UInt8] = []
+    private var failure: HTTPParseError?
+    private var head = HTTPMessageHead()
+    private var text: [UInt8] = []
+    private var fieldName = ""
+    private var readingValue = false
+    private var headersDone = false
+    private var startLineTaken = false
+    private var trailers = HTTPHeaders()
+    private var trailerBytes = 0
+    private var bodyBytes = 0
+    private var ended = false
+
+    init(_ kind: Kind, limits: Limits = Limits()) {
+        self.kind = kind
+        self.limits = limits
+        scanner = HTTPHeadScanner(isRequest: kind == .request, maxHeadBytes: limits.maxHeadBytes, maxStartLineBytes: limits.maxStartLineBytes)
+        // Heap storage that C points at, never a stored property's address.
+        parser = .allocate(capacity: 1)
+        http_parser_init(parser, kind == .request ? HTTP_REQUEST : HTTP_RESPONSE)
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        text.reserveCapacity(256)
+    }
+
+    deinit { parser.deallocate() }
+
+    /// Whether bytes of a message have arrived and it has not ended (EOF now cuts it short).
+    var isMidMessage: Bool { inHead ? scanner.hasStarted : !ended }
+
+    /// Parses `bytes` up to the end of at most one message.
+    ///
+    /// - Parameter bytes: bytes read; may hold part of a message, or several.
+    /// - Returns: how many bytes were taken and why parsing stopped there. After
+    ///   ``Outcome/messageEnd`` call again with the rest; after ``Outcome/upgrade`` or
+    ///   ``Outcome/error(_:)`` the rest is not this parser's.
+    func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, outcome: Outcome) {
+        if let failure { return (0, .error(failure)) }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return (0, .needMore) }
+        if inHead {
+            if !scanner.hasStarted { beginMessage() }
+            switch scanner.scan(bytes) {
+            case .error(let e):
+                return (0, fail(e))
+            case .needMore:
+                // http_parser sees no byte of a head before the whole head passed the
+                // scanner, so how the head was split into reads never changes which error
+                // wins. Only a head split across reads is copied (bounded by the limit).
+                pendingHead.append(contentsOf: bytes)
+                return (bytes.count, .needMore)
+            case .complete:
+                inHead = false
+                if !pendingHead.isEmpty {
+                    let held = pendingHead
+                    pendingHead.removeAll(keepingCapacity: false)
+                    let n = held.withUnsafeBytes { http_parser_execute(parser, &Self.settings, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+                    if case .error(let e) = outcome(afterParsing: n, of: held.count) { return (0, .error(e)) }
+                }
+            }
+        }
+        let n = http_parser_execute(parser, &Self.settings, base.assumingMemoryBound(to: CChar.self), bytes.count)
+        return (n, outcome(afterParsing: n, of: bytes.count))
+    }
+
+    /// Tells the parser the peer ended its side (EOF).
+    ///
+    /// - Returns: ``Outcome/messageEnd`` when that ends a response read until EOF,
+    ///   ``Outcome/needMore`` when no message was under way, an error when one was cut short.
+    func finish() -> Outcome {
+        if let failure { return .error(failure) }
+        if inHead {
+            return scanner.hasStarted ? fail(.badRequest("connection closed inside a message head")) : .needMore
+        }
+        if ended { return .needMore }
+        _ = http_parser_execute(parser, &Self.settings, nil, 0)
+        let result = outcome(afterParsing: 0, of: 0)
+        if case .needMore = result { return fail(.badRequest("connection closed inside a message body")) }
+        return result
+    }
+
+    private func beginMessage() {
+        head = HTTPMessageHead()
+        text.removeAll(keepingCapacity: true)
+        fieldName = ""
+        readingValue = false
+        headersDone = false
+        startLineTaken = false
+        trailers = HTTPHeaders()
+        trailerBytes = 0
+        bodyBytes = 0
+        ended = false
+    }
+
+    private func outcome(afterParsing n: Int, of count: Int) -> Outcome {
+        let errno = http_errno(parser.pointee.http_errno)
+        if errno == HPE_PAUSED {
+            http_parser_pause(parser, 0)
+            return messageEnded()
+        }
+        if errno != HPE_OK {
+            if let failure { return .error(failure) }
+            return fail(Self.error(for: errno))
+        }
+        if ended { return messageEnded() }
+        return .needMore
+    }
+
+    private func messageEnded() -> Outcome {
+        let upgraded = head.upgrade
+        inHead = true
+        scanner.reset()
+        return upgraded ? .upgrade : .messageEnd
+    }
+
+    @discardableResult
+    private func fail(_ e: HTTPParseError) -> Outcome {
+        failure = e
+        return .error(e)
+    }
+
+    private static func error(for errno: http_errno) -> HTTPParseError {
+        let name = String(cString: http_errno_name(errno))
+        switch errno {
+        case HPE_HEADER_OVERFLOW: return HTTPParseError(status: 431, reason: "header section too large (\(name))")
+        case HPE_UNEXPECTED_CONTENT_LENGTH: return .badRequest("conflicting message framing (\(name))")
+        case HPE_INVALID_CHUNK_SIZE: return .badRequest("invalid chunk size (\(name))")
+        default: return .badRequest("malformed message (\(name))")
+        }
+    }
+
+    // MARK: - Callbacks (C function pointers; the parser object rides in `data`)
+
+    private static func this(_ p: UnsafeMutablePointer<http_parser>?) -> HTTPParser {
+        Unmanaged<HTTPParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+    }
+
+    private static func chars(_ at: UnsafePointer<CChar>?, _ length: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: at, count: length)
+    }
+
+    nonisolated(unsafe) private static var settings: http_parser_settings = {
+        var s = http_parser_settings()
+        s.on_url = { p, at, length in this(p).appendText(chars(at, length)) }
+        s.on_status = { p, at, length in this(p).appendText(chars(at, length)) }
+        s.on_header_field = { p, at, length in this(p).field(chars(at, length)) }
+        s.on_header_value = { p, at, length in this(p).value(chars(at, length)) }
+        s.on_headers_complete = { p in this(p).headersComplete() }
+        s.on_body = { p, at, length in this(p).body(chars(at, length)) }
+        s.on_message_complete = { p in this(p).messageComplete() }
+        return s
+    }()
+
+    private func appendText(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        text.append(contentsOf: bytes)
+        return 0
+    }
+
+    private func field(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        if readingValue { storeField() }
+        if !startLineTaken { takeStartLineText() }
+        if headersDone {
+            trailerBytes += bytes.count
+            if trailerBytes > limits.maxHeadBytes { return refuse(.headersTooLarge(limits.maxHeadBytes)) }
+        }
+        text.append(contentsOf: bytes)
+        return 0
+    }
+
+    private func value(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        if !readingValue {
+            fieldName = String(decoding: text, as: UTF8.self)
+            text.removeAll(keepingCapacity: true)
+            readingValue = true
+        }
+        if headersDone {
+            trailerBytes += bytes.count
+            if trailerBytes > limits.maxHeadBytes { return refuse(.headersTooLarge(limits.maxHeadBytes)) }
+            // Trailers never passed the scanner: hold them to the same rule here.
+            if bytes.contains(where: { $0 < 32 && $0 != 9 || $0 == 0x7F }) {
+                return refuse(.badRequest("control byte in a trailer field"))
+            }
+        }
+        text.append(contentsOf: bytes)
+        return 0
+    }
+
+    private func storeField() {
+        let value = String(decoding: text, as: UTF8.self)
+        text.removeAll(keepingCapacity: true)
+        if headersDone { trailers.add(fieldName, value) } else { head.headers.add(fieldName, value) }
+        fieldName = ""
+        readingValue = false
+    }
+
+    private func takeStartLineText() {
+        startLineTaken = true
+        if kind == .request { head.target = String(decoding: text, as: UTF8.self) } else { head.reason = String(decoding: text, as: UTF8.self) }
+        text.removeAll(keepingCapacity: true)
+    }
+
+    /// Records why the message is refused and stops http_parser. -1, not 1: from
+    /// on_headers_complete, 1 means "no body follows" and 2 "upgrade", not an error; -1 is
+    /// an error from every callback.
+    private func refuse(_ e: HTTPParseError) -> Int32 {
+        failure = e
+        return -1
+    }
+
+    private func headersComplete() -> Int32 {
+        if readingValue { storeField() } else if !startLineTaken { takeStartLineText() }
+        headersDone = true
+        let p = parser.pointee
+        head.version = HTTPVersion(major: Int(p.http_major), minor: Int(p.http_minor))
+        if kind == .request {
+            head.method = String(cString: http_method_str(http_method(UInt32(p.method))))
+        } else {
+            head.status = Int(p.status_code)
+        }
+        head.keepAlive = http_should_keep_alive(parser) != 0
+        head.chunked = p.flags & UInt32(F_CHUNKED.rawValue) != 0
+        head.upgrade = p.upgrade != 0 || kind == .request && head.method == "CONNECT"
+        if let e = checkFraming() { return refuse(e) }
+        onHead(head)
+        if kind == .response && skipBody { return 1 }
+        return 0
+    }
+
+    /// The framing rules RFC 9112 §6 sets and http_parser does not enforce all of.
+    private func checkFraming() -> HTTPParseError? {
+        let lengths = head.headers.values("Content-Length")
+        let codings = head.headers.values("Transfer-Encoding")
+        if !codings.isEmpty {
+            if !lengths.isEmpty { return .badRequest("both Content-Length and Transfer-Encoding") }
+            let last = codings.last!.split(separator: ",").last.map { $0.trimmingSpaces } ?? ""
+            if kind == .request && !HTTPHeaders.sameName(last, "chunked") {
+                return .badRequest("request Transfer-Encoding does not end in chunked")
+            }
+        }
+        if let first = lengths.first {
+            var parsed: Int?
+            for value in lengths {
+                for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let t = part.trimmingSpaces
+                    guard !t.isEmpty, t.utf8.count <= 18, t.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(t) else {
+                        return .badRequest("invalid Content-Length \(first)")
+                    }
+                    if let parsed, parsed != n { return .badRequest("differing Content-Length values") }
+                    parsed = n
+                }
+            }
+            head.contentLength = parsed
+            if let n = parsed, n > limits.maxBodyBytes, !(kind == .response && skipBody) {
+                return .bodyTooLarge(limits.maxBodyBytes)
+            }
+        }
+        return nil
+    }
+
+    private func body(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        bodyBytes += bytes.count
+        if bodyBytes > limits.maxBodyBytes { return refuse(.bodyTooLarge(limits.maxBodyBytes)) }
+        onBody(bytes)
+        return 0
+    }
+
+    private func messageComplete() -> Int32 {
+        if readingValue { storeField() }
+        ended = true
+        onEnd(trailers)
+        // Stop here so the caller learns where this message ended (pipelining, upgrade).
+        http_parser_pause(parser, 1)
+        return 0
+    }
+}

@@ -1,0 +1,341 @@
+import ReactiveUV
+
+/// One request read by an HTTP server: its head, its body as a signal, and the calls that
+/// answer it.
+///
+/// **Threads.** Requests arrive on the connection's loop thread. ``respond(status:headers:body:)-([UInt8])``
+/// and its siblings may be called from any thread (they hop to the loop). Responses on a
+/// connection are written in request order whatever order the application answers in
+/// (pipelining).
+///
+/// **Exactly one answer.** The first `respond` (or ``upgrade(headers:)``) wins; later ones
+/// return `false` and write nothing. A request never answered keeps its connection until
+/// the client goes away or the server's listen subscription is disposed.
+public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
+    // Thread-safety: the head is immutable; everything else is confined to `loop`'s thread
+    // (public calls from other threads hop there through `EventLoop.execute`).
+
+    /// The request method as sent: `GET`, `POST`, ...
+    public let method: String
+    /// The request target as sent: path and query, `/search?q=x`.
+    public let target: String
+    /// The HTTP version: 1.0 or 1.1.
+    public let version: HTTPVersion
+    /// The header fields, in order.
+    public let headers: HTTPHeaders
+    /// The loop of the connection the request came on; its events arrive on this loop's thread.
+    public let loop: EventLoop
+    /// The connection's peer (`127.0.0.1:51234`, a socket path).
+    public let peer: String
+
+    /// The path part of ``target`` (before `?`), still percent-encoded.
+    public var path: Substring { target.firstIndex(of: "?").map { target[..<$0] } ?? target[...] }
+    /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
+    public var query: Substring? { target.firstIndex(of: "?").map { target[target.index(after: $0)...] } }
+
+    /// The value of query parameter `name` (first occurrence, `+` and `%XX` decoded).
+    ///
+    /// - Parameter name: the parameter's name as it appears in the query.
+    /// - Returns: the decoded value, `""` for a bare `name`, or `nil` when absent.
+    public func queryParameter(_ name: String) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if HTTPRouter.percentDecode(parts[0]) == name { return parts.count > 1 ? HTTPRouter.percentDecode(parts[1]) : "" }
+        }
+        return nil
+    }
+
+    unowned let connection: HTTPServerConnection
+    let keepAliveRequested: Bool
+    let expectsContinue: Bool
+    let upgradeRequested: Bool
+
+    // Body state (loop thread).
+    var bodyChunks: [[UInt8]] = []
+    var bodyEnded = false
+    var bodyTrailers = HTTPHeaders()
+    var bodySubscriber: Subscriber<[UInt8]>?
+    var bodySubscribed = false
+    var bodyDiscarding = false
+    var sentContinue = false
+
+    // Response state (loop thread).
+    var response: HTTPPendingResponse?
+    var answered = false
+
+    init(head: HTTPMessageHead, connection: HTTPServerConnection) {
+        method = head.method
+        target = head.target
+        version = head.version
+        headers = head.headers
+        loop = connection.loop
+        peer = connection.transport.description
+        self.connection = connection
+        keepAliveRequested = head.keepAlive
+        expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")
+        upgradeRequested = head.upgrade
+    }
+
+    /// `GET /path HTTP/1.1`.
+    public var description: String { "\(method) \(target) \(version)" }
+
+    // MARK: - Body
+
+    /// The request body, chunk by chunk, then completion (also for a request without body).
+    ///
+    /// One subscription per request: a second fails with ``HTTPServerError/bodyAlreadySubscribed``.
+    /// Chunks that arrived before the subscription are delivered first; while none is
+    /// subscribed, at most ``HTTPServerOptions/bodyBufferBytes`` are held and reading pauses
+    /// (backpressure: the client's sends stall in TCP). A subscriber receives chunks on the
+    /// loop's thread, synchronously as they are read, so reading goes on only as fast as it
+    /// takes them. Subscribing to the body of a request with `Expect: 100-continue` sends
+    /// `100 Continue`. Disposing discards the rest of the body (the connection stays usable).
+    /// The body fails if the connection fails mid-body.
+    ///
+    /// `--[chunk]--[chunk]--|`
+    public var body: Signal<[UInt8]> {
+        Signal.create { subscriber in
+            let d = CompoundDisposable()
+            self.onLoop { self.attachBody(subscriber, d) }
+            return d
+        }
+    }
+
+    /// The whole body as one array, once it has arrived (bounded by ``HTTPServerOptions/maxBodyBytes``).
+    public var collectedBody: Signal<[UInt8]> {
+        body.aggregate(start: [UInt8]()) { all, chunk in
+            var all = all
+            all.append(contentsOf: chunk)
+            return all
+        }
+    }
+
+    /// The chunked trailer fields, valid once ``body`` has completed.
+    public var trailers: HTTPHeaders { bodyTrailers }
+
+    private func attachBody(_ subscriber: Subscriber<[UInt8]>, _ d: CompoundDisposable) {
+        guard !d.isDisposed else { return }
+        guard !bodySubscribed else {
+            subscriber.sendError(HTTPServerError.bodyAlreadySubscribed)
+            return
+        }
+        bodySubscribed = true
+        let held = bodyChunks
+        bodyChunks = []
+        connection.bodyBytesHeld -= held.reduce(0) { $0 + $1.count }
+        for chunk in held where !d.isDisposed { subscriber.sendNext(chunk) }
+        if bodyEnded {
+            subscriber.sendCompleted()
+        } else {
+            bodySubscriber = subscriber
+            d.add(Disposable { [weak self] in
+                guard let self else { return }
+                self.onLoop {
+                    if self.bodySubscriber != nil {
+                        self.bodySubscriber = nil
+                        self.bodyDiscarding = true
+                    }
+                }
+            })
+            if expectsContinue { connection.sendContinueIfFirst(self) }
+        }
+        connection.resumeReading()
+    }
+
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) {
+        if let bodySubscriber {
+            bodySubscriber.sendNext(Array(bytes))
+        } else if !bodyDiscarding && !answeredAndDone {
+            bodyChunks.append(Array(bytes))
+            connection.bodyBytesHeld += bytes.count
+            let server = connection.server
+            server.maxBodyBytesHeld = max(server.maxBodyBytesHeld, connection.bodyBytesHeld)
+        }
+    }
+
+    /// A request answered and written no longer keeps body bytes nobody asked for.
+    var answeredAndDone = false
+
+    func endBody(trailers: HTTPHeaders) {
+        bodyEnded = true
+        bodyTrailers = trailers
+        if let s = bodySubscriber {
+            bodySubscriber = nil
+            s.sendCompleted()
+        }
+    }
+
+    func failBody(_ error: any Error) {
+        if let s = bodySubscriber {
+            bodySubscriber = nil
+            s.sendError(error)
+        }
+    }
+
+    // MARK: - Responding
+
+    /// Answers with a body of bytes (sent with `Content-Length`).
+    ///
+    /// Fields the server owns are set by it: `Content-Length`, `Transfer-Encoding`,
+    /// `Connection` and (unless given) `Date`. A field whose name is not a token or whose
+    /// value holds CR, LF or NUL is refused (``HTTPHeaders/isValidField(name:value:)``):
+    /// nothing of this answer is written, the client gets `500` instead, and the call
+    /// returns `false`. Callable from any thread.
+    ///
+    /// - Parameters:
+    ///   - status: the status code, 200 to 599 (or 1xx/204/304, sent without a body).
+    ///   - headers: the application's fields.
+    ///   - body: the body; not written for `HEAD` or a status without body.
+    /// - Returns: `false` when the request was already answered or a field was refused.
+    @discardableResult
+    public func respond(status: Int = 200, headers: HTTPHeaders = [:], body: [UInt8]) -> Bool {
+        answer(.bytes(status: status, headers: headers, body: body))
+    }
+
+    /// Answers with a UTF-8 text body (sent with `Content-Length`); see ``respond(status:headers:body:)-([UInt8])``.
+    ///
+    /// - Parameters:
+    ///   - status: the status code.
+    ///   - headers: the application's fields; `Content-Type` is `text/plain; charset=utf-8`
+    ///     unless given.
+    ///   - text: the body.
+    /// - Returns: `false` when the request was already answered or a field was refused.
+    @discardableResult
+    public func respond(status: Int = 200, headers: HTTPHeaders = [:], text: String) -> Bool {
+        var headers = headers
+        if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
+        return answer(.bytes(status: status, headers: headers, body: Array(text.utf8)))
+    }
+
+    /// Answers with a body streamed from `body`: chunked to HTTP/1.1 clients, close-delimited
+    /// to HTTP/1.0 ones (never chunked to them).
+    ///
+    /// `body` is subscribed once every earlier response on the connection is written, and
+    /// its chunks are written as they come, the connection's write queue bounded (``HTTPTransport/send(_:)``).
+    /// Completion ends the body; an error closes the connection (HTTP/1.1 has no way to say
+    /// "this body failed" but cutting it short). A client that goes away disposes it.
+    ///
+    /// - Parameters:
+    ///   - status: the status code.
+    ///   - headers: the application's fields.
+    ///   - body: the body's chunks; empty chunks are skipped.
+    /// - Returns: `false` when the request was already answered or a field was refused.
+    @discardableResult
+    public func respond(status: Int = 200, headers: HTTPHeaders = [:], stream body: Signal<[UInt8]>) -> Bool {
+        answer(.stream(status: status, headers: headers, body: body))
+    }
+
+    /// Answers with a text body streamed from `body`, each string as UTF-8; see
+    /// ``respond(status:headers:stream:)-(_,_,Signal<[UInt8]>)``.
+    ///
+    /// - Parameters:
+    ///   - status: the status code.
+    ///   - headers: the application's fields.
+    ///   - body: the body's pieces.
+    /// - Returns: `false` when the request was already answered or a field was refused.
+    @discardableResult
+    public func respond(status: Int = 200, headers: HTTPHeaders = [:], stream body: Signal<String>) -> Bool {
+        answer(.stream(status: status, headers: headers, body: body.map { Array($0.utf8) }))
+    }
+
+    /// Switches the connection to another protocol (WebSocket): the seam a protocol built
+    /// on HTTP upgrades through.
+    ///
+    /// Subscribing answers the request: once every earlier response on the connection is
+    /// written, `101 Switching Protocols` is written with `headers` (add `Upgrade` and
+    /// `Connection: Upgrade` and the protocol's own fields), HTTP stops on the connection,
+    /// and one ``HTTPUpgrade`` is sent, the transport and the bytes already read past this
+    /// request's head, then completion. The receiver owns the transport from then on (the
+    /// listen subscription still closes it when disposed). Fails with
+    /// ``HTTPServerError/alreadyAnswered`` when the request was answered, with
+    /// ``HTTPServerError/invalidHeader(name:)`` for a field that could split the message,
+    /// and with the transport's error when the write fails. Events arrive on ``loop``'s
+    /// thread. To refuse a handshake, call ``respond(status:headers:body:)-([UInt8])``
+    /// (400 or 426) instead.
+    ///
+    /// - Parameter headers: the fields of the `101` response.
+    /// - Returns: a signal of one upgrade.
+    public func upgrade(headers: HTTPHeaders) -> Signal<HTTPUpgrade> {
+        Signal.create { subscriber in
+            let d = CompoundDisposable()
+            self.onLoop {
+                guard !d.isDisposed else { return }
+                guard !self.answered else { return subscriber.sendError(HTTPServerError.alreadyAnswered) }
+                if let bad = headers.fields.first(where: { !HTTPHeaders.isValidField(name: $0.name, value: $0.value) }) {
+                    return subscriber.sendError(HTTPServerError.invalidHeader(name: bad.name))
+                }
+                self.answered = true
+                self.response = .upgrade(headers: headers, subscriber: subscriber)
+                self.connection.flush()
+            }
+            return d
+        }
+    }
+
+    private func answer(_ response: HTTPPendingResponse) -> Bool {
+        if loop.isCurrentThread { return answerOnLoop(response) }
+        // From another thread: hop, and report what can be known here (a refused field);
+        // "already answered" is only known on the loop, where the extra answer is dropped.
+        let box = HTTPBox(response)
+        loop.execute { _ = self.answerOnLoop(box.value) }
+        return response.headers.fields.allSatisfy { HTTPHeaders.isValidField(name: $0.name, value: $0.value) }
+    }
+
+    private func answerOnLoop(_ response: HTTPPendingResponse) -> Bool {
+        guard !answered else { return false }
+        answered = true
+        let valid = response.headers.fields.allSatisfy { HTTPHeaders.isValidField(name: $0.name, value: $0.value) }
+        self.response = valid ? response : .bytes(status: 500, headers: [:], body: [])
+        connection.flush()
+        return valid
+    }
+
+    func onLoop(_ work: @escaping () -> Void) {
+        if loop.isCurrentThread {
+            work()
+        } else {
+            let box = HTTPBox(work)
+            loop.execute { box.value() }
+        }
+    }
+}
+
+/// A mutable box for handing a non-Sendable value to the loop's thread, where it is used alone.
+final class HTTPBox<T>: @unchecked Sendable {
+    // Thread-safety: written before the hand-off, read after it on the loop's thread.
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// An answer waiting for its turn on the connection.
+enum HTTPPendingResponse {
+    case bytes(status: Int, headers: HTTPHeaders, body: [UInt8])
+    case stream(status: Int, headers: HTTPHeaders, body: Signal<[UInt8]>)
+    case upgrade(headers: HTTPHeaders, subscriber: Subscriber<HTTPUpgrade>)
+
+    var headers: HTTPHeaders {
+        switch self {
+        case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h
+        }
+    }
+}
+
+/// Misuse of a request, reported as a signal error.
+public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// ``HTTPRequest/body`` was subscribed a second time.
+    case bodyAlreadySubscribed
+    /// The request was answered already.
+    case alreadyAnswered
+    /// A header field given to ``HTTPRequest/upgrade(headers:)`` could split the message.
+    case invalidHeader(name: String)
+
+    /// What went wrong, in words.
+    public var description: String {
+        switch self {
+        case .bodyAlreadySubscribed: "the request body was already subscribed"
+        case .alreadyAnswered: "the request was already answered"
+        case .invalidHeader(let name): "header field \(name) holds CR, LF or NUL, or is not a token"
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Glibc
+
+/// Builds a response head into one byte buffer: the status line, the application's fields
+/// (checked, never written when they could split the message), then the framing fields,
+/// which are always ours.
+enum HTTPResponseHead {
+    /// How the body is delimited on the wire.
+    enum Framing {
+        /// `Content-Length: n`.
+        case length(Int)
+        /// `Transfer-Encoding: chunked` (HTTP/1.1 only).
+        case chunked
+        /// Neither: the body ends when the connection closes (HTTP/1.0 streaming), or
+        /// there is none by rule (1xx, 204, 304).
+        case none
+    }
+
+    /// The head's bytes, or `nil` when a field set by the application is not valid
+    /// (``HTTPHeaders/isValidField(name:value:)``).
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + headers.fields.count * 32)
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status, to: &out)
+        out.append(32)
+        out.append(contentsOf: HTTPStatus.reason(status).utf8)
+        out.append(contentsOf: crlf)
+        var hasDate = false
+        for (name, value) in headers.fields {
+            guard HTTPHeaders.isValidField(name: name, value: value) else { return nil }
+            // Framing and persistence are decided here, from the body we actually send.
+            if HTTPHeaders.sameName(name, "Content-Length") || HTTPHeaders.sameName(name, "Transfer-Encoding")
+                || HTTPHeaders.sameName(name, "Connection") && !HTTPHeaders.sameName(value, "upgrade")
+            {
+                continue
+            }
+            if HTTPHeaders.sameName(name, "Date") { hasDate = true }
+            out.append(contentsOf: name.utf8)
+            out.append(58)
+            out.append(32)
+            out.append(contentsOf: value.utf8)
+            out.append(contentsOf: crlf)
+        }
+        if !hasDate && !date.isEmpty {
+            out.append(contentsOf: "Date: ".utf8)
+            out.append(contentsOf: date)
+            out.append(contentsOf: crlf)
+        }
+        switch framing {
+        case .length(let n):
+            out.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(n, to: &out)
+            out.append(contentsOf: crlf)
+        case .chunked:
+            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+        case .none:
+            break
+        }
+        if status != 101 {
+            out.append(contentsOf: keepAlive ? "Connection: keep-alive\r\n".utf8 : "Connection: close\r\n".utf8)
+        }
+        out.append(contentsOf: crlf)
+        return out
+    }
+
+    static let crlf: [UInt8] = [13, 10]
+
+    static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
+        if n < 10 {
+            out.append(48 + UInt8(n))
+            return
+        }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var v = n
+        withUnsafeMutableBytes(of: &digits) { d in
+            while v > 0 {
+                d[count] = 48 + UInt8(v % 10)
+                v /= 10
+                count += 1
+            }
+            for k in stride(from: count - 1, through: 0, by: -1) { out.append(d[k]) }
+        }
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT` for now (RFC 9110's IMF-fixdate), without Foundation.
+    static func imfDate() -> [UInt8] {
+        var t = time(nil)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        return buffer[0..<n].map { UInt8(bitPattern: $0) }
+    }
+
+    /// A chunk's size line: hex length and CRLF.
+    static func chunkPrefix(_ count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var started = false
+        for shift in stride(from: 60, through: 0, by: -4) {
+            let digit = (count >> shift) & 0xF
+            if digit != 0 || started || shift == 0 {
+                started = true
+                out.append(digit < 10 ? 48 + UInt8(digit) : 87 + UInt8(digit))
+            }
+        }
+        out.append(contentsOf: crlf)
+        return out
+    }
+}

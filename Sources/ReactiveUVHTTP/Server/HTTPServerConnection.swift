@@ -1,0 +1,401 @@
+import CSystemShims
+import ReactiveUV
+
+/// One connection of an HTTP server: reads, parses, hands requests to the application and
+/// writes their responses in request order.
+///
+/// ```
+///  transport.reads ──▶ received ──▶ HTTPParser.parse (straight on the read buffer)
+///        ▲                              │ onHead ─▶ HTTPRequest ─▶ queue + server.deliver
+///        │ stop/resume                  │ onBody ─▶ request body (held ≤ bodyBufferBytes)
+///        │ (backpressure,               │ onEnd
+///        │  pipelining bound,           ▼
+///        │  upgrade, error)          queue: [HTTPRequest] in request order
+///        │                              │ flush: the answered prefix, one write per batch
+///        └──────────────────────────────┴─▶ transport.write / send ─▶ close | next batch
+/// ```
+///
+/// Everything here runs on the connection's loop thread; requests hop there for calls
+/// made elsewhere. Reading stops (`reads` disposed, so libuv stops reading and TCP pushes
+/// back on the client) while: too many requests wait for answers, too many body bytes wait
+/// for a subscriber, a request asking to upgrade waits for its answer, or no further request
+/// will be answered (an error, `Connection: close`). Bytes read but not parsed wait in
+/// `pending`; after an upgrade they are the new protocol's first bytes.
+final class HTTPServerConnection {
+    let transport: any HTTPTransport
+    let loop: EventLoop
+    let server: HTTPServerState
+    private let parser: HTTPParser
+
+    private var reading: Disposable?
+    private var watchingClose: Disposable?
+    private var pending: [UInt8] = []
+    private(set) var queue: [HTTPRequest] = []
+    private var current: HTTPRequest?
+    var bodyBytesHeld = 0
+    private var writing = false
+    private var parsing = false
+    /// No request after the ones queued will be read (error, `Connection: close`, EOF).
+    private var noMoreRequests = false
+    /// A request asked to switch protocols: nothing after it is parsed until it is answered.
+    private var upgradeHeld = false
+    private var errorResponse: [UInt8]?
+    private var lingering = false
+    private var lingerSince: UInt64 = 0
+    private(set) var isClosed = false
+    private var detached = false
+    private var headSince: UInt64 = 0
+    private var idleSince: UInt64
+
+    init(transport: any HTTPTransport, server: HTTPServerState) {
+        self.transport = transport
+        self.loop = transport.loop
+        self.server = server
+        parser = HTTPParser(.request, limits: server.options.parserLimits)
+        idleSince = csys_monotonic_ns()
+        parser.onHead = { [unowned self] head in self.head(head) }
+        parser.onBody = { [unowned self] bytes in self.current?.receiveBody(bytes) }
+        parser.onEnd = { [unowned self] trailers in
+            self.current?.endBody(trailers: trailers)
+            self.current = nil
+        }
+    }
+
+    /// Starts reading; the server keeps the connection until it closes.
+    func start() {
+        if server.draining { return transport.close() }
+        server.connections[ObjectIdentifier(self)] = self
+        watchingClose = transport.closed.subscribe(error: { [self] _ in self.didClose() }, completed: { [self] in self.didClose() })
+        resumeReading()
+    }
+
+    // MARK: - Reading
+
+    private var mustPause: Bool {
+        if bodyBytesHeld > server.options.bodyBufferBytes { return true }
+        // Inside a body the rest of it is read whatever follows; between messages, the
+        // next one waits while reading it is not wanted.
+        if current != nil { return false }
+        return upgradeHeld || noMoreRequests || queue.count >= server.options.maxPipelinedRequests
+    }
+
+    /// Reads again if nothing holds reading back; parses what waited first.
+    func resumeReading() {
+        guard !isClosed, !detached, reading == nil else { return }
+        if !lingering {
+            guard !mustPause else { return }
+            if !pending.isEmpty {
+                let held = pending
+                pending = []
+                parse(held)
+                guard !mustPause, !isClosed else { return }
+            }
+        }
+        reading = transport.reads.subscribe(
+            next: { [self] chunk in self.received(chunk) },
+            error: { [self] _ in self.abort() },
+            completed: { [self] in self.readEnded() })
+    }
+
+    private func stopReading() {
+        reading?.dispose()
+        reading = nil
+    }
+
+    private func received(_ chunk: [UInt8]) {
+        if lingering || detached { return }
+        if pending.isEmpty {
+            parse(chunk)
+        } else {
+            pending.append(contentsOf: chunk)
+            let held = pending
+            pending = []
+            parse(held)
+        }
+    }
+
+    private func parse(_ bytes: [UInt8]) {
+        // Answers given while parsing (the application answers inside `deliver`) are
+        // written once parsing stops: the answers to requests pipelined in one read go out
+        // in one write, and a write completing at once cannot re-enter the parse (an
+        // upgrade must see every byte after its head in `pending`).
+        parsing = true
+        defer {
+            parsing = false
+            flush()
+        }
+        bytes.withUnsafeBytes { all in
+            var offset = 0
+            while offset < all.count && !isClosed {
+                if mustPause {
+                    pending = Array(all[offset...])
+                    stopReading()
+                    return
+                }
+                if !parser.isMidMessage && headSince == 0 { headSince = csys_monotonic_ns() }
+                let (consumed, outcome) = parser.parse(UnsafeRawBufferPointer(rebasing: all[offset...]))
+                switch outcome {
+                case .needMore:
+                    offset = all.count
+                case .messageEnd:
+                    offset += consumed
+                case .upgrade:
+                    offset += consumed
+                    upgradeHeld = true
+                case .error(let e):
+                    refuse(e)
+                    return
+                }
+            }
+        }
+    }
+
+    private func head(_ head: HTTPMessageHead) {
+        headSince = 0
+        let request = HTTPRequest(head: head, connection: self)
+        queue.append(request)
+        current = request
+        if !head.keepAlive { noMoreRequests = true }
+        server.deliver(request)
+    }
+
+    private func readEnded() {
+        reading = nil
+        if lingering { return close() }
+        if case .error = parser.finish() { current?.failBody(HTTPParseError.badRequest("connection closed inside a request")) }
+        // The client ended its side: answer what it asked, then close.
+        noMoreRequests = true
+        if let current, !current.answered {
+            current.answered = true
+            queue.removeAll { $0 === current }
+        }
+        if !writing && queue.isEmpty { close() } else { flush() }
+    }
+
+    /// Answers a malformed or hostile request with its status after the earlier answers,
+    /// then closes: nothing after the bad bytes is ever read as a request.
+    private func refuse(_ e: HTTPParseError) {
+        noMoreRequests = true
+        stopReading()
+        if let current, current.bodyEnded == false {
+            // Taken out of the queue before its body fails, so an answer the application
+            // gives from the body's error is dropped: only the refusal is written.
+            if !current.answered {
+                current.answered = true
+                queue.removeAll { $0 === current }
+            }
+            current.failBody(e)
+        }
+        let body = Array((e.reason + "\n").utf8)
+        errorResponse = (HTTPResponseHead.encode(
+            status: e.status, headers: ["Content-Type": "text/plain; charset=utf-8"], framing: .length(body.count),
+            keepAlive: false, date: server.date) ?? []) + body
+        flush()
+    }
+
+    // MARK: - Writing
+
+    /// Writes the answered prefix of the queue: consecutive byte answers in one write, a
+    /// streamed or upgrade answer on its own.
+    func flush() {
+        guard !writing, !parsing, !isClosed, !detached else { return }
+        guard let first = queue.first else {
+            if let errorResponse {
+                self.errorResponse = nil
+                write(errorResponse, finishing: 0, closeAfter: true)
+            } else if noMoreRequests && reading == nil && !lingering && pending.isEmpty {
+                finishConnection()
+            }
+            return
+        }
+        guard let response = first.response else {
+            if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
+            return
+        }
+        switch response {
+        case .bytes:
+            var out: [UInt8] = []
+            var count = 0
+            var closeAfter = false
+            for request in queue {
+                guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
+                let keep = keepAlive(after: request)
+                let noBody = HTTPStatus.hasNoBody(status, method: request.method)
+                let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
+                guard let head = HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date) else {
+                    // Validated when answered; kept as a guard so nothing invalid is ever written.
+                    closeAfter = true
+                    break
+                }
+                out.append(contentsOf: head)
+                if !noBody { out.append(contentsOf: body) }
+                count += 1
+                if !keep { closeAfter = true }
+            }
+            write(out, finishing: count, closeAfter: closeAfter)
+        case .stream(let status, let headers, let body):
+            let http10 = first.version < .http1_1
+            let noBody = HTTPStatus.hasNoBody(status, method: first.method)
+            let keep = keepAlive(after: first) && !http10
+            let framing: HTTPResponseHead.Framing = noBody || http10 ? .none : .chunked
+            guard let head = HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date) else {
+                return abort()
+            }
+            var wire = Signal<[UInt8]>.return(head)
+            if !noBody {
+                if http10 {
+                    wire = wire.concat(body.filter { !$0.isEmpty })
+                } else {
+                    let framed = body.filter { !$0.isEmpty }.map { chunk in HTTPResponseHead.chunkPrefix(chunk.count) + chunk + HTTPResponseHead.crlf }
+                    wire = wire.concat(framed).concat(.return(Array("0\r\n\r\n".utf8)))
+                }
+            }
+            writing = true
+            _ = transport.send(wire).subscribe(
+                error: { [self] _ in self.abort() },
+                completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
+        case .upgrade(let headers, let subscriber):
+            guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: []) else {
+                return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
+            }
+            writing = true
+            _ = transport.write(head).subscribe(
+                error: { [self] e in
+                    subscriber.sendError(e)
+                    self.abort()
+                },
+                completed: { [self] in self.upgraded(subscriber) })
+        }
+    }
+
+    /// Whether the connection stays open after answering `request`.
+    private func keepAlive(after request: HTTPRequest) -> Bool {
+        guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
+        // A refused upgrade (400, 426): the parser stopped at its head and the client may
+        // already be speaking the other protocol, so nothing after it is read as HTTP.
+        if request.upgradeRequested { return false }
+        if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
+        if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
+        // A client waiting for `100 Continue` that never came may or may not send its body
+        // now: the only safe end is to close.
+        if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
+        return true
+    }
+
+    private func write(_ bytes: [UInt8], finishing count: Int, closeAfter: Bool) {
+        writing = true
+        _ = transport.write(bytes).subscribe(
+            error: { [self] _ in self.abort() },
+            completed: { [self] in self.wrote(finishing: count, closeAfter: closeAfter) })
+    }
+
+    private func wrote(finishing count: Int, closeAfter: Bool) {
+        writing = false
+        guard !isClosed else { return }
+        for request in queue.prefix(count) {
+            request.answeredAndDone = true
+            if !request.bodyEnded {
+                // The rest of an unread body is parsed and dropped, so the next request is
+                // found where it starts.
+                bodyBytesHeld -= request.bodyChunks.reduce(0) { $0 + $1.count }
+                request.bodyChunks = []
+                request.bodyDiscarding = true
+            }
+        }
+        queue.removeFirst(min(count, queue.count))
+        if queue.isEmpty { idleSince = csys_monotonic_ns() }
+        if closeAfter {
+            noMoreRequests = true
+            queue.removeAll()
+            errorResponse = nil
+            return finishConnection()
+        }
+        flush()
+        resumeReading()
+    }
+
+    func sendContinueIfFirst(_ request: HTTPRequest) {
+        guard queue.first === request, !writing, !request.sentContinue, !request.answered, !isClosed else { return }
+        request.sentContinue = true
+        writing = true
+        _ = transport.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)).subscribe(
+            error: { [self] _ in self.abort() },
+            completed: { [self] in
+                self.writing = false
+                self.flush()
+            })
+    }
+
+    private func upgraded(_ subscriber: Subscriber<HTTPUpgrade>) {
+        writing = false
+        detached = true
+        stopReading()
+        watchingClose?.dispose()
+        server.connections[ObjectIdentifier(self)] = nil
+        let leftover = pending
+        pending = []
+        queue.removeAll()
+        subscriber.sendNext(HTTPUpgrade(transport: transport, leftover: leftover))
+        subscriber.sendCompleted()
+    }
+
+    // MARK: - Ending
+
+    /// Ends our side after the last answer and reads (discarding) until the client ends
+    /// its side or `lingerTimeout` passes: closing at once would reset the connection if
+    /// the client still sent bytes, and a reset can discard the answer before it is read.
+    private func finishConnection() {
+        guard !lingering, !isClosed else { return }
+        lingering = true
+        lingerSince = csys_monotonic_ns()
+        _ = transport.shutdown().subscribe(error: { [self] _ in self.close() })
+        stopReading()
+        resumeReading()
+    }
+
+    /// Closes at once (a read or write failed, a timeout, the server shutting down).
+    func abort() { close() }
+
+    func close() {
+        guard !isClosed else { return }
+        transport.close()
+        didClose()
+    }
+
+    /// A graceful shutdown: the requests already read are answered (the last with
+    /// `Connection: close`), nothing more is read.
+    func endAfterAnswers() {
+        noMoreRequests = true
+        flush()
+    }
+
+    private func didClose() {
+        guard !isClosed, !detached else { return }
+        isClosed = true
+        stopReading()
+        watchingClose?.dispose()
+        server.connections[ObjectIdentifier(self)] = nil
+        defer { server.checkDrained() }
+        let failure = UVError(code: -104, operation: "read", target: transport.description)
+        current?.failBody(failure)
+        for request in queue {
+            if case .upgrade(_, let subscriber)? = request.response { subscriber.sendError(failure) }
+        }
+        queue.removeAll()
+    }
+
+    /// Closes the connection if a timeout ran out (the server's sweep, every fraction of a second).
+    func checkTimeouts(now: UInt64) {
+        let options = server.options
+        if lingering {
+            if now &- lingerSince > UInt64(options.lingerTimeout * 1e9) { close() }
+        } else if headSince != 0 && parser.isMidMessage && current == nil {
+            if now &- headSince > UInt64(options.headTimeout * 1e9) { close() }
+        } else if queue.isEmpty && current == nil && !writing && !parser.isMidMessage {
+            if now &- idleSince > UInt64(options.idleTimeout * 1e9) { close() }
+        }
+    }
+
+    /// Whether the connection has no request under way (graceful shutdown closes these).
+    var isIdle: Bool { queue.isEmpty && current == nil && !writing && !parser.isMidMessage }
+}

@@ -1,0 +1,83 @@
+import CSystemShims
+import ReactiveUV
+
+/// What the connections of one server share, on the server's loop thread: the options, the
+/// request observer, the open connections, the cached `Date` value and the one timer that
+/// enforces every connection's timeouts.
+///
+/// One sweep timer per server, not one timer per connection re-armed per request: the
+/// per-request path then touches no timer at all, and a timeout is honoured within a
+/// fraction of itself (the sweep runs every quarter of the shortest timeout, at most 1 s).
+final class HTTPServerState: @unchecked Sendable {
+    // Thread-safety: confined to `loop`'s thread; only `stop()` is handed over from another
+    // thread, through `EventLoop.execute`.
+    let options: HTTPServerOptions
+    let loop: EventLoop
+    let deliver: (HTTPRequest) -> Void
+    var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    private(set) var date: [UInt8] = HTTPResponseHead.imfDate()
+    private var timer: Disposable?
+    private var stopped = false
+    /// Set by a graceful shutdown: connections close once idle.
+    private(set) var draining = false
+    private var drainDeadline: UInt64 = 0
+    /// Called once a graceful shutdown has closed every connection (stop listening, complete).
+    var onDrained: () -> Void = {}
+    /// The most body bytes any connection held for a request nobody had subscribed to
+    /// (tests assert the backpressure bound on it).
+    var maxBodyBytesHeld = 0
+
+    init(options: HTTPServerOptions, loop: EventLoop, deliver: @escaping (HTTPRequest) -> Void) {
+        self.options = options
+        self.loop = loop
+        self.deliver = deliver
+        scheduleSweep()
+    }
+
+    private var sweepInterval: Double {
+        min(1.0, max(0.02, min(options.headTimeout, options.idleTimeout, options.lingerTimeout) / 4))
+    }
+
+    private func scheduleSweep() {
+        guard !stopped else { return }
+        timer = loop.scheduler.afterDelay(sweepInterval) { [weak self] in self?.sweep() }
+    }
+
+    private func sweep() {
+        date = HTTPResponseHead.imfDate()
+        let now = csys_monotonic_ns()
+        for connection in Array(connections.values) {
+            connection.checkTimeouts(now: now)
+            if draining && (connection.isIdle || now > drainDeadline) { connection.close() }
+        }
+        if draining { checkDrained() }
+        scheduleSweep()
+    }
+
+    /// Starts a graceful shutdown (see ``HTTPServerOptions/shutdown``).
+    func drain() {
+        guard !draining, !stopped else { return }
+        draining = true
+        drainDeadline = csys_monotonic_ns() + UInt64(max(0, options.shutdownTimeout) * 1e9)
+        for connection in Array(connections.values) {
+            if connection.isIdle { connection.close() } else { connection.endAfterAnswers() }
+        }
+        checkDrained()
+    }
+
+    /// Ends the shutdown once no connection is left.
+    func checkDrained() {
+        guard draining, !stopped, connections.isEmpty else { return }
+        let done = onDrained
+        onDrained = {}
+        done()
+    }
+
+    /// Closes every connection now and stops the timer (the listen subscription's disposal).
+    func stop() {
+        stopped = true
+        timer?.dispose()
+        timer = nil
+        for connection in Array(connections.values) { connection.close() }
+    }
+}

@@ -1,0 +1,174 @@
+import CSystemShims
+import Foundation
+import Glibc
+import XCTest
+
+@testable import ReactiveUV
+@testable import ReactiveUVHTTP
+
+/// Backpressure, graceful shutdown, the memory of idle connections, and the other
+/// transports (Unix socket, TLS).
+final class HTTPServerLifecycleTests: XCTestCase {
+    func testALargeUploadToALateSubscriberIsHeldWithinTheBufferBound() throws {
+        var options = HTTPServerOptions()
+        options.maxBodyBytes = 64 << 20
+        options.bodyBufferBytes = 64 * 1024
+        let held = Guarded(0)
+        let server = try HTTPTestServer(options: options) { request in
+            let state = request.connection.server
+            // Nobody takes the body for half a second: reading must pause meanwhile.
+            _ = request.loop.scheduler.afterDelay(0.5) {
+                var count = 0
+                request.body.subscribe(
+                    next: { count += $0.count },
+                    completed: {
+                        held.update { $0 = state.maxBodyBytesHeld }
+                        request.respond(text: "\(count)")
+                    })
+            }
+        }
+        let size = 16 << 20
+        let script = """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
+            n = int(sys.argv[2])
+            s.sendall(b"POST /upload HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n" % n)
+            block = b"u" * 65536
+            sent = 0
+            while sent < n:
+                s.sendall(block)
+                sent += len(block)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            print(data.split(b"\\r\\n\\r\\n", 1)[1].decode())
+            """
+        let r = try runProgram(["python3", "-c", script, String(server.port), String(size)])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out.trimmingCharacters(in: .whitespacesAndNewlines), String(size))
+        // The bound: the buffer plus at most one read (64 KiB) that crossed it.
+        XCTAssertGreaterThan(held.value, 0)
+        XCTAssertLessThanOrEqual(held.value, 64 * 1024 + 65536, "body bytes held while nobody subscribed")
+        print("HTTP backpressure: at most \(held.value) body bytes held for a late subscriber of a \(size)-byte upload")
+        server.stop()
+    }
+
+    func testGracefulShutdownFinishesTheRequestInFlightAndClosesIdleConnections() throws {
+        let shutdown = Subject<Void>()
+        var options = HTTPServerOptions()
+        options.shutdown = shutdown
+        options.shutdownTimeout = 20
+        let inFlight = Guarded(false)
+        let server = try HTTPTestServer(options: options) { request in
+            guard request.path == "/slow" else { return HTTPTestApp.handle(request) }
+            inFlight.update { $0 = true }
+            _ = request.loop.scheduler.afterDelay(0.5) { request.respond(text: "finished") }
+        }
+        let idle = try RawClient(port: server.port)
+        idle.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(idle.read(until: "Hello, World!").hasSuffix("Hello, World!"))
+        let busy = try RawClient(port: server.port)
+        busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(waitFor { inFlight.value })
+        shutdown.sendNext(())
+        let idleEnd = idle.readToEnd()
+        XCTAssertTrue(idleEnd.ended)
+        XCTAssertEqual(idleEnd.text, "", "an idle connection is closed without an answer")
+        let answer = busy.readToEnd()
+        XCTAssertTrue(answer.ended)
+        XCTAssertTrue(answer.text.contains("Connection: close\r\n"), answer.text)
+        XCTAssertTrue(answer.text.hasSuffix("finished"), answer.text)
+        XCTAssertTrue(waitFor { server.completed.value }, "the request signal completes once drained")
+        XCTAssertThrowsError(try RawClient(port: server.port), "no longer listening")
+        server.stop()
+    }
+
+    func testAThousandIdleKeepAliveConnectionsCostABoundedAmountOfMemory() throws {
+        // Both ends live in this process: two descriptors per connection. Raise the soft
+        // limit to the hard one (a fresh machine's soft limit is often 1024); with a hard
+        // limit too low for 1,000, measure as many as it allows.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let count = min(1000, (Int(clamping: limit.rlim_cur) - 300) / 2)
+        XCTAssertGreaterThanOrEqual(count, 300, "descriptor limit \(limit.rlim_cur) too low to measure")
+        var options = HTTPServerOptions()
+        options.idleTimeout = 600
+        let server = try HTTPTestServer(options: options, handler: HTTPTestApp.handle)
+        func rss() -> Int {
+            let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "0 0"
+            return (Int(statm.split(separator: " ")[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+        }
+        func open(_ n: Int) throws -> [RawClient] {
+            try (0..<n).map { _ in
+                let c = try RawClient(port: server.port)
+                c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                XCTAssertTrue(c.read(until: "Hello, World!").hasSuffix("Hello, World!"))
+                return c
+            }
+        }
+        // Warm up allocator and caches, so the measure is of connections, not of first use.
+        var warm = try open(50)
+        warm.removeAll()
+        XCTAssertTrue(waitFor { server.sync { server.loopConnections() } == 0 })
+        let before = rss()
+        let clients = try open(count)
+        XCTAssertTrue(waitFor { server.sync { server.loopConnections() } == count })
+        let after = rss()
+        let perConnection = max(0, after - before) / count
+        print("HTTP idle keep-alive connections: \(perConnection) bytes of RSS each (\(count) connections, \(after - before) bytes in all; client sockets are kernel memory, not RSS)")
+        XCTAssertLessThan(perConnection, 64 * 1024, "RSS per idle keep-alive connection")
+        withExtendedLifetime(clients) {}
+        server.stop()
+    }
+
+    func testServingOverAUnixSocket() throws {
+        let path = "/tmp/ruv-http-\(getpid())-\(csys_monotonic_ns()).sock"
+        defer { unlink(path) }
+        let server = try HTTPTestServer(listen: { options, loop, onListening in
+            HTTP.listen(unixSocket: path, options: options, on: loop, onListening: { _ in onListening(SocketAddress(numericHost: "127.0.0.1", port: 1)!) })
+        }, handler: HTTPTestApp.handle)
+        let r = try runProgram(["curl", "-s", "--unix-socket", path, "http://localhost/", "http://localhost/stream?n=2"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "Hello, World!chunk 0\nchunk 1\n")
+        server.stop()
+    }
+
+    func testServingOverTLS() throws {
+        let directory = "/tmp/ruv-http-tls-\(getpid())-\(csys_monotonic_ns())"
+        defer { _ = try? runProgram(["rm", "-rf", directory]) }
+        let made = try runProgram(["sh", "-c", """
+            set -e; mkdir -p \(directory); cd \(directory)
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout key.pem -out cert.pem \
+              -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -days 2 2>/dev/null
+            """])
+        XCTAssertEqual(made.status, 0, made.err)
+        let server = try HTTPTestServer(listen: { options, loop, onListening in
+            HTTP.listen(port: 0, certificate: directory + "/cert.pem", key: directory + "/key.pem", options: options, on: loop, onListening: onListening)
+        }, handler: HTTPTestApp.handle)
+        let url = "https://127.0.0.1:\(server.port)"
+        let r = try runProgram(["curl", "-sv", "--cacert", directory + "/cert.pem", url + "/", url + "/stream?n=1"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "Hello, World!chunk 0\n")
+        XCTAssertEqual(r.err.occurrences(of: "Re-using existing connection"), 1, r.err)
+        server.stop()
+    }
+
+    func testRoutesMatchMethodAndPathAndCaptureParameters() throws {
+        let user = HTTPRoute("GET", "/users/:id/posts/:post")
+        let server = try HTTPTestServer { request in
+            if let p = user.match(request) {
+                request.respond(text: "user \(p["id"]!) post \(p["post"]!) q=\(request.queryParameter("q") ?? "-")")
+            } else {
+                request.respond(status: 404, text: "no route")
+            }
+        }
+        let base = "http://127.0.0.1:\(server.port)"
+        let r = try runProgram(["curl", "-s", base + "/users/a%20b/posts/7?q=x+y", base + "/users/1", "-X", "GET"])
+        XCTAssertEqual(r.out, "user a b post 7 q=x yno route")
+        server.stop()
+    }
+}
