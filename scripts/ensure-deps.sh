@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building ReactiveUV needs from Debian when it is missing: libuv1-dev (the
 # loop, timers and IO), libhyperscan-dev (logcast's filters), libnats-dev (cnats, for
-# ReactiveUVNATS), nats-server (the NATS tests start real servers) and pkg-config (how
-# SwiftPM finds the libraries). Safe to run every time.
+# ReactiveUVNATS), nats-server (the NATS tests start real servers), libglib2.0-dev and
+# libevent-dev (the embedding tests' foreign hosts) and pkg-config (how SwiftPM finds the
+# libraries). Safe to run every time.
 set -euo pipefail
 
 need=()
@@ -20,6 +21,12 @@ if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
 have_nats_server() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_nats_server || need+=(nats-server)
+# The embedding tests run ReactiveUV inside event loops nobody here wrote: GLib's GMainLoop
+# and libevent's event_base (C programs built with `pkg-config glib-2.0 libevent`).
+if ! pkg-config --exists glib-2.0 2>/dev/null; then need+=(libglib2.0-dev); fi
+if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
+# The ported coreutils tail tests run ruv-tail as another user with setpriv(1).
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
@@ -37,3 +44,4 @@ pkg-config --exists libuv || { echo "ensure-deps: libuv still not found by pkg-c
 pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not found by pkg-config" >&2; exit 1; }
 pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
+pkg-config --exists glib-2.0 libevent || { echo "ensure-deps: glib-2.0 or libevent still not found by pkg-config" >&2; exit 1; }
