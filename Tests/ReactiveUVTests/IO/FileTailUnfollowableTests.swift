@@ -61,7 +61,7 @@ final class FileTailUnfollowableTests: XCTestCase {
             case .fifo:
                 XCTAssertEqual(mkfifo(path, 0o644), 0)
             case .socket:
-                let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+                let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
                 XCTAssertGreaterThanOrEqual(fd, 0)
                 var address = sockaddr_un()
                 address.sun_family = sa_family_t(AF_UNIX)
@@ -192,7 +192,8 @@ final class FileTailUnfollowableTests: XCTestCase {
     /// A file of 200 lines at the path, created 0600 (root's) while the loop's thread acts
     /// as nobody: a notice, then, once it is made readable 2 s later, every line.
     func checkUnreadableThenReadable(atStart: Bool) throws {
-        XCTAssertEqual(chmod(directory.path, 0o755), 0)
+        // Writable by nobody too: the loop's thread renames and creates files in it.
+        XCTAssertEqual(chmod(directory.path, 0o777), 0)
         let loop = try EventLoop()
         let path = directory.file(atStart ? "secret-start.log" : "secret-mid.log")
         let content = (0..<200).map { "\($0) secret" }
@@ -200,6 +201,19 @@ final class FileTailUnfollowableTests: XCTestCase {
         writeFile(unreadable, content.map { $0 + "\n" }.joined())
         // 0600: unreadable to nobody (root's tests); 0000 for a plain user, who owns it.
         XCTAssertEqual(chmod(unreadable, getuid() == 0 ? 0o600 : 0), 0)
+        // Made readable 2 s after the notice, by a thread started before this one drops
+        // root (a thread inherits its creator's file-system user id).
+        let noticed = Latch()
+        let chmodded = Locked<Int32>(-1)
+        let chmodder = TestThread {
+            guard noticed.wait(timeout: 120) else { return }
+            usleep(2_000_000)
+            chmodded.withLock { $0 = chmod(path, 0o644) }
+        }
+        defer {
+            noticed.countDown()
+            chmodder.join()
+        }
         try asNobody {
             var recorder: Recorder
             let subscription: Disposable
@@ -216,15 +230,11 @@ final class FileTailUnfollowableTests: XCTestCase {
             XCTAssertTrue(loop.run(until: { !recorder.unfollowable.isEmpty || recorder.error != nil }, timeout: 60))
             XCTAssertNil(recorder.error)
             XCTAssertEqual(recorder.unfollowable, ["cannot be read (EACCES: permission denied)"])
-            // Made readable 2 s later, from another thread (root's fsuid, as the file's owner).
-            let chmodder = TestThread {
-                usleep(2_000_000)
-                _ = chmod(path, 0o644)
-            }
+            noticed.countDown()
             let expected = (atStart ? [] : ["before"]) + content
             XCTAssertTrue(loop.run(until: { recorder.lines.count >= expected.count || recorder.error != nil }, timeout: 60),
                           "\(recorder.lines.count) lines; notices \(recorder.notices)")
-            chmodder.join()
+            XCTAssertEqual(chmodded.value, 0, "chmod by the file's owner")
             XCTAssertNil(recorder.error)
             XCTAssertEqual(recorder.lines, expected)
             XCTAssertEqual(recorder.unfollowable.count, 1, "\(recorder.notices)")

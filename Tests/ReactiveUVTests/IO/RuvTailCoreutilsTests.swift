@@ -36,7 +36,7 @@ final class RuvTailCoreutilsTests: XCTestCase {
         var description: String { isGNU ? "GNU tail" : "ruv-tail" }
     }
 
-    static var ruvTail: String? { FileTailFollowTests.ruvTail }
+    static var ruvTail: String? { FileTailResumeTests.ruvTail }
 
     /// `ruv-tail` (and GNU tail when `gnu`), in inotify or polling mode.
     func tools(poll: Bool, gnu: Bool = true) throws -> [Tool] {
@@ -416,7 +416,9 @@ final class RuvTailCoreutilsTests: XCTestCase {
         let tool = Tool(command: "'\(ruvTail)' --rotate-wait 0.5", isGNU: false)
         let file = f("rw.log")
         writeFile(file, "")
-        let fd = open(file, O_WRONLY | O_APPEND)
+        // Close-on-exec: ruv-tail must not inherit the writer's descriptor (it would seem
+        // to hold the rotated file open).
+        let fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0)
         defer { close(fd) }
         let program = start(tool, "'\(file)'")

@@ -1,4 +1,5 @@
 import CLibUV
+import CSystemShims
 import Glibc
 import XCTest
 
@@ -38,13 +39,13 @@ final class TCPLocalCloseTests: XCTestCase {
             }
             close(s)
         }
-        XCTAssertTrue(loop.run(until: { received.value == "echo: whole\n" }, timeout: 60), received.value)
+        XCTAssertTrue(runUntil(loop) { received.value == "echo: whole\n" }, received.value)
         // The unfinished line is in the server's buffer by now or soon; either way it must
         // not come out as a line when the subscription is disposed.
         _ = loop.run(until: { false }, timeout: 0.1)
         server.dispose()
         // The positive marker: the client sees the connection end.
-        XCTAssertTrue(loop.run(until: { sawEOF.value }, timeout: 60))
+        XCTAssertTrue(runUntil(loop) { sawEOF.value })
         client.join()
 
         XCTAssertEqual(lines.value, ["whole"], "no line invented from the unfinished one")
@@ -52,5 +53,13 @@ final class TCPLocalCloseTests: XCTestCase {
         XCTAssertEqual(received.value, "echo: whole\n")
         XCTAssertNil(errors.error)
         assertAllHandlesClosedAndClose(loop)
+    }
+
+    /// Runs `loop` in short slices until `condition` holds (bounded): the condition is set
+    /// by the client thread, which wakes no loop, so one long `run(until:)` would sleep on.
+    func runUntil(_ loop: EventLoop, timeout: Double = 60, _ condition: () -> Bool) -> Bool {
+        let deadline = csys_monotonic_ns() + UInt64(timeout * 1e9)
+        while !condition() && csys_monotonic_ns() < deadline { _ = loop.run(until: condition, timeout: 0.02) }
+        return condition()
     }
 }
