@@ -312,9 +312,10 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             if events & Int32(UV_RENAME.rawValue) != 0 || current == nil { checkPath() }
             if !stopped { current?.poke() }
         } else {
-            // Every missed sibling, not only the one named: an older one may have moved on
-            // to another name already, and must be read before this one.
-            if events & Int32(UV_RENAME.rawValue) != 0 { adoptMissedFiles(named: nil) }
+            // A sibling moved: every missed sibling is looked for, not only the one named
+            // (an older one may have moved on to another name already, and must be read
+            // before this one). Renames of unrelated entries cost nothing.
+            if events & Int32(UV_RENAME.rawValue) != 0 { adoptMissedFiles(named: filename) }
             for reader in readers where reader !== current && !stopped { reader.poke() }
         }
     }
