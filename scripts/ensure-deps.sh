@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building ReactiveUV needs from Debian when it is missing: libuv1-dev (the
 # loop, timers and IO), libhyperscan-dev (logcast's filters), libnats-dev (cnats, for
-# ReactiveUVNATS), nats-server (the NATS tests start real servers) and pkg-config (how
-# SwiftPM finds the libraries). Safe to run every time.
+# ReactiveUVNATS), nats-server (the NATS tests start real servers), libglib2.0-dev and
+# libevent-dev (the embedding tests' foreign hosts) and pkg-config (how SwiftPM finds the
+# libraries). Safe to run every time.
 set -euo pipefail
 
 need=()
@@ -26,6 +27,14 @@ have_nats_server || need+=(nats-server)
 # its header); the HTTP tests drive the server with curl and Python's http.client.
 [ -f /usr/include/http_parser.h ] || need+=(libhttp-parser-dev)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# ReactiveUVHTTP's WebSocket permessage-deflate: zlib.
+if ! pkg-config --exists zlib 2>/dev/null; then need+=(zlib1g-dev); fi
+# The embedding tests run ReactiveUV inside event loops nobody here wrote: GLib's GMainLoop
+# and libevent's event_base (C programs built with `pkg-config glib-2.0 libevent`).
+if ! pkg-config --exists glib-2.0 2>/dev/null; then need+=(libglib2.0-dev); fi
+if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
+# The ported coreutils tail tests run ruv-tail as another user with setpriv(1).
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # ReactiveUVHTTP's tests: Python 3 (http.client and http.server for HTTP) and pip, for
 # the WebSocket tests' `websockets` library below.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
@@ -61,3 +70,4 @@ pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not fo
 pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
 ensure_python_websockets
+pkg-config --exists glib-2.0 libevent || { echo "ensure-deps: glib-2.0 or libevent still not found by pkg-config" >&2; exit 1; }

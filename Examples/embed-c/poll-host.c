@@ -89,7 +89,9 @@ static void on_connection(ruv_connection_t *connection, void *ctx) {
 
 static void on_unix_signal(const void *bytes, size_t len, void *ctx) {
     struct host *h = ctx;
-    printf("signal %.*s\n", (int)len, (const char *)bytes);
+    int signum = 0;
+    if (len == sizeof signum) memcpy(&signum, bytes, sizeof signum); /* the number, as an int */
+    printf("signal %d\n", signum);
     h->stop = 1;
 }
 

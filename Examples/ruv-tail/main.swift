@@ -1,14 +1,25 @@
 // ruv-tail: `tail -F` on ReactiveUV.
 //
-//     ruv-tail [-n N | -n +K] [--state DIR] [--poll] [--max-line-bytes N] [--skip-long-lines] FILE
+//     ruv-tail [-n N | -n +K] [--state DIR] [--poll] [--rotate-wait S] [--max-line-bytes N]
+//              [--skip-long-lines] FILE
 //
 // Prints every line of `File.follow(FILE)` — every file that lives at the path, followed by
 // identity through rotations, truncation and absence — to standard output until SIGINT or
 // SIGTERM (watched with `UnixSignal.signal`), then exits 0. `-n N` starts with the last N
 // lines (default 10; an unfinished last line counts and is printed, as GNU tail does),
-// `-n +K` from line K; `-f`/`-F` are accepted and ignored (following by name, with retries,
-// is the only mode). What happens to the file is said on standard error, as `tail -F`
-// does: missing, appeared, replaced, truncated, bytes lost, polling.
+// `-n +K` from line K (an unfinished last line printed at once too); `-f`/`-F` are accepted
+// and ignored (following by name, with retries, is the only mode). What happens to the file
+// is said on standard error, as `tail -F` does: missing, appeared, replaced, truncated,
+// bytes lost, polling, and something at the path that cannot be followed for now (a
+// directory, FIFO, socket or device, a file it may not read), which is waited on.
+//
+// A file renamed away from the path is still read while its writer may not have reopened
+// the path yet, until it has been quiet for `--rotate-wait` seconds (default 1; Fluent
+// Bit's `Rotate_Wait`), `TailOptions.rotationQuietPeriod`.
+//
+// Standard output is watched while nothing is written: when its reader goes away (`| head`
+// exited) ruv-tail ends at once, as GNU tail does (SIGPIPE, or exit 1 when SIGPIPE is
+// ignored); a closed standard output (`>&-`) is an error at the start (exit 1).
 //
 // `--state DIR` keeps durable positions in DIR (a `TailCheckpointStore`): a line is
 // acknowledged once it has been written to standard output, and positions are saved
@@ -34,13 +45,14 @@ struct Options {
     var stateDirectory: String?
     var poll = false
     var saveInterval = 0.05
+    var rotateWait = 1.0
     var maxLineBytes = LineBuffer.defaultMaxLength
     var skipLongLines = false
 }
 
 let synopsis = """
     usage: ruv-tail [-n N | -n +K] [--state DIR [--save-interval S]] [--poll]
-                    [--max-line-bytes N] [--skip-long-lines] FILE
+                    [--rotate-wait S] [--max-line-bytes N] [--skip-long-lines] FILE
 
     """
 
@@ -58,6 +70,9 @@ let help = synopsis + """
                         on after the last line saved, also through a rotation meanwhile
       --save-interval S seconds between saves of the state (default 0.05)
       --poll            poll the file's status instead of using inotify
+      --rotate-wait S   read a file renamed away from the name until it has been quiet
+                        for S seconds (default 1): lines its writer appends before it
+                        reopens the name are not lost, and the read is bounded
       --max-line-bytes N
                         the longest line accepted, in bytes (default 1048576); a longer
                         one stops ruv-tail (exit 1) after the lines before it
@@ -65,8 +80,11 @@ let help = synopsis + """
                         standard error) and go on
       -h, --help        print this help and exit
 
-    Exits 0 on SIGINT or SIGTERM, 1 when the file cannot be followed (no permission,
-    a directory, a read error, a line too long), 2 for a bad command line.
+    A directory, FIFO, socket or device at the name, or a file that may not be read,
+    is said on standard error and waited on, as `tail -F` does.
+
+    Exits 0 on SIGINT or SIGTERM, 1 on a read error, a line too long or a closed
+    standard output (SIGPIPE when its reader went away), 2 for a bad command line.
 
     """
 
@@ -132,6 +150,19 @@ func parse(_ arguments: [String]) -> Options {
             index += 1
         } else if argument == "--poll" {
             options.poll = true
+        } else if argument == "--rotate-wait" || argument.hasPrefix("--rotate-wait=") {
+            let text: String
+            if argument == "--rotate-wait" {
+                guard index < arguments.count else { usage("option '--rotate-wait' requires an argument") }
+                text = arguments[index]
+                index += 1
+            } else {
+                text = String(argument.dropFirst("--rotate-wait=".count))
+            }
+            guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+                usage("invalid --rotate-wait: '\(text)' (a number of seconds, at least 0)")
+            }
+            options.rotateWait = seconds
         } else if argument == "--max-line-bytes" {
             guard index < arguments.count else { usage("option '--max-line-bytes' requires an argument") }
             options.maxLineBytes = parseLineLimit(arguments[index])
@@ -254,18 +285,31 @@ final class BatchWriter: @unchecked Sendable {
                 var poller = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
                 _ = poll(&poller, 1, -1)
             } else if errno != EINTR {
-                exit(1)  // stdout is gone (EPIPE with SIGPIPE ignored, EIO, ...)
+                outputGone(errno)  // EPIPE with SIGPIPE ignored, EIO, ...
             }
         }
     }
 }
 
-let options = parse(Array(CommandLine.arguments.dropFirst()))
-
 func say(_ text: String) {
     let line = "ruv-tail: \(text)\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
 }
+
+/// Standard output failed (`code`) or its reader went away: said (unless the reader is
+/// gone, as GNU tail stays quiet then), and ruv-tail ends with SIGPIPE's default action,
+/// or exit 1 when SIGPIPE is ignored.
+func outputGone(_ code: Int32) -> Never {
+    if code != EPIPE { say("standard output: \(String(cString: strerror(code)))") }
+    if code == EPIPE { raise(SIGPIPE) }  // ignored (a shell's `trap '' PIPE`): exit 1, as GNU tail
+    exit(1)
+}
+
+// Before anything opens a descriptor (which could become descriptor 1): a closed standard
+// output is an error now, not lines written into the first file opened.
+if fcntl(1, F_GETFL) < 0 && errno == EBADF { outputGone(EBADF) }
+
+let options = parse(Array(CommandLine.arguments.dropFirst()))
 
 let store: TailCheckpointStore? = options.stateDirectory.map { directory in
     do {
@@ -287,6 +331,7 @@ func saveState(_ store: TailCheckpointStore?) {
 
 var tailOptions = TailOptions()
 tailOptions.usePolling = options.poll
+tailOptions.rotationQuietPeriod = options.rotateWait
 tailOptions.maxLineLength = options.maxLineBytes
 tailOptions.longLines = options.skipLongLines ? .skip : .fail
 tailOptions.sendsUnfinishedLastLineAtStart = true
@@ -310,6 +355,23 @@ let saving = store == nil ? nil : Signal<SchedulerTime>.interval(options.saveInt
     output.flush()
     saveState(store)
 }
+
+// Standard output's reader going away while nothing is written (a pipe's reading end
+// closed: `ruv-tail f | head -n2` once head is done) shows as an error on the descriptor
+// (EPOLLERR, reported whatever is asked); a socket's peer hanging up as a disconnect.
+// Descriptors epoll cannot watch (a regular file, /dev/null: EPERM) need no watching.
+let outputWatch = Descriptor.readiness(1, events: .disconnect).subscribe(
+    next: { _ in
+        lines.dispose()
+        saveState(store)
+        outputGone(EPIPE)
+    },
+    error: { error in
+        guard let error = error as? UVError, error.name != "EPERM" else { return }
+        lines.dispose()
+        saveState(store)
+        outputGone(error.name == "EBADF" ? EPIPE : -error.code)
+    })
 
 let stop = UnixSignal.signal(SIGINT).merge(UnixSignal.signal(SIGTERM)).take(1).subscribeNext { _ in
     output.flush()

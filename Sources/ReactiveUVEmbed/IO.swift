@@ -55,9 +55,10 @@ public func ruv_file_read(_ runtime: OpaquePointer?, _ path: UnsafePointer<CChar
     fileSignal(runtime, path, out) { path, loop in File.read(path, on: loop) }
 }
 
-/// `ruv_unix_signal_watch`: the signal number, in decimal, at each arrival.
+/// `ruv_unix_signal_watch`: the signal number, as a C `int` in the machine's byte order,
+/// at each arrival (a C callback reads it with one `memcpy`, no parsing).
 @c @implementation
 public func ruv_unix_signal_watch(_ runtime: OpaquePointer?, _ signum: Int32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     guard let rt = borrowed(runtime, as: RuntimeHandle.self), out != nil else { return einval }
-    return output(UnixSignal.signal(signum, on: rt.loop).map { Bytes(String($0).utf8) }, out)
+    return output(UnixSignal.signal(signum, on: rt.loop).map { number in withUnsafeBytes(of: number) { Bytes($0) } }, out)
 }

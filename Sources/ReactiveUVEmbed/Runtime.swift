@@ -1,4 +1,5 @@
 import CLibUV
+import Glibc
 import CReactiveUVEmbed
 import ReactiveUV
 
@@ -51,7 +52,23 @@ final class RuntimeHandle: @unchecked Sendable {
         driving = true
         let alive = loop.runNoWaitRegisteringWatchers()
         driving = false
+        // Work its callbacks created that needs another iteration (a watcher started after
+        // the poll phase, a handle closing): the descriptor says so too.
+        wakeIfWorkIsDue()
         return alive ? 1 : 0
+    }
+
+    /// Makes the backend descriptor readable when there is work to do now
+    /// (``backendTimeout()`` is 0) that no descriptor would announce: a watcher libuv has
+    /// not registered yet, a close callback, a timer already due. The wake-up is an empty
+    /// task through ``EventLoop/execute(_:)``, whose `uv_async_send` writes to the
+    /// eventfd libuv keeps in its epoll set (registered by the first iteration, which
+    /// ``ruv_runtime_create`` runs). A host that only watches the descriptor (libevent's
+    /// `event_base`, which has no hook before it sleeps) then always hears of the work a
+    /// `ruv_*` call made outside ``ruv_runtime_run_once`` created.
+    func wakeIfWorkIsDue() {
+        if onHostLoop || driving || loop.isClosed || !loop.isCurrentThread { return }
+        if backendTimeout() == 0 { loop.execute {} }
     }
 
     /// `ruv_runtime_close` (loop thread, checked by the caller).
@@ -76,7 +93,15 @@ public func ruv_runtime_create(
     guard let out else { return einval }
     do {
         let eventLoop = try loop.map { try EventLoop(adopting: $0) } ?? EventLoop()
-        out.pointee = retainedHandle(RuntimeHandle(loop: eventLoop, onHostLoop: loop != nil))
+        let runtime = RuntimeHandle(loop: eventLoop, onHostLoop: loop != nil)
+        if loop == nil {
+            // One iteration now registers the loop's wake-up eventfd in the epoll set, so
+            // that ``RuntimeHandle/wakeIfWorkIsDue()`` can make the backend fd readable
+            // before the host ever called ruv_runtime_run_once.
+            _ = runtime.runOnce()
+            HostWakeups.register(runtime)
+        }
+        out.pointee = retainedHandle(runtime)
         return 0
     } catch let error as UVError {
         return error.code
@@ -134,4 +159,41 @@ public func ruv_runtime_release(_ runtime: OpaquePointer?) {
     guard let rt = borrowed(runtime, as: RuntimeHandle.self) else { return }
     if rt.loop.isCurrentThread && !rt.loop.isClosed && !rt.driving { _ = rt.close() }
     releaseHandle(runtime, as: RuntimeHandle.self)
+}
+
+/// The runtimes on loops of their own, for ``afterCall()``: after a `ruv_*` call that may
+/// create work (subscribe, dispose, send, write, close, release), each runtime bound to the
+/// calling thread and not inside ``ruv_runtime_run_once`` wakes its backend descriptor if
+/// work is due (``RuntimeHandle/wakeIfWorkIsDue()``). A call cannot know which runtime its
+/// work landed on (a signal may combine several), so every runtime of the thread is asked:
+/// one `uv_backend_timeout` each, and a wake-up only when there is work.
+///
+/// Thread-safety: `mutex` guards `runtimes` (weak: a released runtime drops out).
+enum HostWakeups {
+    private final class Entry {
+        weak var runtime: RuntimeHandle?
+        init(_ runtime: RuntimeHandle) { self.runtime = runtime }
+    }
+
+    nonisolated(unsafe) private static var runtimes: [Entry] = []
+    nonisolated(unsafe) private static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(m, nil)
+        return m
+    }()
+
+    static func register(_ runtime: RuntimeHandle) {
+        pthread_mutex_lock(mutex)
+        runtimes.removeAll { $0.runtime == nil }
+        runtimes.append(Entry(runtime))
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// After a call that may have created work (see the type's comment).
+    static func afterCall() {
+        pthread_mutex_lock(mutex)
+        let live = runtimes.compactMap(\.runtime)
+        pthread_mutex_unlock(mutex)
+        for runtime in live where runtime.loop.isCurrentThread { runtime.wakeIfWorkIsDue() }
+    }
 }

@@ -64,5 +64,6 @@ public func ruv_signal_timer(_ runtime: OpaquePointer?, _ seconds: Double, _ out
 /// `ruv_signal_release`: gives back C's reference; subscriptions go on.
 @c @implementation
 public func ruv_signal_release(_ signal: OpaquePointer?) {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     releaseHandle(signal, as: SignalHandle.self)
 }

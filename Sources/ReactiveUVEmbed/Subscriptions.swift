@@ -150,6 +150,7 @@ public func ruv_signal_subscribe(
     _ signal: OpaquePointer?, _ onNext: ruv_next_cb?, _ onError: ruv_error_cb?, _ onCompleted: ruv_completed_cb?,
     _ ctx: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let handle = borrowed(signal, as: SignalHandle.self) else { return einval }
     let subscriber = CSubscriber(next: onNext, error: onError, completed: onCompleted, ctx: ctx)
     return subscribe(handle.signal, subscriber, out)
@@ -158,6 +159,7 @@ public func ruv_signal_subscribe(
 /// `ruv_subscription_dispose`: ends the subscription (any thread).
 @c @implementation
 public func ruv_subscription_dispose(_ subscription: OpaquePointer?) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let subscriber = borrowed(subscription, as: CSubscription.self) else { return einval }
     subscriber.dispose()
     return 0
@@ -173,5 +175,6 @@ public func ruv_subscription_is_disposed(_ subscription: OpaquePointer?) -> Int3
 /// `ruv_subscription_release`: gives back C's reference; the subscription goes on.
 @c @implementation
 public func ruv_subscription_release(_ subscription: OpaquePointer?) {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     releaseHandle(subscription, as: CSubscription.self)
 }

@@ -59,6 +59,7 @@ public func ruv_tcp_listen(
     _ onConnection: ruv_connection_cb?, _ onError: ruv_error_cb?, _ ctx: UnsafeMutableRawPointer?,
     _ out: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let rt = borrowed(runtime, as: RuntimeHandle.self), let host = string(host), let onConnection,
         let port = validPort(port, allowZero: true)
     else { return einval }
@@ -80,6 +81,7 @@ public func ruv_tcp_connect(
     _ onError: ruv_error_cb?, _ onClosed: ruv_completed_cb?, _ ctx: UnsafeMutableRawPointer?,
     _ out: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let rt = borrowed(runtime, as: RuntimeHandle.self), let host = string(host), let onConnected,
         let port = validPort(port, allowZero: false)
     else { return einval }
@@ -106,6 +108,7 @@ public func ruv_connection_lines(_ connection: OpaquePointer?, _ out: UnsafeMuta
 /// `ruv_connection_write`: queues a copy of the bytes (fire and forget).
 @c @implementation
 public func ruv_connection_write(_ connection: OpaquePointer?, _ bytes: UnsafeRawPointer?, _ len: Int) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let handle = borrowed(connection, as: ConnectionHandle.self), let value = copyBytes(bytes, len) else {
         return einval
     }
@@ -120,6 +123,7 @@ public func ruv_connection_send(
     _ connection: OpaquePointer?, _ source: OpaquePointer?, _ shutdownWhenDone: Int32, _ onError: ruv_error_cb?,
     _ onDone: ruv_completed_cb?, _ ctx: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let handle = borrowed(connection, as: ConnectionHandle.self), let signal = borrowed(source, as: SignalHandle.self)
     else { return einval }
     let connection = handle.connection
@@ -132,6 +136,7 @@ public func ruv_connection_send(
 /// `ruv_connection_close`: closes the connection now.
 @c @implementation
 public func ruv_connection_close(_ connection: OpaquePointer?) -> Int32 {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     guard let handle = borrowed(connection, as: ConnectionHandle.self) else { return einval }
     handle.connection.close()
     return 0
@@ -154,5 +159,6 @@ public func ruv_connection_peer(_ connection: OpaquePointer?, _ buffer: UnsafeMu
 /// `ruv_connection_release`: gives back C's reference; the socket stays open.
 @c @implementation
 public func ruv_connection_release(_ connection: OpaquePointer?) {
+    defer { HostWakeups.afterCall() }  // a host watching only the backend fd hears of new work
     releaseHandle(connection, as: ConnectionHandle.self)
 }

@@ -86,11 +86,14 @@ final class EmbedExampleTests: XCTestCase {
         XCTAssertEqual(grep.lines, ["ERROR one", "ERROR three"])
     }
 
-    /// tail-grep reports a file it may not read and exits 1.
+    /// tail-grep reports a path it can never follow (through a plain file: ENOTDIR) and
+    /// exits 1. (A directory at the path is waited on, as `tail -F` does.)
     func testTailGrepReportsErrors() throws {
-        let grep = try RunningProgram(try tailGrep(), ["-t", "0", "x", scratch.path])  // a directory
+        let plain = scratch.appendingPathComponent("plain")
+        try "x\n".write(to: plain, atomically: false, encoding: .utf8)
+        let grep = try RunningProgram(try tailGrep(), ["-t", "0", "x", plain.path + "/app.log"])
         XCTAssertEqual(grep.waitForExit(), 1)
-        XCTAssertTrue(grep.stderr.contains("EISDIR"), grep.stderr)
+        XCTAssertTrue(grep.stderr.contains("ENOTDIR"), grep.stderr)
     }
 
     func pollHost() throws -> String {

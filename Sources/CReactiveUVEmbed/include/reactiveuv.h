@@ -209,8 +209,20 @@ struct uv_loop_s *ruv_runtime_loop(ruv_runtime_t *runtime);
 /**
  * The file descriptor a foreign poll loop waits on for the runtime's loop (libuv's
  * uv_backend_fd: an epoll descriptor; poll it for POLLIN, then call
- * ruv_runtime_run_once()). Work handed in from other threads, timers and sockets all wake
- * it.
+ * ruv_runtime_run_once()). Sockets, file watches and work handed in from other threads
+ * all wake it.
+ *
+ * Watching this descriptor is enough for every event but timers: a host needs no
+ * prepare step (a hook before it sleeps). Any ruv_* call made on the loop's thread outside
+ * ruv_runtime_run_once() that leaves work to do now (a subscribe that starts a socket or
+ * a file watch, a dispose that closes one, a subject send or a write that queued
+ * something) makes the descriptor readable before it returns, so a host such as
+ * libevent's event_base, which only watches descriptors, wakes for it. Timers are the
+ * one thing the descriptor does not announce: after each ruv_runtime_run_once() (and
+ * whenever it woke for the descriptor), arm one timer of the host's own from
+ * ruv_runtime_backend_timeout() (-1: none) and call ruv_runtime_run_once() when it fires.
+ * Tested inside GLib's GMainLoop (g_unix_fd_add plus g_timeout_add) and libevent's
+ * event_base (an EV_READ|EV_PERSIST event plus an evtimer).
  * Thread: any (the descriptor never changes). Returns: the descriptor (>= 0); UV_EINVAL;
  * RUV_ECLOSED after ruv_runtime_close().
  */
@@ -551,11 +563,21 @@ void ruv_subscription_release(ruv_subscription_t *subscription);
 /**
  * Follows the file at `path` like GNU `tail -F`: sends each line appended from now on
  * (without its line break, decoded as UTF-8: invalid sequences become U+FFFD), through
- * truncation and rotation (a renamed-away file is read to its end first), until disposed;
- * a missing file (or directory) is waited for. `start_lines` > 0 first sends the file's
- * last `start_lines` complete lines (`tail -n N`). Other failures end it with libuv's code
- * (UV_EACCES, UV_EISDIR, UV_ENOTDIR, ...); a line over 1 MiB with RUV_ELINETOOLONG.
- * It never completes. Its inotify watch and poll timer keep the loop alive while subscribed.
+ * truncation and rotation, until disposed. Order: across any number of rotations, however
+ * fast, every line of a file comes before any line of the file that replaced it at the
+ * path (a renamed-away file is read to its end first; it is read until it has been quiet
+ * for a second while a newer file is at the path). A missing file (or directory) is
+ * waited for, and so is anything at the path that cannot be followed for now — a
+ * directory, FIFO, socket or device, a file that may not be read (EACCES) — which is never
+ * opened in a way that blocks; a readable file found there later is read from its start.
+ * `start_lines` > 0 first sends the file's last `start_lines` complete lines (`tail -n N`).
+ * Other failures end it with libuv's code (UV_ENOTDIR, a read error, ...); a line over
+ * 1 MiB with RUV_ELINETOOLONG. It never completes. Its inotify watch and a 200 ms timer
+ * keep the loop alive while subscribed: the timer looks at the path and every open file
+ * five times a second even while inotify is in use, on purpose — it is the safety net for
+ * what inotify does not report (writes through a shared mapping, an overflowed event
+ * queue, a watch that broke with its directory) and it ends a rotated file's reading once
+ * it has been quiet; each look is a stat and an fstat.
  * Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
  * Thread: any. Returns: 0; UV_EINVAL (NULL runtime or path).
  */
@@ -597,11 +619,13 @@ int ruv_file_lines(ruv_runtime_t *runtime, const char *path, ruv_signal_t **out)
 int ruv_file_read(ruv_runtime_t *runtime, const char *path, ruv_signal_t **out);
 
 /**
- * Sends the signal number, as decimal ASCII digits ("15"), each time the process receives
- * unix signal `signum` while subscribed (libuv's uv_signal_t); never completes. The watch
- * keeps the loop alive while subscribed. When the last watch of a signal stops, libuv
- * resets it to its default action (SIG_DFL). A number libuv cannot watch fails the
- * subscription with UV_EINVAL.
+ * Sends the signal number each time the process receives unix signal `signum` while
+ * subscribed (libuv's uv_signal_t); never completes. The value is the number as a C `int`:
+ * `len == sizeof(int)`, read it with `int signum; memcpy(&signum, bytes, sizeof signum);`.
+ * The watch keeps the loop alive while subscribed. When the last watch of a signal stops,
+ * the signal's action is what it was before the first watch started (a host's own handler,
+ * SIG_IGN, ...), not SIG_DFL. A number libuv cannot watch fails the subscription with
+ * UV_EINVAL.
  * Callbacks: on the loop's thread. Ownership: `*out` is a new reference.
  * Thread: any. Returns: 0; UV_EINVAL.
  */

@@ -11,6 +11,19 @@ public final class ScopedDisposable: Disposable, @unchecked Sendable {
         super.init()
     }
 
+    /// A scoped disposable that runs `action` when disposed or deallocated: RAC's
+    /// `+[RACScopedDisposable disposableWithBlock:]` (the wrapped disposable is a
+    /// ``Disposable`` of the block).
+    ///
+    /// ```swift
+    /// let scope = ScopedDisposable { print("out of scope") }
+    /// ```
+    ///
+    /// - Parameter action: the cancellation work; runs at most once.
+    public convenience override init(_ action: @escaping () -> Void) {
+        self.init(Disposable(action))
+    }
+
     /// Whether this or the wrapped disposable has been disposed.
     public override var isDisposed: Bool { super.isDisposed || wrapped.isDisposed }
 

@@ -5,9 +5,41 @@ import XCTest
 @testable import ReactiveUV
 
 /// UnixSignal.signal: each arrival is one value, several subscribers all see it, disposal
-/// stops the watch. After the last watch of a signal stops, libuv resets it to SIG_DFL
-/// (which terminates on SIGUSR1/SIGUSR2), so these tests never raise after disposing.
+/// stops the watch. After the last watch of a signal stops, its action is the one it had
+/// before (SIG_DFL when nobody set one, which terminates on SIGUSR1/SIGUSR2), so these
+/// tests never raise after disposing.
 final class UnixSignalTests: XCTestCase {
+    /// A host that ignored a signal (or handled it itself) before watching it still does
+    /// once the last watch is disposed: libuv alone would leave SIG_DFL, and a second
+    /// SIGTERM during the host's cleanup would kill it.
+    func testTheHostsActionComesBackWhenTheLastWatchIsDisposed() throws {
+        var ignore = sigaction()
+        ignore.__sigaction_handler.sa_handler = SIG_IGN
+        var before = sigaction()
+        XCTAssertEqual(sigaction(SIGUSR2, &ignore, &before), 0)
+        defer { _ = sigaction(SIGUSR2, &before, nil) }
+
+        let loop = try EventLoop()
+        let recorder = EventRecorder<Int32>(loop: loop)
+        let first = recorder.subscribe(UnixSignal.signal(SIGUSR2, on: loop))
+        let second = recorder.subscribe(UnixSignal.signal(SIGUSR2, on: loop))
+        raise(SIGUSR2)
+        XCTAssertTrue(loop.run(until: { recorder.count >= 2 }, timeout: 60))
+        first.dispose()
+        // One watch left: still libuv's handler.
+        var now = sigaction()
+        XCTAssertEqual(sigaction(SIGUSR2, nil, &now), 0)
+        XCTAssertNotEqual(unsafeBitCast(now.__sigaction_handler.sa_handler, to: Int.self), unsafeBitCast(SIG_IGN, to: Int.self))
+        second.dispose()
+        XCTAssertEqual(sigaction(SIGUSR2, nil, &now), 0)
+        XCTAssertEqual(unsafeBitCast(now.__sigaction_handler.sa_handler, to: Int.self), unsafeBitCast(SIG_IGN, to: Int.self),
+                       "the host's SIG_IGN is back, not SIG_DFL")
+        // And it acts: ignored, the process goes on.
+        raise(SIGUSR2)
+        XCTAssertEqual(recorder.values, [SIGUSR2, SIGUSR2])
+        assertLoopCleanAndClose(loop)
+    }
+
     func testRaisingSIGUSR1TwiceSendsTwoValues() throws {
         let loop = try EventLoop()
         let recorder = EventRecorder<Int32>(loop: loop)

@@ -52,9 +52,21 @@ extension File {
     /// reader; this counts what we know was there).
     ///
     /// **Missing files** are waited for (``TailNotice/missing(path:)``, then
-    /// ``TailNotice/appeared(path:identity:)``). Where inotify cannot see changes (network
+    /// ``TailNotice/appeared(path:identity:)``), and so is anything at the path that cannot
+    /// be followed for now, as GNU `tail -F` does: a directory, FIFO, socket or device, or a
+    /// file we may not read (`EACCES`) — ``TailNotice/unfollowable(path:reason:)`` says so
+    /// once, and a readable regular file found there later is read from its start. The
+    /// type is checked before any `open`, and the `open` is non-blocking: a FIFO at the
+    /// path never holds the loop. Where inotify cannot see changes (network
     /// and FUSE file systems, a failing watch) the path is polled with `uv_fs_poll` and
     /// ``TailNotice/polling(path:reason:)`` says so.
+    ///
+    /// **Order.** Across any number of rotations, however fast, every line of a file comes
+    /// before any line of the file that replaced it at the path (for a writer that finishes
+    /// a file before it renames it; lines written to a file after its rename interleave).
+    /// A file is read only once every older file has been seen at its end *after* the
+    /// newer one was opened, and rotated files found among the siblings are read oldest
+    /// first (`app.log.3` before `app.log.1`).
     ///
     /// **Where the work happens.** Reads of uncached data run on libuv's pool; what the
     /// page cache holds is read on the loop thread without waiting (`RWF_NOWAIT`). The
@@ -73,9 +85,9 @@ extension File {
     ///   - notices: called on the loop's thread, in order with the chunks.
     ///   - loop: the loop to run on (see ``File``).
     /// - Returns: a cold signal of chunks on the loop's thread; it never completes. It fails
-    ///   with a ``UVError`` (`EACCES during open`, `ENOTDIR during stat`, `EISDIR during
-    ///   open`, a read error), ``LineError/lineTooLong(maxLength:)``, or
-    ///   `SignalError.invalidArgument` for bad options. Disposal (any thread) stops every
+    ///   with a ``UVError`` (`ENOTDIR during stat`, a read error), ``LineError/lineTooLong(maxLength:)``,
+    ///   or `SignalError.invalidArgument` for bad options (a directory or an unreadable file
+    ///   at the path is waited on, not an error). Disposal (any thread) stops every
     ///   handle and closes every descriptor.
     public static func follow(
         _ path: String,

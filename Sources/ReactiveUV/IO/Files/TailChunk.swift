@@ -39,8 +39,8 @@ public struct TailChunk: Sendable {
 }
 
 /// Something a tail tells its user besides lines: the file went missing, appeared, was
-/// replaced (rotated) or truncated, a position was resumed, bytes were lost, or the tail
-/// fell back to polling. GNU `tail -F` prints most of these on standard error
+/// replaced (rotated) or truncated, a position was resumed, bytes were lost, the tail
+/// fell back to polling, or what the path names cannot be followed for now. GNU `tail -F` prints most of these on standard error
 /// (`tail: 'app.log' has been replaced;  following new file`); ``description`` is such a
 /// sentence.
 ///
@@ -69,6 +69,13 @@ public enum TailNotice: Sendable, Equatable, CustomStringConvertible {
     /// inotify cannot be used for the path's directory, so changes are found by polling
     /// the path's status (`uv_fs_poll`) every poll interval.
     case polling(path: String, reason: String)
+    /// What the path names cannot be followed for now: it is not a regular file (a
+    /// directory, a FIFO, a socket, a device) or may not be read (`EACCES`). As GNU
+    /// `tail -F` does, the tail says so once and waits: the path is looked at again at
+    /// every change and every poll interval, and a readable regular file found there is
+    /// read from its start (``appeared(path:identity:)``). A FIFO is never opened (its
+    /// `open` would wait for a writer and hold the loop). `reason` says what was found.
+    case unfollowable(path: String, reason: String)
 
     /// How many bytes were lost (a lower bound when the end is unknown), for counters.
     public var lostBytes: Int64 {
@@ -94,6 +101,8 @@ public enum TailNotice: Sendable, Equatable, CustomStringConvertible {
             return "\(path)\(which): bytes \(range) lost: \(reason)"
         case .polling(let path, let reason):
             return "\(path): \(reason); reverting to polling"
+        case .unfollowable(let path, let reason):
+            return "'\(path)' \(reason); cannot follow it, waiting for a readable file"
         }
     }
 }
@@ -176,8 +185,12 @@ public struct TailOptions: Sendable, Equatable {
     /// events (and the `uv_fs_poll` interval when polling); positive.
     public var pollInterval: Double = 0.2
     /// How long a file renamed away from the path is still read after its last new data
-    /// (its writer may not have reopened the path yet); at least 0. A rotated file is
+    /// (its writer may not have reopened the path yet); at least 0. This bounds the read of
+    /// a rotated file, as Fluent Bit's `Rotate_Wait` does: once it has been quiet this long
+    /// while a newer file is at the path, it is finished and closed (lines appended to it
+    /// later are not read; GNU `tail -F` stops at the rename itself). A rotated file is
     /// finished sooner when it is deleted or when yet another file replaces the path.
+    /// `ruv-tail --rotate-wait S` sets it.
     public var rotationQuietPeriod: Double = 1.0
     /// The longest line accepted, in bytes.
     public var maxLineLength: Int = LineBuffer.defaultMaxLength
@@ -194,11 +207,13 @@ public struct TailOptions: Sendable, Equatable {
     /// environment variable `RUV_TAIL_POLL=1` sets it for every tail in the process.
     public var usePolling: Bool = false
 
-    /// Whether an unfinished last line (no line break yet) counts as one of the
-    /// ``TailStart/lastLines(_:)`` and is sent as it is at once — the only chunk that does
-    /// not end with `\n`; what is appended to that line later comes as the start of the
-    /// next chunk (GNU `tail -n 1` prints such a line; `ruv-tail` sets this). Off: the
-    /// line is sent whole once its break arrives, and is not one of the n.
+    /// Whether an unfinished last line (no line break yet) found at the start is sent as it
+    /// is at once — the only chunk that does not end with `\n`; what is appended to that
+    /// line later comes as the start of the next chunk. With ``TailStart/lastLines(_:)`` it
+    /// counts as one of the n (GNU `tail -n 1` prints such a line); with
+    /// ``TailStart/line(_:)`` and ``TailStart/beginning`` it is sent once the lines before it
+    /// are (GNU `tail -n +K` prints it); ``TailStart/end`` never sends it. `ruv-tail` sets
+    /// this. Off: the line is sent whole once its break arrives (and is not one of the n).
     public var sendsUnfinishedLastLineAtStart = false
 
     /// The defaults.

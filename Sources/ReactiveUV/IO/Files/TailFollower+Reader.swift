@@ -109,16 +109,33 @@ final class TailFileReader {
         self.readsCachedDataOnLoop = readsCachedDataOnLoop
         self.lines = LineBuffer(maxLength: maxLineLength)
         self.lastData = csys_monotonic_ns()
+        self.bornAt = follower.nextGeneration()
         request = FileRequest(loop: follower.loop)
     }
 
     /// Whether the file is being read (not yet finished or closed).
     var isOpen: Bool { !closed && !stopping }
 
+    /// Idle at an end found before `reader` was opened: its end must be looked at again
+    /// before `reader` may read (see ``endCheckedAt``).
+    func endIsStale(for reader: TailFileReader) -> Bool {
+        isOpen && !held && !busy && reachedEnd && endCheckedAt < reader.bornAt
+    }
+
     // MARK: - Events
 
     /// Whether the last step ended at the end of the file (nothing known to be unread).
     private(set) var reachedEnd = false
+    /// The follower's ``TailFollower/generation`` when this reader was made: every reader
+    /// with a smaller one was opened before this file was (and every file older than this
+    /// one was complete, for a writer that finishes a file before making the next).
+    let bornAt: UInt64
+    /// The follower's generation at the `fstat` that last found the end of the file. An end
+    /// found before a younger file was opened says nothing about what was written to this
+    /// file before that younger one existed (a file opened the moment it was created, still
+    /// empty, and written in one `write()` just before its rotation): a younger reader
+    /// waits until an end is found with a generation at least its own.
+    private(set) var endCheckedAt: UInt64 = 0
     /// A poke waits for an older file to be read to its end (see ``poke()``).
     var deferred = false
 
@@ -128,7 +145,9 @@ final class TailFileReader {
     /// lines to read, this one waits: files are read in the order they were at the path, so
     /// a writer's lines keep their order across a rotation, and only a reader that lags
     /// (with the old file not read to its end yet) makes the new file wait — never the
-    /// rotation quiet period.
+    /// rotation quiet period. "Read to its end" means an end found after this file was
+    /// opened (``endCheckedAt``): an older reader idle at an end it found earlier is poked
+    /// to look again, and this one goes on when it has.
     func poke() {
         if closed || stopping { return }
         if busy {
@@ -142,6 +161,7 @@ final class TailFileReader {
         if held { return }
         if follower.olderReaderIsReading(before: self) {
             deferred = true
+            follower.confirmEnds(before: self)
             return
         }
         deferred = false
@@ -159,6 +179,7 @@ final class TailFileReader {
         if closed || stopping || busy || held { return }
         if follower.olderReaderIsReading(before: self) {
             deferred = true
+            follower.confirmEnds(before: self)
             return
         }
         busy = true
@@ -415,7 +436,8 @@ final class TailFileReader {
         lastKnownSize = max(lastKnownSize, size)
         if size > offset { return readNext(onPool: false) }
         deleted = info.st_nlink == 0
-        if sendsUnfinishedLineAtFirstEnd {
+        // (Not while `.line(k)` still has breaks to skip: the unfinished line is before line k.)
+        if sendsUnfinishedLineAtFirstEnd && skipLines == 0 {
             sendsUnfinishedLineAtFirstEnd = false
             let partial = lines.takePartialLine()
             if !partial.isEmpty {
@@ -431,6 +453,7 @@ final class TailFileReader {
         }
         busy = false
         reachedEnd = true
+        endCheckedAt = follower.generation
         follower.readerReachedEnd(self)
         if closed || stopping { return }
         if let rotatedAt {

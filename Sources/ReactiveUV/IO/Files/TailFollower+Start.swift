@@ -36,6 +36,12 @@ struct TailPlan {
     /// Whether an unfinished last line counts as one of `.lastLines(n)` (then the reader
     /// sends it at its first end of file).
     var unfinishedLineAtStart = false
+    /// The path's rotated siblings when the plan was made, with their modification times
+    /// (``TailFollower/siblingStamps(ofFileAt:)``), and the wall-clock second before it:
+    /// taken here, in `subscribe`, not when the follower starts on the loop — files a
+    /// writer rotated in between are missed files to read, not ones that were already there.
+    var siblings: [SiblingKey: SiblingStamp] = [:]
+    var startedAt = 0
 
     /// Closes every descriptor (a subscription disposed before it started).
     func closeAll() {
@@ -47,34 +53,34 @@ extension TailFollower {
     /// Opens what `path` holds now (and, with a store, the files it remembers for the
     /// path) and works out where each is read from.
     ///
-    /// - Returns: the plan, or the error that ends the subscription at once (`EACCES
-    ///   during open`, `EISDIR during open`, `ENOTDIR during stat`, ...).
+    /// - Returns: the plan, or the error that ends the subscription at once (`ENOTDIR
+    ///   during stat`, an I/O error, ...). Something that cannot be followed for now (a
+    ///   directory, FIFO, socket or device, a file we may not read) is no error: the plan
+    ///   holds a notice and no current file, and the follower waits.
     static func plan(
         _ path: String, start: TailStart, store: TailCheckpointStore?, sendsUnfinishedLastLine: Bool
     ) -> Result<TailPlan, UVError> {
         var plan = TailPlan()
+        plan.startedAt = Int(time(nil)) - 1
+        plan.siblings = siblingStamps(ofFileAt: fileLocation(of: path))
         var current: (fd: Int32, identity: FileIdentity, size: Int64)?
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
+        switch openRegularFile(path) {
+        case .opened(let fd):
             switch FileIdentity.of(descriptor: fd) {
             case .failure(let error):
                 _ = close(fd)
                 return .failure(UVError(code: error.code, operation: error.operation, target: path))
-            case .success(let (identity, size, isDir)):
-                if isDir {
-                    _ = close(fd)
-                    return .failure(UVError(code: UV_EISDIR.rawValue, operation: "open", target: path))
-                }
+            case .success(let (identity, size, _)):
                 current = (fd, identity, size)
             }
-        } else {
-            let code = errno
-            if code != ENOENT {
-                // ENOTDIR: a path through something that is not a directory; EACCES: a
-                // permission mistake that waiting would hide forever.
-                return .failure(UVError(code: code, operation: code == ENOTDIR ? "stat" : "open", target: path))
-            }
+        case .missing:
             plan.notices.append(.missing(path: path))
+        case .unfollowable(let reason):
+            // Waited on, as `tail -F` does: the follower looks again at each change.
+            plan.notices.append(.unfollowable(path: path, reason: reason))
+        case .failed(let code):
+            // ENOTDIR: a path through something that is not a directory.
+            return .failure(UVError(code: code, operation: code == ENOTDIR ? "stat" : "open", target: path))
         }
 
         let remembered = store?.records(for: path) ?? []
@@ -187,7 +193,15 @@ extension TailFollower {
             case .success(let (offset, skip)):
                 opened.offset = offset
                 opened.skipLines = skip
-                if case .lastLines(let n) = start, n > 0, sendsUnfinishedLastLine { plan.unfinishedLineAtStart = true }
+                // `tail -n N` counts an unfinished last line as a line and prints it;
+                // `tail -n +K` prints it too (it is past line K). `tail -n 0` does not.
+                if sendsUnfinishedLastLine {
+                    switch start {
+                    case .lastLines(let n): plan.unfinishedLineAtStart = n > 0
+                    case .line, .beginning: plan.unfinishedLineAtStart = true
+                    case .end: break
+                    }
+                }
             }
         }
         store?.register(current.identity, path: path, offset: opened.offset)
@@ -307,3 +321,72 @@ extension TailFollower {
         return entries
     }
 }
+
+/// What ``TailFollower/openRegularFile(_:)`` found at a path.
+enum TailOpenResult {
+    /// A regular file, opened for reading (blocking mode, close-on-exec).
+    case opened(Int32)
+    /// Nothing is there (`ENOENT`).
+    case missing
+    /// Something that cannot be followed for now: not a regular file, or not readable.
+    case unfollowable(String)
+    /// Another error (`errno`).
+    case failed(Int32)
+}
+
+extension TailFollower {
+    /// Opens what `path` names if it is a regular file we may read, without ever waiting:
+    /// the type is checked with `stat` first, and the `open` itself is non-blocking and
+    /// checked again with `fstat` (something else may have taken the name in between) —
+    /// a FIFO's `open` waits for a writer (the kernel's `wait_for_partner`) and would hold
+    /// the loop thread, and a device's may have effects of its own.
+    static func openRegularFile(_ path: String) -> TailOpenResult {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let code = errno
+            if code == ENOENT { return .missing }
+            if code == EACCES { return .unfollowable(unreadableReason(code)) }
+            return .failed(code)
+        }
+        if info.st_mode & S_IFMT != S_IFREG { return .unfollowable(kindReason(info.st_mode)) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT { return .missing }
+            if code == EACCES || code == EPERM { return .unfollowable(unreadableReason(code)) }
+            return .failed(code)
+        }
+        if fstat(fd, &info) != 0 {
+            let code = errno
+            _ = close(fd)
+            return .failed(code)
+        }
+        if info.st_mode & S_IFMT != S_IFREG {
+            _ = close(fd)
+            return .unfollowable(kindReason(info.st_mode))
+        }
+        // Back to blocking reads (the pool's reads and RWF_NOWAIT's cached reads expect it).
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+        return .opened(fd)
+    }
+
+    /// "is a directory", "is a FIFO", ... for a notice.
+    static func kindReason(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: return "is a directory"
+        case S_IFIFO: return "is a FIFO"
+        case S_IFSOCK: return "is a socket"
+        case S_IFCHR: return "is a character device"
+        case S_IFBLK: return "is a block device"
+        default: return "is not a regular file"
+        }
+    }
+
+    /// "cannot be read (EACCES: permission denied)" for a notice.
+    static func unreadableReason(_ code: Int32) -> String {
+        let error = UVError(code: -code)
+        return "cannot be read (\(error.name): \(error.message))"
+    }
+}
+

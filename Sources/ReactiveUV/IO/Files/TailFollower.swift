@@ -80,12 +80,15 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     private var turnQueue: [TailFileReader] = []
     /// "missing" was said and nothing has appeared since.
     private var saidMissing = false
+    /// The reason of the last ``TailNotice/unfollowable(path:reason:)`` sent, while the
+    /// path still names something that cannot be followed (said once, not at every look).
+    private var saidUnfollowable: String?
     /// Files read to their end and closed (the most recent few hundred): never opened again
     /// as "missed" files.
     private var finishedFiles: [FileIdentity] = []
     /// Wall-clock seconds when following began (less one): a sibling modified since may be
     /// a file that was at the path while we were not looking.
-    private let startedAt = Int(time(nil)) - 1
+    private let startedAt: Int
     /// The path's rotated siblings when the subscription was made (its plan), each with its
     /// modification time then. Such a file was not at the path while we followed, so it is
     /// no missed file, unless written since: a restart within a second of a rotated file's
@@ -121,7 +124,8 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         self.fail = fail
         self.quietNanoseconds = UInt64(max(0, SchedulerTime.nanoseconds(options.rotationQuietPeriod)))
         self.pollNanoseconds = UInt64(max(1_000_000, SchedulerTime.nanoseconds(options.pollInterval)))
-        self.siblingsAtPlan = TailFollower.siblingStamps(ofFileAt: TailFollower.fileLocation(of: path))
+        self.siblingsAtPlan = plan.siblings
+        self.startedAt = plan.startedAt
     }
 
     // MARK: - Starting and stopping
@@ -134,6 +138,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         loop.register(self)
         registered = true
         for notice in plan.notices {
+            if case .unfollowable(_, let reason) = notice { saidUnfollowable = reason }
             notify(notice)
             if stopped { break }
         }
@@ -154,7 +159,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             }
         }
         if stopped { return cleanUpIfDone() }
-        saidMissing = current == nil
+        saidMissing = current == nil && saidUnfollowable == nil
         relocate()
         startWatching()
         timer = loop.scheduleTimer(at: csys_monotonic_ns() &+ pollNanoseconds, repeatEvery: pollNanoseconds) { [self] in
@@ -302,9 +307,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         }
         guard let filename, !filename.isEmpty else { return tick() }
         if filename == basename || filename == linkName {
-            if events & Int32(UV_RENAME.rawValue) != 0 { checkPath() }
+            // Without a file (something unfollowable is there, or a file we may not read
+            // yet), any change may be the one that makes it followable (a `chmod`).
+            if events & Int32(UV_RENAME.rawValue) != 0 || current == nil { checkPath() }
             if !stopped { current?.poke() }
         } else {
+            // A sibling moved: every missed sibling is looked for, not only the one named
+            // (an older one may have moved on to another name already, and must be read
+            // before this one). Renames of unrelated entries cost nothing.
             if events & Int32(UV_RENAME.rawValue) != 0 { adoptMissedFiles(named: filename) }
             for reader in readers where reader !== current && !stopped { reader.poke() }
         }
@@ -356,6 +366,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                     old.leftPath()
                     current = nil
                 }
+                saidUnfollowable = nil
                 if !saidMissing {
                     saidMissing = true
                     notify(.missing(path: path))
@@ -363,11 +374,13 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                 if watch != nil { restartWatch() }
                 return
             }
+            if code == EACCES { return cannotFollow(TailFollower.unreadableReason(code)) }
             return readerFailed(UVError(code: code, operation: "stat", target: path))
         }
         if let current, current.identity.device == UInt64(info.st_dev) && current.identity.inode == UInt64(info.st_ino) {
             return
         }
+        if info.st_mode & S_IFMT != S_IFREG { return cannotFollow(TailFollower.kindReason(info.st_mode)) }
         if let back = readers.first(where: {
             $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino)
         }) {
@@ -377,11 +390,12 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             current = back
             return
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            let code = errno
-            if code == ENOENT { return }  // gone again: the next event says what came instead
-            return readerFailed(UVError(code: code, operation: "open", target: path))
+        let fd: Int32
+        switch TailFollower.openRegularFile(path) {
+        case .opened(let opened): fd = opened
+        case .missing: return  // gone again: the next event says what came instead
+        case .unfollowable(let reason): return cannotFollow(reason)
+        case .failed(let code): return readerFailed(UVError(code: code, operation: "open", target: path))
         }
         let identity: FileIdentity
         let size: Int64
@@ -389,11 +403,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         case .failure(let error):
             _ = Glibc.close(fd)
             return readerFailed(UVError(code: error.code, operation: error.operation, target: path))
-        case .success(let (found, foundSize, isDir)):
-            if isDir {
-                _ = Glibc.close(fd)
-                return readerFailed(UVError(code: UV_EISDIR.rawValue, operation: "open", target: path))
-            }
+        case .success(let (found, foundSize, _)):
             identity = found
             size = foundSize
         }
@@ -403,7 +413,6 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             return
         }
         relocate()
-        let replaced = current != nil
         if let old = current {
             // The files rotated away before are replaced once more: done at their end.
             for reader in readers where reader !== old { reader.superseded = true }
@@ -413,6 +422,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             notify(.appeared(path: path, identity: identity))
         }
         saidMissing = false
+        saidUnfollowable = nil
         if stopped {
             _ = Glibc.close(fd)
             return
@@ -428,10 +438,29 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
         readers.append(reader)
         current = reader
         enforceOpenFileLimit()
-        reader.poke()
         // Files that were at the path and rotated away before we looked (the loop was busy
-        // for longer than a rotation, or polling): found among the siblings.
-        if replaced && !stopped { adoptMissedFiles(named: nil) }
+        // for longer than a rotation, or polling): found among the siblings — before the
+        // new file is first read, since they are older and their lines come first. Also
+        // when the path was empty at our last look (we may have looked between a rename
+        // and the next file's creation).
+        if !stopped { adoptMissedFiles(named: nil) }
+        if !stopped { reader.poke() }
+    }
+
+    /// What the path names cannot be followed for now (``TailNotice/unfollowable(path:reason:)``):
+    /// the file that was there has left the path (it is read to its end as a rotated one),
+    /// the notice is sent once per reason, and the path is looked at again at each change
+    /// event and each tick until a readable regular file is there.
+    private func cannotFollow(_ reason: String) {
+        if let old = current {
+            old.leftPath()
+            current = nil
+        }
+        saidMissing = false
+        if saidUnfollowable != reason {
+            saidUnfollowable = reason
+            notify(.unfollowable(path: path, reason: reason))
+        }
     }
 
     /// Takes the path's file location again (``fileLocation(of:)``) and moves the watch to
@@ -454,23 +483,54 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// modified since we started following, that are no file we read or have read. Such a
     /// file was created at the path and renamed away while the loop could not look (a
     /// subscriber holding the loop thread longer than a rotation takes, or between two
-    /// polls); it is read from its start like any rotated file. `name`: just that entry
-    /// (an inotify event named it), or `nil` for every entry.
+    /// polls); it is read from its start like any rotated file, placed among the readers
+    /// in rotation order (``oldestFirst(_:prefix:)``). `name`: the entry an inotify event
+    /// named (nothing is done unless it is a sibling), or `nil`; every sibling is looked at
+    /// either way, since an older missed file may have moved on to another name already.
     private func adoptMissedFiles(named name: String?) {
         if stopped { return }
-        let candidates: [String]
-        if let name {
-            guard name.hasPrefix(basename) && name != basename else { return }
-            candidates = [TailFollower.joined(directory, name)]
-        } else {
-            candidates = TailFollower.directoryEntries(directory).map(\.name)
-        }
         let prefix = TailFollower.joined(directory, basename)
-        for candidate in candidates where candidate != prefix && candidate.hasPrefix(prefix) {
+        if let name, !(name.hasPrefix(basename) && name != basename) { return }
+        // A writer may be renaming while we look (`app.log.1` to `.2`, the path to `.1`):
+        // the ranks come from a snapshot of the siblings taken twice alike, and a candidate
+        // whose name names another file by the time we open it starts the look again.
+        for _ in 0..<16 {
             if stopped { return }
+            if !adoptMissedFilesOnce(prefix: prefix) { return }
+        }
+    }
+
+    /// One look of ``adoptMissedFiles(named:)``; returns whether the directory changed
+    /// under it (look again).
+    private func adoptMissedFilesOnce(prefix: String) -> Bool {
+        func snapshot() -> [(name: String, device: UInt64, inode: UInt64)] {
+            TailFollower.directoryEntries(directory).filter { $0.name != prefix && $0.name.hasPrefix(prefix) }
+        }
+        var siblings = snapshot()
+        for _ in 0..<16 {
+            let again = snapshot()
+            let same = again.count == siblings.count
+                && zip(again, siblings).allSatisfy { $0.name == $1.name && $0.device == $1.device && $0.inode == $1.inode }
+            siblings = again
+            if same { break }
+        }
+        // Every rotated sibling in the order it was at the path (oldest first): a missed
+        // file goes among the readers before the first file younger than it, so files are
+        // read in that order even when some rotated ones were seen and others missed.
+        let ordered = TailFollower.oldestFirst(siblings.map(\.name), prefix: prefix)
+        var rank: [SiblingKey: Int] = [:]
+        var keyOf: [String: SiblingKey] = [:]
+        for entry in siblings { keyOf[entry.name] = SiblingKey(device: entry.device, inode: entry.inode) }
+        for (index, name) in ordered.enumerated() {
+            if let key = keyOf[name] { rank[key] = index }
+        }
+        for candidate in ordered {
+            if stopped { return false }
             if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { continue }
             var info = stat()
-            guard stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
+            guard stat(candidate, &info) == 0 else { return true }
+            if SiblingKey(info) != keyOf[candidate] { return true }  // renamed meanwhile
+            guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
                 siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
                 !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
             else { continue }
@@ -483,14 +543,28 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
                 _ = Glibc.close(fd)
                 continue
             }
+            guard let age = rank[SiblingKey(device: identity.device, inode: identity.inode)] else {
+                _ = Glibc.close(fd)
+                return true  // another file by now
+            }
             notify(.appeared(path: candidate, identity: identity))
             if stopped {
                 _ = Glibc.close(fd)
-                return
+                return false
             }
-            readRotated(fd, identity, size: size, from: store?.offset(for: identity) ?? 0, at: max(0, readers.count - 1),
-                        limitingOpenFiles: true)
+            // Before the first reader of a younger file: a sibling ranked younger, or the
+            // current file if it is still at the path (a current file found among the
+            // siblings was rotated away before we noticed, and is ranked like them).
+            // Readers of files gone from the directory are older.
+            let index = readers.firstIndex { reader in
+                if let theirs = rank[SiblingKey(device: reader.identity.device, inode: reader.identity.inode)] {
+                    return theirs > age
+                }
+                return reader === current
+            } ?? readers.count
+            readRotated(fd, identity, size: size, from: store?.offset(for: identity) ?? 0, at: index, limitingOpenFiles: true)
         }
+        return false
     }
 
     /// Whether a file starting with `fingerprint` holds content we have seen: the start of
@@ -576,7 +650,7 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             }
             lost(.lost(path: oldest.path, identity: oldest.identity, range: unread, reason: .fellBehind))
             store?.finished(oldest.identity, at: 0)
-            finishedFiles.append(oldest.identity)
+            rememberFinished(oldest)
             oldest.stop()
         }
     }
@@ -585,10 +659,22 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     func finish(_ reader: TailFileReader) {
         reader.finishLines()
         if stopped { return }
-        finishedFiles.append(reader.identity)
-        if finishedFiles.count > 512 { finishedFiles.removeFirst(256) }
+        rememberFinished(reader)
         store?.finished(reader.identity, at: reader.offset)
         reader.stop()
+    }
+
+    /// Remembers `reader`'s file as finished (never adopted again as a missed file), by
+    /// its inode and the first bytes it was seen to hold: a file opened the moment it was
+    /// created has an empty identity fingerprint, which would match any later file given
+    /// the same inode once this one is deleted (file systems reuse freed inodes at once),
+    /// and such a file — a rotated file created and renamed away between two looks — was
+    /// never adopted, its lines lost. A file finished empty is not remembered.
+    private func rememberFinished(_ reader: TailFileReader) {
+        let known = reader.head.count > reader.identity.fingerprint.count ? reader.head : reader.identity.fingerprint
+        if known.isEmpty { return }
+        finishedFiles.append(FileIdentity(device: reader.identity.device, inode: reader.identity.inode, fingerprint: known))
+        if finishedFiles.count > 512 { finishedFiles.removeFirst(256) }
     }
 
     /// Lets the current file be read once no resumed older file is left.
@@ -602,14 +688,34 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     var hasCurrentFile: Bool { current != nil }
 
-    /// Whether a file older than `reader` (before it in ``readers``) is still being read:
-    /// `reader` then waits (see ``TailFileReader/poke()``).
+    /// Counts readers made (``TailFileReader/bornAt``) and ends found
+    /// (``TailFileReader/endCheckedAt``): an order of events on the loop thread.
+    private(set) var generation: UInt64 = 0
+
+    /// The next generation, for a reader being made.
+    func nextGeneration() -> UInt64 {
+        generation &+= 1
+        return generation
+    }
+
+    /// Whether a file older than `reader` (before it in ``readers``) is still being read, or
+    /// has not been seen at its end since `reader`'s file was opened: `reader` then waits
+    /// (see ``TailFileReader/poke()``). An end found earlier proves nothing: the older file
+    /// may have been written after that look and before the newer one was created.
     func olderReaderIsReading(before reader: TailFileReader) -> Bool {
         for other in readers {
             if other === reader { return false }
-            if other.isOpen && !other.reachedEnd && !other.held { return true }
+            if other.isOpen && !other.held && (!other.reachedEnd || other.endCheckedAt < reader.bornAt) { return true }
         }
         return false
+    }
+
+    /// Pokes the readers older than `reader` that are idle at an end found before `reader`
+    /// was opened, so that each looks again (and `reader`, deferred, is poked when they
+    /// have: ``readerReachedEnd(_:)``).
+    func confirmEnds(before reader: TailFileReader) {
+        let older = readers.prefix { $0 !== reader }.filter { $0.endIsStale(for: reader) }
+        for other in older where !stopped { other.poke() }
     }
 
     /// `reader` read its file to the end for now: younger files waiting for it go on.

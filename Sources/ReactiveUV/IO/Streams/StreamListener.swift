@@ -113,12 +113,20 @@ final class StreamListener: @unchecked Sendable {
     }
 
     /// Stops listening and closes every connection still open (loop thread); idempotent.
+    ///
+    /// The connections are closed silently, as at loop shutdown: closing them is our own
+    /// doing (the subscription was disposed, or listening failed), so their readers end
+    /// without an event — no unfinished last line delivered as if complete, no completion
+    /// — and their writers' `send`s without `ENOTCONN … (already closed)`.
     func close() {
         guard !isClosing else { return }
         isClosing = true
         let open = Array(connections.values)
         connections = [:]
-        for connection in open { connection.stream.close() }
+        for connection in open {
+            connection.stream.silent = true
+            connection.stream.close()
+        }
         uv.close()
     }
 }
