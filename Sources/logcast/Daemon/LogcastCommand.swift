@@ -77,6 +77,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
+    @OptionGroup(title: "Security")
+    var security: SecurityOptions
+
     func validate() throws {
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
@@ -192,8 +195,13 @@ struct LogcastCommand: ParsableCommand {
         config.tlsKey = tlsKey
         config.maxPatternLength = maxPattern
         config.maxCommandLength = max(config.maxCommandLength, maxPattern + 5)  // "GREP " + pattern
+        config.stateDirectory = nats.publish == nil ? nats.stateDir : nil
         let server = LogcastServer(config: config, logger: logger)
+        if let directory = config.stateDirectory {
+            server.positions = PlainPositions(store: try StateDirectory.open(directory)) { logger.error("\($0)") }
+        }
         server.beforeFatalExit = { demo?.dispose() }
+        try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         let natsRunning = try nats.start(server: server, files: files, logger: logger)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
@@ -203,6 +211,7 @@ struct LogcastCommand: ParsableCommand {
                 Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
             }
         }
+        try security.startUnix(server)
         server.startSyslog(
             udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
             tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }

@@ -19,7 +19,7 @@ struct NatsOptions: ParsableArguments {
     @Option(help: "Edge: the subject lines are published to (default logs.<hostname>).")
     var subject: String?
 
-    @Option(name: .customLong("state-dir"), help: "Edge: where acknowledged file positions are kept (default $HOME/.local/state/logcast, /var/lib/logcast for root).")
+    @Option(name: .customLong("state-dir"), help: "Where file positions are kept. Edge: positions the stream acknowledged (default $HOME/.local/state/logcast, /var/lib/logcast for root). Without --publish: positions read, so a restarted logcast gives its first client what was written while it was down.")
     var stateDir: String?
 
     @Option(name: .customLong("batch-bytes"), help: "Edge: the most bytes of whole lines in one message (1024...1048576).")
