@@ -52,7 +52,7 @@ struct AccessPolicy {
             let scalars = Array(line.unicodeScalars)
             guard let colon = scalars.indices.first(where: { $0 + 1 < scalars.count && scalars[$0] == ":" && scalars[$0 + 1] == " " })
             else {
-                throw AccessFileError("\(name):\(number + 1): expected 'IDENTITY: GLOB, GLOB…'")
+                throw AccessFileError("\(name):\(number + 1): expected 'IDENTITY: GLOB, GLOB...'")
             }
             var head = String.UnicodeScalarView()
             head.append(contentsOf: scalars[..<colon])
@@ -62,7 +62,7 @@ struct AccessPolicy {
             let globs = String(tail).split(separator: ",").map { String($0).trimmed(" \t") }
                 .filter { !$0.isEmpty }
             guard !identity.isEmpty, !globs.isEmpty else {
-                throw AccessFileError("\(name):\(number + 1): expected 'IDENTITY: GLOB, GLOB…'")
+                throw AccessFileError("\(name):\(number + 1): expected 'IDENTITY: GLOB, GLOB...'")
             }
             guard identity == "token" || identity == "anonymous" || identity.hasPrefix("cert:") || identity.hasPrefix("uid:") else {
                 throw AccessFileError("\(name):\(number + 1): unknown identity '\(identity)' (token, anonymous, cert:<subject>, uid:<n>)")

@@ -60,7 +60,8 @@ extension ClientSession {
         logger.warning("client \(transport) refused: \(reason)")
         server.stats.refused += 1
         reply(line)
-        end(reason: "refused: \(reason)", graceful: true)
+        // (The reason is logged once, above.)
+        end(reason: "refused", graceful: true)
     }
 }
 

@@ -165,7 +165,8 @@ final class LogcastServer: @unchecked Sendable {
             if self.sessions.removeValue(forKey: ObjectIdentifier(ended)) != nil { self.stats.clients -= 1 }
         }
         sessions[ObjectIdentifier(session)] = session
-        session.start()
+        // Who it is is settled before its first command is read: a TLS connection's reads
+        // may deliver what the client sent with its handshake as soon as they are subscribed.
         if let identity {
             guard session.admit(identity.name, how: identity.how) else { return }
         } else if security.token != nil {
@@ -173,6 +174,7 @@ final class LogcastServer: @unchecked Sendable {
         } else {
             guard session.admit("anonymous", how: "no authentication asked for") else { return }
         }
+        session.start()
     }
 
     /// A client was admitted: with kept positions, the files start now (the first time),
