@@ -202,7 +202,7 @@ struct LogcastCommand: ParsableCommand {
         }
         server.beforeFatalExit = { demo?.dispose() }
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
-        let natsRunning = try nats.start(server: server, files: files, logger: logger)
+        let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
             if tlsCert != nil {

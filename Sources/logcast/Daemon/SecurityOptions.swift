@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import ReactiveUVNATS
 
 /// logcast's security options (an option group, so LogcastCommand only names it): who may
 /// connect (a token, TLS client certificates, a Unix socket's owner and mode), what each
@@ -144,6 +145,29 @@ struct SecurityOptions: ParsableArguments {
         policy.verifiesClientCertificates = tlsClientCA != nil
         server.security = policy
         server.config.tlsClientCA = tlsClientCA
+    }
+
+    /// The credentials the NATS edge and hub present (secrets read from their files now,
+    /// so a missing file is a start-up error, not a reconnect loop).
+    ///
+    /// - Returns: the credentials, or `nil` when none are configured.
+    /// - Throws: `ExitCode.failure` once the error is on standard error.
+    func natsCredentials() throws -> NATSCredentials? {
+        if let natsCreds {
+            guard access(natsCreds, R_OK) == 0 else {
+                Output.err("logcast: error: --nats-creds \(StateDirectory.printable(natsCreds)): \(String(cString: strerror(errno)))\n")
+                throw ExitCode.failure
+            }
+            return .credentialsFile(natsCreds)
+        }
+        if let natsUser, let natsPasswordFile {
+            let password = try Self.readSecret(natsPasswordFile, option: "--nats-password-file")
+            return .userPassword(user: natsUser, password: String(decoding: password, as: UTF8.self))
+        }
+        if let natsTokenFile {
+            return .token(String(decoding: try Self.readSecret(natsTokenFile, option: "--nats-token-file"), as: UTF8.self))
+        }
+        return nil
     }
 
     /// Starts the --listen-unix listener, if any (after the server started).
