@@ -181,4 +181,22 @@ final class LogcastExposureTests: XCTestCase {
         XCTAssertEqual(occurrences(of: "logcast: error:", in: err), 1, err)
         XCTAssertFalse(err.contains("Error:"), err)
     }
+
+    /// The fuzz lane's find (Fuzz/regressions/checkpoint/): a state file with a negative
+    /// or unreadable offset was loaded as positions (a negative final offset was taken for
+    /// a real one, an unreadable one for "not finished"); it is refused at start.
+    func testAStateFileWithANegativeOrUnreadableOffsetIsRefused() throws {
+        let log = dir + "/app.log"
+        appendLines(log, ["x"])
+        let path = "/var/log/app.log".utf8.map { String(format: "%02x", $0) }.joined()
+        for (name, position) in [("negative-final", "1024 -66"), ("negative", "-1024 4096"), ("unreadable", "1024 4x96")] {
+            let state = dir + "/state-" + name
+            XCTAssertEqual(mkdir(state, 0o700), 0)
+            appendLines(state + "/tail-checkpoints", ["ruv-tail-checkpoints 4", "2049 131 \(position) 6c696e65 \(path) = 0 -"])
+            let (status, out, err) = try runToExit([log, "--listen", "127.0.0.1:0", "--state-dir", state])
+            XCTAssertEqual(status, 1, name)
+            XCTAssertTrue(err.hasPrefix("logcast: error: --state-dir \(state): ") && err.contains("malformed checkpoint"), "\(name): \(err)")
+            XCTAssertFalse(out.contains("listening"), name)
+        }
+    }
 }
