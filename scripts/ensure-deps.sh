@@ -11,6 +11,8 @@ if ! pkg-config --exists libuv 2>/dev/null; then need+=(libuv1-dev); fi
 # ReactiveUVTLS links OpenSSL; its tests make certificates with the openssl command.
 if ! pkg-config --exists openssl 2>/dev/null; then need+=(libssl-dev); fi
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# logcast's Unix socket tests connect with nc -U (OpenBSD netcat).
+command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
 # logcast's syslog tests send with logger(1).
 command -v logger >/dev/null 2>&1 || need+=(bsdutils)
 # logcast's GREP filters: Hyperscan (x86-64 only; the Debian package exists for amd64).
