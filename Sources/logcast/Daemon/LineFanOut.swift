@@ -71,6 +71,9 @@ final class LineFanOut {
     private var flushScheduled = false
 
     static let maxVisitsPerTurn = 512
+    /// The largest chunk a replay hands in at once: one stored message (--batch-bytes is
+    /// at most 1 MiB).
+    static let maxReplayChunk = 1 << 20
     static let minRoundInterval = 0.001
     static let maxPumpSeconds = 0.004
     /// While lines stream in, a client is written once this many bytes wait for it...
@@ -204,14 +207,15 @@ final class LineFanOut {
     /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
     /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
     /// the client's memory stays within the limit plus one reply. While a hub's replay
-    /// waits for room (``whenRoom(_:_:)``) its outbox may hold up to the limit of stored
-    /// lines, so replies get a second limit's worth on top.
+    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
+    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
+    /// get a second limit's worth on top of both.
     func reply(_ feed: ClientFeed, _ text: String) {
         guard !feed.ended, !feed.failed else { return }
         take(feed)
         feed.outbox.append(contentsOf: text.utf8)
         feed.outbox.append(10)
-        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit
+        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
         if feed.outbox.count > limit {
             feed.failed = true
             let queued = feed.outbox.count
