@@ -3,7 +3,7 @@ SWIFT ?= swift
 ## logcast is a package of its own (its dependencies never reach the library's users).
 LOGCAST := Sources/logcast
 
-.PHONY: deps build run test sanitize bench bench-cmo bench-allocs install docs clean
+.PHONY: deps build run test fuzz sanitize bench bench-cmo bench-allocs install docs clean
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -21,6 +21,15 @@ test: deps
 	$(SWIFT) test --skip-build
 	$(SWIFT) build --package-path $(LOGCAST) --build-tests
 	$(SWIFT) test --package-path $(LOGCAST) --skip-build
+
+## The fuzz lane: libFuzzer targets for every parser of outside bytes (Fuzz/), built with
+## -sanitize=fuzzer,address and run for FUZZ_SECONDS in all (default 300); a crash fails it
+## and its input is kept in Fuzz/crashes/. `make fuzz FUZZ_TARGETS=syslog FUZZ_SECONDS=600`
+## runs one. Targets, corpora and how to add one: scripts/fuzz.sh.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz: deps
+	SWIFT="$(SWIFT)" FUZZ_SECONDS="$(FUZZ_SECONDS)" ./scripts/fuzz.sh $(FUZZ_TARGETS)
 
 ## The sanitizer lane (to be run by CI after `make test` once clean on the merged tree): every test of both packages built with
 ## --sanitize=thread (scratch .build-tsan) and with --sanitize=address (.build-asan, with

@@ -12,6 +12,8 @@ if ! pkg-config --exists libuv 2>/dev/null; then need+=(libuv1-dev); fi
 # ReactiveUVTLS links OpenSSL; its tests make certificates with the openssl command.
 if ! pkg-config --exists openssl 2>/dev/null; then need+=(libssl-dev); fi
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# logcast's Unix socket tests connect with nc -U (OpenBSD netcat).
+command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
 # logcast's syslog tests send with logger(1).
 command -v logger >/dev/null 2>&1 || need+=(bsdutils)
 # nc: the README's and logcast's first session (`nc 127.0.0.1 7070`); a fresh Debian has none.

@@ -184,6 +184,16 @@ public final class NATSConnection: @unchecked Sendable {
         natsOptions_SetReconnectBufSize(opts, Int32(options.reconnectBufferBytes))
         natsOptions_SetPingInterval(opts, milliseconds(options.pingInterval))
         if let name = options.name { natsOptions_SetName(opts, name) }
+        switch options.credentials {
+        case .credentialsFile(let file)?:
+            try NATSError.check(natsOptions_SetUserCredentialsFromFiles(opts, file, nil), "connect (credentials file)", file)
+        case .userPassword(let user, let password)?:
+            try NATSError.check(natsOptions_SetUserInfo(opts, user, password), "connect (user and password)", target)
+        case .token(let token)?:
+            try NATSError.check(natsOptions_SetToken(opts, token), "connect (token)", target)
+        case nil:
+            break
+        }
         if let tls = options.tls {
             try NATSError.check(natsOptions_SetSecure(opts, true), "connect (TLS)", target)
             if let ca = tls.caFile {

@@ -21,6 +21,9 @@ public struct NATSOptions: Sendable {
     /// TLS settings; a `tls://` URL turns TLS on even without them (then the system's
     /// trust store verifies the server).
     public var tls: NATSTLSOptions?
+    /// How the client authenticates to servers that ask (nats-server `authorization`,
+    /// decentralized JWT auth); `nil`: it does not.
+    public var credentials: NATSCredentials?
 
     /// The defaults.
     public init() {}
@@ -56,4 +59,15 @@ public enum NATSConnectionEvent: Sendable, Equatable {
     case closed
     /// An asynchronous error cnats reported (a slow consumer, a permissions violation).
     case error(NATSError)
+}
+
+/// How a NATS client proves who it is to the servers.
+public enum NATSCredentials: Sendable, Equatable {
+    /// A credentials file holding the user's JWT and NKey seed (`nsc` makes them); cnats's
+    /// `natsOptions_SetUserCredentialsFromFiles`. The file is read at every (re)connect.
+    case credentialsFile(String)
+    /// A user name and password.
+    case userPassword(user: String, password: String)
+    /// An authentication token.
+    case token(String)
 }

@@ -47,16 +47,24 @@ public enum TLS {
     ///   - loop: the loop to listen on; `nil` for TCP's default.
     ///   - onListening: called once with the bound address (loop thread).
     ///   - onHandshakeError: called on the loop thread for each client whose handshake failed.
+    ///   - clientCertificateAuthorities: a PEM file of CAs; when given, a client must
+    ///     present a certificate one of them issued (verified during the handshake; its
+    ///     subject is ``TLSConnection/peerSubject``), or its handshake fails
+    ///     (`.certificateRejected` or `.handshakeFailed`) and `onHandshakeError` hears of it.
     /// - Returns: a cold signal of TLS connections.
     public static func listen(
         host: String = "127.0.0.1", port: Int, certificate: String, key: String,
+        clientCertificateAuthorities: String? = nil,
         options: TCPOptions = TCPOptions(), handshakeTimeout: Double = TLS.defaultHandshakeTimeout,
         on loop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil,
         onHandshakeError: ((TLSError) -> Void)? = nil
     ) -> Signal<TLSConnection> {
         Signal.defer {
             let context: TLSContext
-            do { context = try TLSContext.server(certificate: certificate, key: key) } catch {
+            do {
+                context = try TLSContext.server(
+                    certificate: certificate, key: key, clientCertificateAuthorities: clientCertificateAuthorities)
+            } catch {
                 return .error(error)
             }
             return TCP.listen(host: host, port: port, options: options, on: loop, onListening: onListening)

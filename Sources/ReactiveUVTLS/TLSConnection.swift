@@ -1,7 +1,7 @@
 import Glibc
 import ReactiveUV
 
-/// A TLS connection over a TCP connection, from ``TLS/listen(host:port:certificate:key:options:handshakeTimeout:on:onListening:onHandshakeError:)``
+/// A TLS connection over a TCP connection, from ``TLS/listen(host:port:certificate:key:clientCertificateAuthorities:options:handshakeTimeout:on:onListening:onHandshakeError:)``
 /// or ``TLS/connect(host:port:serverName:trust:options:handshakeTimeout:on:)``: the same
 /// `reads` / `lines` / `write` / `send` / `shutdown` surface as ``/ReactiveUV/StreamConnection``,
 /// with plaintext in and out.

@@ -56,9 +56,13 @@ final class TLSContext: @unchecked Sendable {
     /// A server context presenting the certificate chain in `certificate` (PEM, leaf first)
     /// with the private key in `key` (PEM).
     ///
+    /// With `clientCertificateAuthorities` (a PEM file of CAs), every client must present
+    /// a certificate issued by one of them (`SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT`):
+    /// a client without one, or with one the CAs did not issue, fails its handshake.
+    ///
     /// - Throws: ``TLSError`` (`.configuration`) naming the file that failed, or saying
     ///   that the key does not match the certificate.
-    static func server(certificate: String, key: String) throws -> TLSContext {
+    static func server(certificate: String, key: String, clientCertificateAuthorities: String? = nil) throws -> TLSContext {
         ERR_clear_error()
         let context = try TLSContext(server: true)
         let ctx = context.pointer
@@ -73,6 +77,15 @@ final class TLSContext: @unchecked Sendable {
         if SSL_CTX_check_private_key(ctx) != 1 {
             throw TLSError.fromQueue(.configuration, fallback: "the private key does not match the certificate",
                                      operation: "check private key", target: key)
+        }
+        if let authorities = clientCertificateAuthorities {
+            if SSL_CTX_load_verify_locations(ctx, authorities, nil) != 1 {
+                throw TLSError.fromQueue(.configuration, fallback: "cannot load client certificate authorities",
+                                         operation: "load client certificate authorities", target: authorities)
+            }
+            // The names clients are told to pick a certificate by (CertificateRequest).
+            if let names = SSL_load_client_CA_file(authorities) { SSL_CTX_set_client_CA_list(ctx, names) }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
         }
         return context
     }

@@ -11,6 +11,7 @@
 /// SINCE <seq|time>  (a hub, --from) stored lines from a stream sequence or a time, then live
 /// SYNC <token>      (from a forwarding logcast) answered `OK SYNC <token>` once every
 ///                   command before it has been handled: the acknowledgement of its LINEs
+/// AUTH <token>      (with --auth-token-file) the first command: the shared token
 /// ```
 /// Commands are case-insensitive; anything else gets `ERR <reason>` and the connection stays up.
 enum ClientCommand: Equatable {
@@ -23,6 +24,7 @@ enum ClientCommand: Equatable {
     case line(file: String, text: String)
     case sync(String)
     case since(String)
+    case auth(String)
 
     /// The `HELP` reply, one line per command.
     static let helpText = [
@@ -35,6 +37,7 @@ enum ClientCommand: Equatable {
         "LINE <file>\\t<text>  (forwarding logcasts) put a line into this logcast's stream",
         "SINCE <seq|time>  (hub: --from) the stream's lines from a sequence (1: all) or a time (2026-11-23T22:00:00Z, @<epoch s>), then live ones",
         "SYNC <token>   (forwarding logcasts) answered OK SYNC <token> after every command before it",
+        "AUTH <token>   (when logcast asks for a token) the first command: answered OK AUTH, or ERR and the connection closes",
         "Sent to you: <file>: <line>, OK ..., ERR <reason>, STATS ..., HEARTBEAT <uptime>, DROPPED <lines lost so far>, BYE",
     ]
 
@@ -59,6 +62,7 @@ enum ClientCommand: Equatable {
             return .success(.line(file: String(argument[..<tab]), text: String(argument[argument.index(after: tab)...])))
         case "SINCE": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.since(String(argument)))
         case "SYNC": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.sync(String(argument)))
+        case "AUTH": return argument.isEmpty ? .failure(.missingArgument(verb)) : .success(.auth(String(argument)))
         case "": return .failure(.empty)
         default: return .failure(.unknown(String(verb.prefix(32))))
         }

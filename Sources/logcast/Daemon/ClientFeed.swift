@@ -12,6 +12,8 @@ final class ClientFeed {
     let transport: ClientTransport
     /// The filter: `nil` takes every line.
     var pattern: PatternID?
+    /// The sources this client may read (`--access-file`); `nil`: every source.
+    var access: SourceAccess?
     /// The first block not yet written to (or skipped for) this client.
     var nextSequence: Int
     var paused = false
@@ -44,6 +46,8 @@ final class ClientFeed {
     /// Runs once a write completes with little waiting (``LineFanOut/whenRoom(_:_:)``).
     var onRoom: (() -> Void)?
     var ended = false
+    /// Over the queue limit with replies: the session is ending and nothing more is queued.
+    var failed = false
 
     init(transport: ClientTransport, nextSequence: Int) {
         self.transport = transport

@@ -25,6 +25,11 @@ final class ClientSession: @unchecked Sendable {
     var finishing: Disposable?
     /// Called once when the session is over.
     let onEnd: (ClientSession) -> Void
+    /// Who the client is (`token`, `cert:<subject>`, `uid:<n>`, `anonymous`); `nil` until
+    /// it is admitted (ClientSession+Auth.swift).
+    var identity: String?
+    /// Waiting for `AUTH <token>`: no line is sent to it and any other command ends it.
+    var awaitingAuth = false
 
     init(transport: ClientTransport, server: LogcastServer, onEnd: @escaping (ClientSession) -> Void) {
         self.transport = transport
@@ -48,6 +53,10 @@ final class ClientSession: @unchecked Sendable {
     func handle(_ input: ClientLine) {
         guard !ended else { return }
         lastInput = Scheduler.main.now
+        if awaitingAuth {
+            authenticate(input)
+            return
+        }
         guard case .line(let text) = input else {
             reply("ERR \(ProtocolError.lineTooLong(config.maxCommandLength))")
             return
@@ -62,12 +71,28 @@ final class ClientSession: @unchecked Sendable {
         case .success(.resume):
             server.fanOut.setPaused(feed, false)
             reply("OK RESUME")
-        case .success(.stats): reply(String(server.statsLine().dropLast()))
+        case .success(.stats):
+            // A client restricted to some sources sees its own counters only: the daemon's
+            // would tell it how busy the files it may not read are.
+            if feed.access != nil {
+                reply("STATS lines_sent=\(feed.linesSent) lines_dropped=\(feed.linesDropped) identity=\(identity ?? "-")")
+            } else {
+                reply(String(server.statsLine().dropLast()))
+            }
+        case .success(.auth):
+            reply(server.security.token == nil || identity != "token"
+                ? "ERR AUTH is not asked for here (you are \(identity ?? "-"))" : "ERR already authenticated")
         case .success(.help):
             for line in ClientCommand.helpText { reply("HELP \(line)") }
             reply("OK HELP")
         case .success(.quit): quit(message: "BYE")
-        case .success(.line(let file, let text)): config.inject(TaggedLine(file: file, text: text))
+        case .success(.line(let file, let text)):
+            // A restricted client could otherwise put lines under a file's name it may not read.
+            guard feed.access == nil else {
+                reply("ERR LINE needs access to every source")
+                return
+            }
+            config.inject(TaggedLine(file: file, text: text))
         // Commands are handled in arrival order and injection is synchronous, so this reply
         // tells a forwarder that every LINE it sent before the SYNC is in our stream.
         case .success(.sync(let token)): reply("OK SYNC \(token)")
@@ -112,6 +137,10 @@ final class ClientSession: @unchecked Sendable {
     /// Heartbeats to quiet clients, drop reports, idle cut-off (from the server's tick).
     func tick(_ now: SchedulerTime) {
         guard !ended else { return }
+        if awaitingAuth && lastInput.distance(to: now) >= ClientSession.authTimeout {
+            refuse("no AUTH within \(Int(ClientSession.authTimeout))s", reply: "ERR authentication required: send AUTH <token> first")
+            return
+        }
         if feed.linesDropped > reportedDrops {
             reportedDrops = feed.linesDropped
             reply("DROPPED \(feed.linesDropped)")
@@ -152,6 +181,21 @@ final class ClientSession: @unchecked Sendable {
             fanOut.remove(feed)
             transport.close()
         })
+    }
+
+    /// Ends the session for the daemon's shutdown: stops reading, queues `BYE shutting down`
+    /// after what is already queued, and returns the flush and close of the connection
+    /// (the server bounds how long it waits for every client together). The session counts
+    /// as ended from here on, so the close we cause is not logged as the client's.
+    func closeForShutdown() -> Signal<Void> {
+        guard !ended else { return .empty() }
+        ended = true
+        reading?.dispose()
+        reply("BYE shutting down")
+        logger.info("client \(transport) ended: BYE shutting down")
+        if let pattern = feed.pattern { server.compiler.release(pattern) }
+        onEnd(self)
+        return drain()
     }
 
     /// Ends the session: stops reading; `graceful` lets queued bytes flush first.

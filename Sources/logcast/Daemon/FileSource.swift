@@ -16,9 +16,23 @@ struct FileSource {
 
     /// Follows the file from its end (a missing file is waited for and read from its
     /// start). `deliver` gets each chunk; `failed` the error that ends the file.
-    func start(deliver: @escaping ([UInt8]) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
-        File.tailChunks(path, from: .end, options: FileSource.options, notices: notice)
-            .subscribe(next: deliver, error: failed)
+    ///
+    /// With `checkpoints` (plain mode's `--state-dir`) the files the store remembers are
+    /// resumed from their positions instead (rotated-away ones first), and each chunk's
+    /// position is acknowledged once `deliver` has it.
+    func start(checkpoints: TailCheckpointStore? = nil, deliver: @escaping ([UInt8]) -> Void,
+               failed: @escaping (any Error) -> Void) -> Disposable {
+        guard let checkpoints else {
+            return File.tailChunks(path, from: .end, options: FileSource.options, notices: notice)
+                .subscribe(next: deliver, error: failed)
+        }
+        return File.follow(path, from: .end, checkpoints: checkpoints, options: FileSource.options, notices: notice)
+            .subscribe(
+                next: { chunk in
+                    deliver(chunk.bytes)
+                    checkpoints.acknowledge(chunk.identity, through: chunk.endOffset)
+                },
+                error: failed)
     }
 
     /// How logcast follows a file: a line over the limit (1 MiB) is left out and logged as

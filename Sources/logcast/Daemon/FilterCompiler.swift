@@ -53,6 +53,8 @@ final class FilterCompiler: @unchecked Sendable {
     private var abandoned = 0
     /// Completions are running: the next batch starts after the last of them.
     private var delivering = false
+    /// Shut down (``stop()``): nothing is compiled any more.
+    private var stopped = false
     static let maxAbandoned = 2
     /// How many batches were compiled (for tests through STATS).
     private(set) var compiles = 0
@@ -111,6 +113,19 @@ final class FilterCompiler: @unchecked Sendable {
         startIfIdle()
     }
 
+    /// Stops compiling, for shutdown: the batch in flight is given up (its thread runs on,
+    /// detached, and its result is dropped), its watchdog and every waiting request are
+    /// forgotten, and no batch starts again. Without this the pending watchdog kept the
+    /// loop, and so the exit, waiting for up to `timeLimit` after SIGTERM (issue 30).
+    func stop() {
+        stopped = true
+        watchdog?.dispose()
+        watchdog = nil
+        inFlight?.givenUp = true
+        inFlight = nil
+        waiting = []
+    }
+
     /// A client stopped using `id`.
     func release(_ id: PatternID) {
         guard let count = users[id] else { return }
@@ -125,7 +140,7 @@ final class FilterCompiler: @unchecked Sendable {
     }
 
     private func startIfIdle() {
-        guard !delivering, inFlight == nil, abandoned < Self.maxAbandoned, !waiting.isEmpty || stale else { return }
+        guard !stopped, !delivering, inFlight == nil, abandoned < Self.maxAbandoned, !waiting.isEmpty || stale else { return }
         stale = false
         // New texts in request order, each once, with every completion waiting for it.
         var order: [String] = []

@@ -69,6 +69,57 @@ final class LineBlock {
     }
 }
 
+extension LineBlock {
+    /// The lines a client with `access` (`nil`: every source) and `pattern` takes, by
+    /// index: a restricted client's lines are those of its pattern whose source (the text
+    /// before `: `) its access allows.
+    private func lines(for pattern: PatternID?, access: SourceAccess, _ body: (Int) -> Void) {
+        bytes.withUnsafeBufferPointer { all in
+            func visit(_ line: Int) {
+                let start = Int(lineStarts[line]), text = Int(textStarts[line])
+                let source = UnsafeBufferPointer(rebasing: all[start..<max(start, text - 2)])
+                if access.allows(source) { body(line) }
+            }
+            if let pattern {
+                for line in matches[pattern] ?? [] { visit(Int(line)) }
+            } else {
+                for line in 0..<lineCount { visit(line) }
+            }
+        }
+    }
+
+    /// ``count(for:)`` for a client with `access`.
+    func count(for pattern: PatternID?, access: SourceAccess?) -> Int {
+        guard let access else { return count(for: pattern) }
+        var n = 0
+        lines(for: pattern, access: access) { _ in n += 1 }
+        return n
+    }
+
+    /// ``byteCount(for:)`` for a client with `access`.
+    func byteCount(for pattern: PatternID?, access: SourceAccess?) -> Int {
+        guard let access else { return byteCount(for: pattern) }
+        var total = 0
+        lines(for: pattern, access: access) { total += Int(ends[$0] &- lineStarts[$0]) }
+        return total
+    }
+
+    /// ``append(for:to:)`` for a client with `access`.
+    func append(for pattern: PatternID?, access: SourceAccess?, to output: inout [UInt8]) -> Int {
+        guard let access else { return append(for: pattern, to: &output) }
+        var n = 0
+        var taken: [Int] = []
+        lines(for: pattern, access: access) { taken.append($0) }
+        bytes.withUnsafeBufferPointer { all in
+            for line in taken {
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: all[Int(lineStarts[line])..<Int(ends[line])]))
+                n += 1
+            }
+        }
+        return n
+    }
+}
+
 /// Collects the lines of one loop turn into the next ``LineBlock``.
 struct LineBlockBuilder {
     var bytes: [UInt8] = []

@@ -71,6 +71,9 @@ final class LineFanOut {
     private var flushScheduled = false
 
     static let maxVisitsPerTurn = 512
+    /// The largest chunk a replay hands in at once: one stored message (--batch-bytes is
+    /// at most 1 MiB).
+    static let maxReplayChunk = 1 << 20
     static let minRoundInterval = 0.001
     static let maxPumpSeconds = 0.004
     /// While lines stream in, a client is written once this many bytes wait for it...
@@ -197,11 +200,31 @@ final class LineFanOut {
     }
 
     /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
+    ///
+    /// Replies count against the same queue limit as lines: a client that sends commands
+    /// (`HELP`, `STATS`, anything answered) and never reads the answers would otherwise grow
+    /// its outbox without bound (a megabyte of `HELP`s is a few hundred megabytes of
+    /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
+    /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
+    /// the client's memory stays within the limit plus one reply. While a hub's replay
+    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
+    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
+    /// get a second limit's worth on top of both.
     func reply(_ feed: ClientFeed, _ text: String) {
-        guard !feed.ended else { return }
+        guard !feed.ended, !feed.failed else { return }
         take(feed)
         feed.outbox.append(contentsOf: text.utf8)
         feed.outbox.append(10)
+        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
+        if feed.outbox.count > limit {
+            feed.failed = true
+            let queued = feed.outbox.count
+            // Its bytes are no longer kept: the session ends without writing them.
+            feed.outbox = []
+            feed.outboxLines = 0
+            feed.onFailure("not reading its replies: \(queued) bytes queued (limit \(queueLimit))")
+            return
+        }
         markReady(feed)
     }
 
@@ -230,7 +253,7 @@ final class LineFanOut {
             scan(block, with: filters)
         }
         take(feed)
-        feed.outboxLines += block.append(for: feed.pattern, to: &feed.outbox)
+        feed.outboxLines += block.append(for: feed.pattern, access: feed.access, to: &feed.outbox)
         markReady(feed)
         return feed.outbox.count <= queueLimit
     }
@@ -262,7 +285,7 @@ final class LineFanOut {
         guard feed.nextSequence < nextSequence, !feed.ended else { return }
         if !feed.paused && !feed.closing {
             for sequence in feed.nextSequence..<nextSequence {
-                feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &feed.outbox)
+                feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, access: feed.access, to: &feed.outbox)
             }
         }
         feed.nextSequence = nextSequence
@@ -347,7 +370,7 @@ final class LineFanOut {
             feed.pendingBytes = 0
         }
         for sequence in feed.pendingThrough..<nextSequence {
-            feed.pendingBytes += blocks[sequence - firstSequence].byteCount(for: feed.pattern)
+            feed.pendingBytes += blocks[sequence - firstSequence].byteCount(for: feed.pattern, access: feed.access)
         }
         feed.pendingThrough = nextSequence
         guard feed.pendingBytes < Self.minBatchBytes else { return false }
@@ -372,7 +395,7 @@ final class LineFanOut {
         let pending = nextSequence - feed.nextSequence
         if feed.closing {
             bytes = feed.outbox
-        } else if pending == 1 && feed.outbox.isEmpty && feed.pattern == nil {
+        } else if pending == 1 && feed.outbox.isEmpty && feed.pattern == nil && feed.access == nil {
             // Everything from one block: the block's own array, no copy.
             let block = blocks[feed.nextSequence - firstSequence]
             bytes = block.bytes
@@ -384,7 +407,7 @@ final class LineFanOut {
                 bytes.reserveCapacity(bytes.count + feed.pendingBytes)
             }
             for sequence in feed.nextSequence..<nextSequence {
-                lines += blocks[sequence - firstSequence].append(for: feed.pattern, to: &bytes)
+                lines += blocks[sequence - firstSequence].append(for: feed.pattern, access: feed.access, to: &bytes)
             }
         }
         feed.nextSequence = nextSequence
@@ -440,7 +463,7 @@ final class LineFanOut {
             return
         }
         var lost = 0
-        for sequence in feed.nextSequence..<nextSequence { lost += blocks[sequence - firstSequence].count(for: feed.pattern) }
+        for sequence in feed.nextSequence..<nextSequence { lost += blocks[sequence - firstSequence].count(for: feed.pattern, access: feed.access) }
         feed.nextSequence = nextSequence
         feed.linesDropped += lost
         stats.linesDropped += lost

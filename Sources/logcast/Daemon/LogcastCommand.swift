@@ -53,6 +53,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Files, clients and filters")
     var serving: ServingOptions
 
+    @OptionGroup(title: "Security")
+    var security: SecurityOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -187,9 +190,14 @@ struct LogcastCommand: ParsableCommand {
         config.tlsKey = tlsKey
         config.maxPatternLength = maxPattern
         config.maxCommandLength = max(config.maxCommandLength, maxPattern + 5)  // "GREP " + pattern
+        config.stateDirectory = nats.publish == nil ? nats.stateDir : nil
         let server = LogcastServer(config: config, logger: logger)
+        if let directory = config.stateDirectory {
+            server.positions = PlainPositions(store: try StateDirectory.open(directory)) { logger.error("\($0)") }
+        }
         server.beforeFatalExit = { demo?.dispose() }
-        let natsRunning = try nats.start(server: server, files: files, logger: logger)
+        try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
+        let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
             if tlsCert != nil {
@@ -198,6 +206,7 @@ struct LogcastCommand: ParsableCommand {
                 Output.out("logcast: listening on \(bound); connect with: nc \(bound.host) \(bound.port)\n")
             }
         }
+        try security.startUnix(server)
         server.startSyslog(
             udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
             tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }

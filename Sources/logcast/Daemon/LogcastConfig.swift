@@ -21,6 +21,10 @@ struct LogcastConfig {
     /// Serve clients over TLS with this PEM certificate chain and key (--tls-cert/--tls-key).
     var tlsCertificate: String?
     var tlsKey: String?
+    /// Clients' certificates are verified against this CA file (--tls-client-ca).
+    var tlsClientCA: String?
+    /// Plain mode's kept positions (`--state-dir` without `--publish`): PlainPositions.
+    var stateDirectory: String?
     /// Puts a line forwarded by another logcast into this one's stream.
     var inject: (TaggedLine) -> Void = { _ in }
 }

@@ -42,6 +42,14 @@ final class LogcastServer: @unchecked Sendable {
     var syslog: SyslogSource?
     /// TLS handshake counters when serving over TLS (--tls-cert): TLSClients.swift.
     var tlsStats: TLSStats?
+    /// Authentication and authorization (SecurityOptions): ClientSession+Auth.swift.
+    var security = SecurityPolicy()
+    /// The Unix socket listener (--listen-unix), if any: UnixClients.swift.
+    var unixListening: Disposable?
+    /// Plain mode's kept positions (`--state-dir` without `--publish`), opened at start.
+    var positions: PlainPositions?
+    /// With kept positions, the files wait for the first client (PlainPositions says why).
+    var filesWaitingForAClient: [String] = []
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -76,12 +84,18 @@ final class LogcastServer: @unchecked Sendable {
             self.forwarder = forwarder
             forwarder.start()
         }
-        for path in config.files { startFile(path) }
+        if positions != nil {
+            filesWaitingForAClient = config.files
+            liveSources += config.files.count
+        } else {
+            for path in config.files { startFile(path) }
+        }
 
         if let certificate = config.tlsCertificate, let key = config.tlsKey {
             let tlsStats = TLSStats()
             self.tlsStats = tlsStats
-            listening = listenTLS(certificate: certificate, key: key, tlsStats: tlsStats, onListening: onListening)
+            listening = listenTLS(
+                certificate: certificate, key: key, clientCA: config.tlsClientCA, tlsStats: tlsStats, onListening: onListening)
         } else {
             listening = TCP.listen(host: config.host, port: config.port, backlog: 4096, onListening: onListening)
                 .subscribe(
@@ -105,8 +119,9 @@ final class LogcastServer: @unchecked Sendable {
             // notice level; bytes that could not be read are a loss: a warning.
             if case .lost = notice { logger.warning("\(notice)") } else { logger.notice("\(notice)") }
         }
-        liveSources += 1
+        if positions == nil { liveSources += 1 }
         running += source.start(
+            checkpoints: positions?.store,
             deliver: { chunk in
                 fanOut.ingest(prefix: prefix, chunk: chunk)
                 if let forwarder { Self.forEachLine(chunk) { forwarder.send(TaggedLine(file: path, text: $0)) } }
@@ -131,7 +146,13 @@ final class LogcastServer: @unchecked Sendable {
     }
 
     /// Serves one client over `transport` (a TCP connection, or any other transport).
-    func accept(_ transport: ClientTransport) {
+    ///
+    /// - Parameters:
+    ///   - transport: the connection.
+    ///   - identity: who the connection proved the client is (a verified certificate's
+    ///     subject, a Unix peer's uid), with how; `nil`: a token is asked for if one is
+    ///     configured, else the client is `anonymous`.
+    func accept(_ transport: ClientTransport, identity: (name: String, how: String)? = nil) {
         guard !stopping else {
             transport.close()
             return
@@ -144,7 +165,26 @@ final class LogcastServer: @unchecked Sendable {
             if self.sessions.removeValue(forKey: ObjectIdentifier(ended)) != nil { self.stats.clients -= 1 }
         }
         sessions[ObjectIdentifier(session)] = session
+        // Who it is is settled before its first command is read: a TLS connection's reads
+        // may deliver what the client sent with its handshake as soon as they are subscribed.
+        if let identity {
+            guard session.admit(identity.name, how: identity.how) else { return }
+        } else if security.token != nil {
+            session.awaitToken()
+        } else {
+            guard session.admit("anonymous", how: "no authentication asked for") else { return }
+        }
         session.start()
+    }
+
+    /// A client was admitted: with kept positions, the files start now (the first time),
+    /// after the client's feed exists and is unpaused, so what was written while logcast
+    /// was down (read first) reaches it.
+    func clientAdmitted() {
+        guard !filesWaitingForAClient.isEmpty, let positions else { return }
+        for path in filesWaitingForAClient { startFile(path) }
+        filesWaitingForAClient = []
+        positions.start()
     }
 
     func tick(_ now: SchedulerTime) {
@@ -176,12 +216,15 @@ final class LogcastServer: @unchecked Sendable {
     func shutdown() {
         guard !stopping else { return }
         stopping = true
-        listening?.dispose()
+        // The listeners stay open until the drains end: disposing one closes every
+        // connection it accepted at once, which cut each client off before its BYE (and
+        // was logged as "client closed"). Meanwhile `accept` closes newcomers.
         forwarder?.stop()
-        let drains = sessions.values.map { session -> Signal<Void> in
-            session.reading?.dispose()
-            return session.drain()
-        }
+        // A compile in flight must not hold the exit (its watchdog timer kept the loop
+        // alive for up to --grep-timeout).
+        compiler.stop()
+        // Each client is told BYE after what is queued for it, as QUIT does.
+        let drains = Array(sessions.values).map { $0.closeForShutdown() }
         // Bounded: a client that never reads cannot hold the exit past the deadline.
         running += Signal.merge(drains).then { Signal<Void>.empty() }
             .timeout(0.8, on: Scheduler.main)
@@ -189,7 +232,10 @@ final class LogcastServer: @unchecked Sendable {
     }
 
     func finish() {
+        listening?.dispose()
+        unixListening?.dispose()
         running.dispose()
+        positions?.stop()
         finished = true
     }
 

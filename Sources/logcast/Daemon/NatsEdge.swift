@@ -73,7 +73,7 @@ final class NatsEdge {
         self.batchBytes = batchBytes
         self.replicas = replicas
         self.dedupeWindow = dedupeWindow
-        self.store = try TailCheckpointStore(directory: stateDirectory)
+        self.store = try StateDirectory.open(stateDirectory)
         self.paths = paths
         self.logger = logger
         self.local = local

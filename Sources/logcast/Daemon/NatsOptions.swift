@@ -19,7 +19,7 @@ struct NatsOptions: ParsableArguments {
     @Option(help: "Edge: the subject lines are published to (default logs.<hostname>).")
     var subject: String?
 
-    @Option(name: .customLong("state-dir"), help: "Edge: where acknowledged file positions are kept (default $HOME/.local/state/logcast, /var/lib/logcast for root).")
+    @Option(name: .customLong("state-dir"), help: "Where file positions are kept. Edge: positions the stream acknowledged (default $HOME/.local/state/logcast, /var/lib/logcast for root). Without --publish: positions read, so a restarted logcast gives its first client what was written while it was down.")
     var stateDir: String?
 
     @Option(name: .customLong("batch-bytes"), help: "Edge: the most bytes of whole lines in one message (1024...1048576).")
@@ -56,9 +56,10 @@ struct NatsOptions: ParsableArguments {
         guard dedupeWindow >= 1, dedupeWindow.isFinite else { throw ValidationError("--dedupe-window must be at least 1 (seconds), got \(dedupeWindow)") }
     }
 
-    private func target(_ text: String, option: String) throws -> NatsTarget {
+    private func target(_ text: String, option: String, credentials: NATSCredentials?) throws -> NatsTarget {
         var options = NATSOptions()
         options.name = "logcast"
+        options.credentials = credentials
         if let natsCA { options.tls = NATSTLSOptions(caFile: natsCA) }
         return NatsTarget(urls: try NatsTarget.parse(text, option: option), stream: stream, options: options)
     }
@@ -70,10 +71,10 @@ struct NatsOptions: ParsableArguments {
     }
 
     /// Starts the edge and/or the hub on `server`; returns what `stop()` must end.
-    func start(server: LogcastServer, files: [String], logger: Logger) throws -> NatsRunning {
+    func start(server: LogcastServer, files: [String], logger: Logger, credentials: NATSCredentials? = nil) throws -> NatsRunning {
         let running = NatsRunning()
         if let from {
-            let hub = NatsHub(target: try target(from, option: "--from"), fanOut: server.fanOut, logger: logger)
+            let hub = NatsHub(target: try target(from, option: "--from", credentials: credentials), fanOut: server.fanOut, logger: logger)
             server.since = { [weak hub] session, argument in hub?.since(session, argument) }
             server.sessionEnded = { [weak hub] session in hub?.ended(session) }
             server.hubFields = { [weak hub] in hub?.fields ?? "" }
@@ -86,7 +87,7 @@ struct NatsOptions: ParsableArguments {
             let local: ((String, [UInt8]) -> Void)? = from == nil
                 ? { path, bytes in fanOut.ingest(prefix: Array((path + ": ").utf8), chunk: bytes) } : nil
             let edge = try NatsEdge(
-                target: try target(publish, option: "--publish"), subject: subject ?? "logs.\(NatsTarget.hostName)",
+                target: try target(publish, option: "--publish", credentials: credentials), subject: subject ?? "logs.\(NatsTarget.hostName)",
                 batchBytes: batchBytes, replicas: streamReplicas, dedupeWindow: dedupeWindow,
                 stateDirectory: stateDirectory, paths: files, logger: logger, local: local)
             edge.start()

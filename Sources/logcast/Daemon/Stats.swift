@@ -11,11 +11,13 @@ final class Stats: @unchecked Sendable {
     var forwarded = 0
     /// Blocks whose filter scan was shared with the helper thread (FilterSet.scan).
     var splitScans = 0
+    /// Clients refused: a wrong or missing token, an identity the access file does not name.
+    var refused = 0
     let started = SchedulerTime.monotonicNow
 
     /// The `STATS` reply.
     func line(now: SchedulerTime, patterns: Int, compiles: Int) -> String {
         let uptime = Int(started.distance(to: now))
-        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) patterns=\(patterns) compiles=\(compiles) split_scans=\(splitScans) uptime=\(uptime)s\n"
+        return "STATS lines_read=\(linesRead) lines_sent=\(linesSent) lines_dropped=\(linesDropped) clients=\(clients) forwarded=\(forwarded) patterns=\(patterns) compiles=\(compiles) split_scans=\(splitScans) refused=\(refused) uptime=\(uptime)s\n"
     }
 }

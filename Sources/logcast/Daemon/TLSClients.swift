@@ -26,21 +26,28 @@ extension LogcastServer {
     /// - Parameters:
     ///   - certificate: the PEM certificate chain.
     ///   - key: the PEM private key.
+    ///   - clientCA: when given, clients must present a certificate this CA file's CAs
+    ///     issued (refused in the handshake otherwise); its subject is their identity.
     ///   - tlsStats: where failed handshakes are counted.
     ///   - onListening: the bound address.
     /// - Returns: the listening subscription.
     func listenTLS(
-        certificate: String, key: String, tlsStats: TLSStats, onListening: @escaping (SocketAddress) -> Void
+        certificate: String, key: String, clientCA: String?, tlsStats: TLSStats, onListening: @escaping (SocketAddress) -> Void
     ) -> Disposable {
         TLS.listen(
-            host: config.host, port: config.port, certificate: certificate, key: key, onListening: onListening,
+            host: config.host, port: config.port, certificate: certificate, key: key,
+            clientCertificateAuthorities: clientCA, onListening: onListening,
             onHandshakeError: { [logger] error in
                 tlsStats.handshakeFailures += 1
                 logger.info("TLS client refused: \(error)")
             }
         )
         .subscribe(
-            next: { [weak self] connection in self?.accept(connection) },
+            next: { [weak self] connection in
+                // Verified in the handshake: its subject is who the client is.
+                let identity = clientCA == nil ? nil : connection.peerSubject.map { (name: "cert:" + $0, how: "TLS client certificate") }
+                self?.accept(connection, identity: identity)
+            },
             error: { [weak self] error in
                 guard let self else { return }
                 self.fail("cannot serve TLS on \(self.config.host):\(self.config.port): \(error)")

@@ -433,12 +433,20 @@ public final class TailCheckpointStore: @unchecked Sendable {
                 continue
             }
             guard fields.count == fieldCount,
-                let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let offset = Int64(fields[2]),
+                let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let offset = Int64(fields[2]), offset >= 0,
                 let fingerprint = unhex(fields[4]), let path = unhex(fields[5])
             else {
                 throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
             }
-            let final: Int64? = fields[3] == "-" ? nil : Int64(fields[3])
+            // A final offset is "-" or a byte offset: a negative or unreadable one is a corrupt
+            // file (it was taken for "not finished"; found by Fuzz/ checkpoint target).
+            let final: Int64?
+            if fields[3] == "-" { final = nil } else {
+                guard let value = Int64(fields[3]), value >= 0 else {
+                    throw SignalError.invalidArgument("\(file):\(number + 1): malformed checkpoint '\(line)'")
+                }
+                final = value
+            }
             var content: [UInt8]?
             var truncations = 0
             if fieldCount >= 8 {

@@ -282,7 +282,8 @@ final class LogcastTests: XCTestCase {
         server.signal(SIGTERM)
         // The daemon bounds its own drain to 0.8 s; the wait here is generous for a loaded machine.
         XCTAssertEqual(server.waitForExit(timeout: 10), 0)
-        XCTAssertTrue(c.readLines(timeout: 5) { _ in false }.isEmpty && c.closedByPeer, "the client is closed")
+        XCTAssertEqual(c.readLines(timeout: 5) { _ in false }, ["BYE shutting down"], "told why")
+        XCTAssertTrue(c.closedByPeer, "the client is closed")
     }
 
     func testBadInputGetsErrAndTheConnectionStaysUp() throws {

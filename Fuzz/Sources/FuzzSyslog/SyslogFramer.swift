@@ -1,0 +1,1 @@
+../../../Sources/logcast/Daemon/SyslogFramer.swift
