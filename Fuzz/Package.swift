@@ -42,5 +42,17 @@ let package = Package(
             dependencies: [.product(name: "ReactiveUV", package: rootIdentity)],
             path: "Sources/FuzzCheckpoint",
             swiftSettings: fuzzTarget),
+        // ReactiveUVHTTP's request parser (head scanner, http_parser, framing, limits).
+        .executableTarget(
+            name: "FuzzHTTPRequest",
+            dependencies: [.product(name: "ReactiveUVHTTP", package: rootIdentity)],
+            path: "Sources/FuzzHTTPRequest",
+            swiftSettings: fuzzTarget),
+        // ReactiveUVHTTP's WebSocket frame reader (both roles, permessage-deflate).
+        .executableTarget(
+            name: "FuzzWebSocketFrames",
+            dependencies: [.product(name: "ReactiveUVHTTP", package: rootIdentity)],
+            path: "Sources/FuzzWebSocketFrames",
+            swiftSettings: fuzzTarget),
     ]
 )

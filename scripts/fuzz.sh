@@ -15,6 +15,8 @@
 #                                        ClientCommand)
 #   syslog           FuzzSyslog          RFC 6587 framing, RFC 5424 and RFC 3164 parsing
 #   checkpoint       FuzzCheckpoint      the library's tail checkpoint file (TailCheckpointStore)
+#   http-request     FuzzHTTPRequest     ReactiveUVHTTP's request parser (head, framing, limits)
+#   websocket-frames FuzzWebSocketFrames ReactiveUVHTTP's WebSocket frame reader
 #
 # Layout of each target NAME:
 #   Fuzz/Sources/<EXECUTABLE>/   an executable target in Fuzz/Package.swift with one
@@ -43,6 +45,8 @@ TARGETS=(
     "client-protocol:FuzzClientProtocol"
     "syslog:FuzzSyslog"
     "checkpoint:FuzzCheckpoint"
+    "http-request:FuzzHTTPRequest"
+    "websocket-frames:FuzzWebSocketFrames"
 )
 
 SWIFT=${SWIFT:-swift}
