@@ -1,13 +1,19 @@
 /// Prometheus's text exposition format 0.0.4, written: each metric family's `# HELP` and
 /// `# TYPE` lines once, before its samples, and label values escaped as the format asks
 /// (backslash, double quote and line feed), so a file path holding any of them cannot break
-/// the scrape or forge a sample.
+/// the scrape or forge a sample. A family's samples are written as one group (the format
+/// asks for it: Prometheus's parsers take a family seen again as another, untyped one),
+/// whatever order they were added in.
 struct MetricsText {
     /// The `Content-Type` of the format.
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    private(set) var text = ""
-    private var declared: Set<String> = []
+    /// The families in the order they were first added, each its header and sample lines.
+    private var families: [(name: String, lines: String)] = []
+    private var index: [String: Int] = [:]
+
+    /// The exposition.
+    var text: String { families.map { $0.lines }.joined() }
 
     /// Adds one sample, declaring its family first if it is new.
     ///
@@ -18,14 +24,19 @@ struct MetricsText {
     ///   - labels: label names and values, in order.
     ///   - value: the sample's value.
     mutating func add(_ name: String, _ type: String, _ help: String, labels: [(String, String)] = [], _ value: Double) {
-        if declared.insert(name).inserted {
-            text += "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(type)\n"
+        let at: Int
+        if let known = index[name] {
+            at = known
+        } else {
+            at = families.count
+            index[name] = at
+            families.append((name, "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(type)\n"))
         }
-        text += name
+        var line = name
         if !labels.isEmpty {
-            text += "{" + labels.map { "\($0.0)=\"\(Self.escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
+            line += "{" + labels.map { "\($0.0)=\"\(Self.escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
         }
-        text += " " + Self.format(value) + "\n"
+        families[at].lines += line + " " + Self.format(value) + "\n"
     }
 
     /// A label value as the format writes it: `\` → `\\`, `"` → `\"`, line feed → `\n`.
