@@ -1,7 +1,8 @@
+import Glibc
 import ReactiveUV
 
 /// One followed FILE's counters, for `/metrics` (HTTPOptions): lines and bytes delivered,
-/// rotations (replaced or truncated) and bytes lost by reason. Updated on the main loop
+/// rotations (another file at the path), truncations and bytes lost by reason. Updated on the main loop
 /// only, in order with the file's chunks and notices.
 final class FileCounters: @unchecked Sendable {
     var lines = 0
@@ -14,9 +15,18 @@ final class FileCounters: @unchecked Sendable {
     var lostEvents: [String: Int] = [:]
     /// Whether the path currently holds nothing the tail can read (missing, unfollowable).
     var waiting = false
+    /// Whether a file was followed at the path before: a file appearing then is a rotation
+    /// (rename-and-create is seen as `missing`, then `appeared`), not a first start.
+    var hadFile: Bool
+
+    /// Counters for a path; `exists`: a file is at the path at start.
+    init(exists: Bool) {
+        hadFile = exists
+    }
 
     /// Counts one chunk of whole lines.
     func delivered(_ chunk: [UInt8]) {
+        hadFile = true
         bytes += chunk.count
         var n = 0
         for byte in chunk where byte == 10 { n += 1 }
@@ -28,9 +38,17 @@ final class FileCounters: @unchecked Sendable {
     /// Counts what a notice says about the file.
     func noticed(_ notice: TailNotice) {
         switch notice {
-        case .replaced: rotations += 1; waiting = false
+        case .replaced:
+            rotations += 1
+            waiting = false
+        case .appeared:
+            if hadFile { rotations += 1 }
+            hadFile = true
+            waiting = false
+        case .resumed:
+            hadFile = true
+            waiting = false
         case .truncated: truncations += 1
-        case .appeared, .resumed: waiting = false
         case .missing, .unfollowable: waiting = true
         case .lost(_, _, let range, let reason):
             let key = Self.reasonLabel(reason)

@@ -1,3 +1,4 @@
+import Glibc
 import ReactiveUV
 
 /// logcast's counters, shown by `STATS`. Updated on the main loop only, so plain integers
@@ -24,7 +25,7 @@ final class Stats: @unchecked Sendable {
     /// The counters of `path` (made on first use).
     func counters(for path: String) -> FileCounters {
         if let found = files.first(where: { $0.path == path }) { return found.counters }
-        let made = FileCounters()
+        let made = FileCounters(exists: access(path, F_OK) == 0)
         files.append((path, made))
         return made
     }

@@ -198,9 +198,13 @@ final class LogcastMetricsTests: XCTestCase {
     func testTheScrapeIsWellFormedAndCountsExactlyTheLinesWrittenPerFileWithAQuoteInItsPath() throws {
         let odd = dir + "/we\"ird\\name.log"
         let plain = dir + "/plain.log"
+        // Followed but never written to after start (its lines would hold a line feed in the
+        // client protocol's prefix): only its label is checked.
+        let broken = dir + "/new\nline.log"
         appendLines(odd, ["before start"])
         appendLines(plain, ["before start"])
-        let (p, http) = try start([odd, plain, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--heartbeat", "0"])
+        appendLines(broken, ["before start"])
+        let (p, http) = try start([odd, plain, broken, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--heartbeat", "0"])
         let client = try LineClient(port: p.port)
         synchronize(client, files: [odd, plain])
         let baseline = try scrape(http) { _ in true }.1
@@ -229,13 +233,21 @@ final class LogcastMetricsTests: XCTestCase {
         XCTAssertEqual(value(samples, "logcast_file_read_bytes_total", ["file": plain]),
                        beforeBytes[plain]! + Double("one\ntwo\nthree\n".utf8.count))
         XCTAssertEqual(value(samples, "logcast_file_rotations_total", ["file": odd]), 0)
-        // The raw text holds the path escaped, exactly as the format writes it.
+        XCTAssertEqual(value(samples, "logcast_file_lines_read_total", ["file": broken]), 0)
+        // The raw text holds the paths escaped, exactly as the format writes them.
         XCTAssertTrue(text.contains(#"file="\#(dir)/we\"ird\\name.log""#), text)
+        XCTAssertTrue(text.contains(#"file="\#(dir)/new\nline.log""#), text)
 
         // Every STATS field is there, under its Prometheus name, with STATS's value.
         let stats = client.command("STATS", reply: "STATS").last ?? ""
         XCTAssertTrue(stats.contains("lines_read=\(Int(total) + n + 3) "), stats)
         let (_, after) = try scrape(http) { self.value($0, "logcast_clients") == 1 }
+        // Each STATS field is in a metric's name (lines_read in logcast_lines_read_total).
+        let keys = stats.split(separator: " ").dropFirst().compactMap { $0.split(separator: "=").first.map(String.init) }
+        XCTAssertGreaterThanOrEqual(keys.count, 10, stats)
+        for key in keys {
+            XCTAssertTrue(after.contains { $0.name.hasPrefix("logcast_") && $0.name.contains(key) }, "STATS \(key) has no metric")
+        }
         XCTAssertEqual(value(after, "logcast_clients"), 1)
         XCTAssertEqual(value(after, "logcast_clients_connected", ["class": "anonymous"]), 1)
         for name in ["logcast_lines_sent_total", "logcast_lines_dropped_total", "logcast_lines_forwarded_total",
@@ -256,7 +268,7 @@ final class LogcastMetricsTests: XCTestCase {
             from prometheus_client.parser import text_string_to_metric_families
             for family in text_string_to_metric_families(sys.stdin.read()):
                 for s in family.samples:
-                    if s.name == 'logcast_file_lines_read_total':
+                    if s.name == 'logcast_file_lines_read_total' and 'new' not in s.labels['file']:
                         print(family.type, repr(s.labels['file']), int(s.value))
             """
         let (status, parsed) = try run("/usr/bin/python3", ["-c", script], input: text)
@@ -265,11 +277,56 @@ final class LogcastMetricsTests: XCTestCase {
         }
         let expected = ["counter \(pythonRepr(odd)) \(Int(before[odd]!) + n)", "counter \(pythonRepr(plain)) \(Int(before[plain]!) + 3)"]
         XCTAssertEqual(parsed.split(separator: "\n").map(String.init).sorted(), expected.sorted(), parsed)
+        let (_, newline) = try run("/usr/bin/python3", ["-c", script.replacingOccurrences(of: " and 'new' not in", with: " and 'new' in")], input: text)
+        XCTAssertEqual(newline, "counter \(pythonRepr(broken)) 0\n")
     }
 
-    /// Python's `repr` of a str holding both quote kinds or a backslash (single-quoted).
+    func testRotationsAndALineTooLongAreCountedPerFile() throws {
+        let log = dir + "/app.log"
+        appendLines(log, ["before start"])
+        let (p, http) = try start([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--heartbeat", "0"])
+        let client = try LineClient(port: p.port)
+        synchronize(client, files: [log])
+        let baseline = try scrape(http) { _ in true }.1
+        let lines = value(baseline, "logcast_file_lines_read_total", ["file": log]) ?? -1
+        let bytes = value(baseline, "logcast_file_read_bytes_total", ["file": log]) ?? -1
+        XCTAssertEqual(value(baseline, "logcast_file_rotations_total", ["file": log]), 0)
+        XCTAssertNil(value(baseline, "logcast_file_lost_bytes_total", ["file": log, "reason": "line_too_long"]))
+
+        // Over the follower's 1 MiB line limit: left out, counted as lost, and the next
+        // line is read.
+        let long = 1_200_000
+        appendLines(log, [String(repeating: "x", count: long), "after long"])
+        let (_, lost) = try scrape(http) { self.value($0, "logcast_file_lines_read_total", ["file": log]) == lines + 1 }
+        XCTAssertEqual(value(lost, "logcast_file_lines_read_total", ["file": log]), lines + 1)
+        XCTAssertEqual(value(lost, "logcast_file_read_bytes_total", ["file": log]), bytes + Double("after long\n".utf8.count))
+        XCTAssertEqual(value(lost, "logcast_file_lost_bytes_total", ["file": log, "reason": "line_too_long"]), Double(long + 1))
+        XCTAssertEqual(value(lost, "logcast_file_losses_total", ["file": log, "reason": "line_too_long"]), 1)
+
+        // A rotation by rename: the new file is read from its start.
+        XCTAssertEqual(rename(log, log + ".1"), 0)
+        appendLines(log, ["new 1", "new 2"])
+        let (_, rotated) = try scrape(http) { self.value($0, "logcast_file_lines_read_total", ["file": log]) == lines + 3 }
+        XCTAssertEqual(value(rotated, "logcast_file_lines_read_total", ["file": log]), lines + 3)
+        XCTAssertEqual(value(rotated, "logcast_file_rotations_total", ["file": log]), 1)
+        XCTAssertEqual(value(rotated, "logcast_file_read_bytes_total", ["file": log]),
+                       bytes + Double("after long\nnew 1\nnew 2\n".utf8.count))
+        XCTAssertEqual(value(rotated, "logcast_file_waiting", ["file": log]), 0)
+        XCTAssertEqual(value(rotated, "logcast_file_truncations_total", ["file": log]), 0)
+
+        // copytruncate's cut: shorter than what was read (12 bytes), read again from 0.
+        XCTAssertEqual(truncate(log, 0), 0)
+        appendLines(log, ["t 1"])
+        let (_, cut) = try scrape(http) { self.value($0, "logcast_file_lines_read_total", ["file": log]) == lines + 4 }
+        XCTAssertEqual(value(cut, "logcast_file_lines_read_total", ["file": log]), lines + 4)
+        XCTAssertEqual(value(cut, "logcast_file_truncations_total", ["file": log]), 1)
+        XCTAssertEqual(value(cut, "logcast_file_rotations_total", ["file": log]), 1)
+    }
+
+    /// Python's `repr` of a str with no single quote (single-quoted; backslash and line
+    /// feed escaped).
     func pythonRepr(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n") + "'"
     }
 
     func testReadyzIs503UntilNATSIsUpThen200AndHealthzAnswersThroughout() throws {
