@@ -61,17 +61,29 @@ final class MetricsEndpoint: @unchecked Sendable {
         self.token = token
     }
 
+    /// What a request asks for.
+    enum Endpoint { case health, readiness, metrics }
+
+    /// The routes, for any method (a wrong one is answered 405, not 404).
+    static let routes: [(HTTPRoute, Endpoint)] = [
+        (HTTPRoute(nil, "/healthz"), .health), (HTTPRoute(nil, "/readyz"), .readiness), (HTTPRoute(nil, "/metrics"), .metrics),
+    ]
+
     /// Answers one request.
     func answer(_ request: HTTPRequest) {
+        guard let endpoint = Self.routes.first(where: { $0.0.match(request) != nil })?.1 else {
+            _ = request.respond(status: 404, text: "not found: /metrics, /healthz and /readyz are served\n")
+            return
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             _ = request.respond(status: 405, headers: ["Allow": "GET, HEAD"], text: "only GET and HEAD\n")
             return
         }
-        switch request.path {
-        case "/healthz":
+        switch endpoint {
+        case .health:
             // Answered at all means the loop runs: that is what liveness asks.
             _ = request.respond(headers: ["Content-Type": "application/json"], text: #"{"status":"ok"}"# + "\n")
-        case "/readyz":
+        case .readiness:
             let problems = notReady()
             if problems.isEmpty {
                 _ = request.respond(headers: ["Content-Type": "application/json"], text: #"{"status":"ready"}"# + "\n")
@@ -80,7 +92,7 @@ final class MetricsEndpoint: @unchecked Sendable {
                 _ = request.respond(status: 503, headers: ["Content-Type": "application/json"],
                                     text: #"{"status":"not ready","reasons":["# + reasons + "]}\n")
             }
-        case "/metrics":
+        case .metrics:
             if let token {
                 let given = request.headers["Authorization"] ?? ""
                 let prefix = "Bearer "
@@ -91,8 +103,6 @@ final class MetricsEndpoint: @unchecked Sendable {
                 }
             }
             _ = request.respond(headers: ["Content-Type": MetricsText.contentType], text: metrics())
-        default:
-            _ = request.respond(status: 404, text: "not found: /metrics, /healthz and /readyz are served\n")
         }
     }
 

@@ -382,6 +382,10 @@ final class LogcastMetricsTests: XCTestCase {
         XCTAssertEqual(try get(http, "/healthz").status, 200)
         XCTAssertEqual(try get(http, "/readyz").status, 200)
         XCTAssertEqual(try get(http, "/nothing").status, 404)
+        let (postStatus, postOut) = try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                                                             "http://127.0.0.1:\(http)/metrics"])
+        XCTAssertEqual(postStatus, 0)
+        XCTAssertEqual(postOut, "405")
     }
 
     func testHTTPOnANonLoopbackAddressFollowsProtectedMode() throws {
