@@ -371,7 +371,7 @@ final class LogcastMetricsTests: XCTestCase {
         appendLines(log, ["x"])
         let tokenFile = dir + "/token"
         XCTAssertTrue(FileManager.default.createFile(atPath: tokenFile, contents: Data("s3cret-token\n".utf8)))
-        let (_, http) = try start([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auth-token-file", tokenFile])
+        let (p, http) = try start([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auth-token-file", tokenFile])
         XCTAssertEqual(try get(http, "/metrics").status, 401)
         XCTAssertEqual(try get(http, "/metrics", headers: ["Authorization: Bearer s3cret-toke"]).status, 401)
         XCTAssertEqual(try get(http, "/metrics", headers: ["Authorization: Bearer s3cret-tokenX"]).status, 401)
@@ -386,6 +386,27 @@ final class LogcastMetricsTests: XCTestCase {
                                                              "http://127.0.0.1:\(http)/metrics"])
         XCTAssertEqual(postStatus, 0)
         XCTAssertEqual(postOut, "405")
+        // The endpoint ends with the daemon: SIGTERM still exits 0 (nothing of HTTP keeps
+        // the loop running), and the port is closed.
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
+        let (closed, _) = try run("/usr/bin/curl", ["-s", "--max-time", "10", "http://127.0.0.1:\(http)/healthz"])
+        XCTAssertEqual(closed, 7, "curl: couldn't connect")
+    }
+
+    func testAMissingFileIsWaitedOnAndReadyAndCountedOnceItAppears() throws {
+        let log = dir + "/later.log"
+        let (_, http) = try start([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        XCTAssertEqual(try get(http, "/readyz").status, 200, "a missing file is waited on: ready")
+        let (_, waiting) = try scrape(http) { self.value($0, "logcast_file_waiting", ["file": log]) == 1 }
+        XCTAssertEqual(value(waiting, "logcast_file_waiting", ["file": log]), 1)
+        XCTAssertEqual(value(waiting, "logcast_file_lines_read_total", ["file": log]), 0)
+        // It appears: read from its start, and its first appearance is no rotation.
+        appendLines(log, ["a", "b", "c"])
+        let (_, read) = try scrape(http) { self.value($0, "logcast_file_lines_read_total", ["file": log]) == 3 }
+        XCTAssertEqual(value(read, "logcast_file_lines_read_total", ["file": log]), 3)
+        XCTAssertEqual(value(read, "logcast_file_waiting", ["file": log]), 0)
+        XCTAssertEqual(value(read, "logcast_file_rotations_total", ["file": log]), 0)
     }
 
     func testHTTPOnANonLoopbackAddressFollowsProtectedMode() throws {
