@@ -1,6 +1,7 @@
 import ArgumentParser
 import ReactiveUV
 import ReactiveUVHTTP
+import ReactiveUVNATS
 
 /// logcast's HTTP endpoint (`--http HOST:PORT`): Prometheus metrics at `/metrics`,
 /// liveness at `/healthz`, readiness at `/readyz`. An option group of its own, so
@@ -116,10 +117,16 @@ final class MetricsEndpoint: @unchecked Sendable {
         for path in server.config.files where !started.contains(path) && !server.filesWaitingForAClient.contains(path) {
             problems.append("\(path) is not followed")
         }
-        if let edge = nats.edge, !edge.ready { problems.append("NATS edge (--publish) is not connected to JetStream") }
-        if let hub = nats.hub, hub.js == nil { problems.append("NATS hub (--from) is not connected to JetStream") }
+        if let edge = nats.edge, !Self.connected(edge) { problems.append("NATS edge (--publish) is not connected to JetStream") }
+        if let hub = nats.hub, !Self.connected(hub) { problems.append("NATS hub (--from) is not connected to JetStream") }
         return problems
     }
+
+    /// Whether the edge is connected now and has its stream (it publishes).
+    static func connected(_ edge: NatsEdge) -> Bool { edge.ready && edge.connection?.isConnected == true }
+
+    /// Whether the hub is connected now and has JetStream (it reads the stream).
+    static func connected(_ hub: NatsHub) -> Bool { hub.js != nil && hub.connection?.isConnected == true }
 
     /// The exposition.
     func metrics() -> String {
@@ -158,12 +165,12 @@ final class MetricsEndpoint: @unchecked Sendable {
             }
         }
         if let edge = nats.edge {
-            out.add("logcast_nats_edge_connected", "gauge", "1 while the edge (--publish) is connected to JetStream.", edge.ready ? 1 : 0)
+            out.add("logcast_nats_edge_connected", "gauge", "1 while the edge (--publish) is connected to JetStream.", Self.connected(edge) ? 1 : 0)
             out.add("logcast_nats_edge_acknowledged_messages_total", "counter", "Messages JetStream acknowledged.", Double(edge.messagesAcknowledged))
             out.add("logcast_nats_edge_duplicate_messages_total", "counter", "Messages JetStream said it already had.", Double(edge.duplicates))
         }
         if let hub = nats.hub {
-            out.add("logcast_nats_hub_connected", "gauge", "1 while the hub (--from) is connected to JetStream.", hub.js != nil ? 1 : 0)
+            out.add("logcast_nats_hub_connected", "gauge", "1 while the hub (--from) is connected to JetStream.", Self.connected(hub) ? 1 : 0)
             out.add("logcast_nats_hub_messages_total", "counter", "Messages the hub received from the stream.", Double(hub.messages))
         }
         out.add("logcast_ready", "gauge", "1 when /readyz answers 200.", notReady().isEmpty ? 1 : 0)

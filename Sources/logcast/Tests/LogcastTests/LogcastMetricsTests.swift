@@ -329,7 +329,7 @@ final class LogcastMetricsTests: XCTestCase {
         "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n") + "'"
     }
 
-    func testReadyzIs503UntilNATSIsUpThen200AndHealthzAnswersThroughout() throws {
+    func testReadyzIs503UntilNATSIsUpThen200ThenAgain503WhenItGoesAwayWhileHealthzAnswers() throws {
         guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
         let servers = try NATSTestServers(count: 1)
         self.servers = servers
@@ -364,6 +364,18 @@ final class LogcastMetricsTests: XCTestCase {
         let (_, up) = try scrape(http) { _ in true }
         XCTAssertEqual(value(up, "logcast_nats_edge_connected"), 1)
         XCTAssertEqual(value(up, "logcast_ready"), 1)
+
+        // nats-server goes away: not ready again (while the daemon lives and says why).
+        servers.stopAll()
+        var again = try get(http, "/readyz")
+        let until = Date().addingTimeInterval(90)
+        while again.status != 503 && Date() < until {
+            usleep(100_000)
+            again = try get(http, "/readyz")
+        }
+        XCTAssertEqual(again.status, 503, again.body)
+        XCTAssertTrue(again.body.contains("NATS edge (--publish) is not connected"), again.body)
+        XCTAssertEqual(try get(http, "/healthz").status, 200)
     }
 
     func testMetricsAskForTheBearerTokenWhileTheHealthEndpointsStayOpen() throws {
