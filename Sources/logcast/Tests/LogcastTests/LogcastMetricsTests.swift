@@ -364,6 +364,11 @@ final class LogcastMetricsTests: XCTestCase {
         let (_, up) = try scrape(http) { _ in true }
         XCTAssertEqual(value(up, "logcast_nats_edge_connected"), 1)
         XCTAssertEqual(value(up, "logcast_ready"), 1)
+        // The edge follows its file itself (from its first line): counted per file too.
+        appendLines(log, ["second", "third"])
+        let (_, counted) = try scrape(http) { self.value($0, "logcast_file_lines_read_total", ["file": log]) == 3 }
+        XCTAssertEqual(value(counted, "logcast_file_lines_read_total", ["file": log]), 3)
+        XCTAssertEqual(value(counted, "logcast_file_read_bytes_total", ["file": log]), Double("first\nsecond\nthird\n".utf8.count))
 
         // nats-server goes away: not ready again (while the daemon lives and says why).
         servers.stopAll()
