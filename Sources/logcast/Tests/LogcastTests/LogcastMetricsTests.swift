@@ -443,6 +443,12 @@ final class LogcastMetricsTests: XCTestCase {
         XCTAssertEqual(try get(guarded, "/metrics").status, 401)
         XCTAssertEqual(try get(guarded, "/metrics", headers: ["Authorization: Bearer t"]).status, 200)
 
+        // The port is taken (by the daemon above): a clear start-up error, exit 1.
+        let (busyStatus, _, busyErr) = try runToExit([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:\(open)",
+                                                      "--allow-unauthenticated"])
+        XCTAssertEqual(busyStatus, 1, busyErr)
+        XCTAssertTrue(busyErr.contains("logcast: error: cannot serve --http on 127.0.0.1:\(open)"), busyErr)
+
         let (badStatus, _, badErr) = try runToExit([log, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:99999"])
         XCTAssertEqual(badStatus, 64)
         XCTAssertTrue(badErr.contains("--http: port 99999 is out of range"), badErr)
