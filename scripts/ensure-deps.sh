@@ -54,7 +54,16 @@ ensure_python_websockets() {
         || python3 -m pip install -q --user --break-system-packages 'websockets>=12' selenium
     python3 -c 'import websockets.sync.client, selenium.webdriver' || { echo "ensure-deps: websockets or selenium still not importable" >&2; exit 1; }
 }
-[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; exit 0; }
+# logcast's --http tests parse the /metrics scrape with Prometheus's own Python client
+# (PyPI's prometheus-client, its text-format parser), besides their own line checks.
+ensure_python_prometheus_client() {
+    python3 -c 'import prometheus_client.parser' 2>/dev/null && return 0
+    echo "ensure-deps: installing prometheus-client (PyPI) with pip" >&2
+    python3 -m pip install -q --user prometheus-client 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages prometheus-client
+    python3 -c 'import prometheus_client.parser' || { echo "ensure-deps: prometheus-client still not importable" >&2; exit 1; }
+}
+[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; ensure_python_prometheus_client; exit 0; }
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -72,4 +81,5 @@ pkg-config --exists libhs || { echo "ensure-deps: libhs (Hyperscan) still not fo
 pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by pkg-config" >&2; exit 1; }
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
 ensure_python_websockets
+ensure_python_prometheus_client
 pkg-config --exists glib-2.0 libevent || { echo "ensure-deps: glib-2.0 or libevent still not found by pkg-config" >&2; exit 1; }

@@ -45,6 +45,7 @@ let package = Package(
                 .product(name: "ReactiveUV", package: rootIdentity),
                 .product(name: "ReactiveUVNATS", package: rootIdentity),
                 .product(name: "ReactiveUVTLS", package: rootIdentity),
+                .product(name: "ReactiveUVHTTP", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

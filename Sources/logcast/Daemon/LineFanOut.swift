@@ -154,7 +154,10 @@ final class LineFanOut {
 
     /// Scans `block` with `filters`, counting a scan shared with the helper thread.
     private func scan(_ block: LineBlock, with filters: FilterSet) {
+        let start = SchedulerTime.monotonicNow
         if filters.scan(block) { stats.splitScans += 1 }
+        stats.scans += 1
+        stats.scanNanoseconds += UInt64(max(0, start.distance(to: SchedulerTime.monotonicNow)) * 1e9)
     }
 
     // MARK: Clients

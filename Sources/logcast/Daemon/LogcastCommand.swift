@@ -56,6 +56,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Security")
     var security: SecurityOptions
 
+    @OptionGroup(title: "Metrics and health")
+    var httpOptions: HTTPOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -207,6 +210,7 @@ struct LogcastCommand: ParsableCommand {
             }
         }
         try security.startUnix(server)
+        try httpOptions.start(server: server, security: security, nats: natsRunning)
         server.startSyslog(
             udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
             tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }

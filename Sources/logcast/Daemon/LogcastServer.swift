@@ -50,6 +50,8 @@ final class LogcastServer: @unchecked Sendable {
     var positions: PlainPositions?
     /// With kept positions, the files wait for the first client (PlainPositions says why).
     var filesWaitingForAClient: [String] = []
+    /// The client listener's address once it is bound (`/readyz`).
+    var bound: SocketAddress?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -70,7 +72,11 @@ final class LogcastServer: @unchecked Sendable {
     }
 
     /// Starts the sources and the listener; `onListening` gets the bound address.
-    func start(forward: (host: String, port: Int, buffer: Int)?, onListening: @escaping (SocketAddress) -> Void) {
+    func start(forward: (host: String, port: Int, buffer: Int)?, onListening given: @escaping (SocketAddress) -> Void) {
+        let onListening: (SocketAddress) -> Void = { [weak self] address in
+            self?.bound = address
+            given(address)
+        }
         // First, so that a SIGTERM sent as soon as "listening" is printed is already handled
         // (a drain and exit 0, not the default action's death by signal).
         for signum in [SIGINT, SIGTERM] {
@@ -114,7 +120,9 @@ final class LogcastServer: @unchecked Sendable {
         let prefix = Array((path + ": ").utf8)
         let fanOut = self.fanOut
         let forwarder = self.forwarder
+        let counters = stats.counters(for: path)
         let source = FileSource(path: path) { [logger] notice in
+            counters.noticed(notice)
             // Rotation, truncation, appearing and disappearing are the file's normal life:
             // notice level; bytes that could not be read are a loss: a warning.
             if case .lost = notice { logger.warning("\(notice)") } else { logger.notice("\(notice)") }
@@ -123,6 +131,7 @@ final class LogcastServer: @unchecked Sendable {
         running += source.start(
             checkpoints: positions?.store,
             deliver: { chunk in
+                counters.delivered(chunk)
                 fanOut.ingest(prefix: prefix, chunk: chunk)
                 if let forwarder { Self.forEachLine(chunk) { forwarder.send(TaggedLine(file: path, text: $0)) } }
             },

@@ -65,6 +65,8 @@ final class NatsEdge {
     /// Counters for STATS-like logging and tests.
     var messagesAcknowledged = 0
     var duplicates = 0
+    /// Each followed path's counters for `/metrics` (set by NatsOptions; `nil`: none kept).
+    var counters: ((String) -> FileCounters)?
 
     init(target: NatsTarget, subject: String, batchBytes: Int, replicas: Int, dedupeWindow: Double,
          stateDirectory: String, paths: [String], logger: Logger, local: ((String, [UInt8]) -> Void)?) throws {
@@ -108,9 +110,16 @@ final class NatsEdge {
     /// Follows `path` from the acknowledged positions (new files from their start).
     func follow(_ path: String) {
         guard follows[path] == nil else { return }
+        let counters = self.counters?(path)
         follows[path] = File.follow(path, from: .line(1), checkpoints: store, options: FileSource.options,
-                                    notices: { [weak self] notice in self?.noticed(notice) })
-            .subscribe(next: { [weak self] chunk in self?.received(chunk) },
+                                    notices: { [weak self] notice in
+                                        counters?.noticed(notice)
+                                        self?.noticed(notice)
+                                    })
+            .subscribe(next: { [weak self] chunk in
+                           counters?.delivered(chunk.bytes)
+                           self?.received(chunk)
+                       },
                        error: { [weak self] error in self?.logger.error("\(path): \(error); no longer followed") })
     }
 

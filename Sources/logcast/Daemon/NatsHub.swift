@@ -27,6 +27,8 @@ final class NatsHub {
     let running = CompoundDisposable()
     let live = SerialDisposable()
     var js: JetStream?
+    /// The current connection (`/metrics` and `/readyz` ask whether it is up).
+    var connection: NATSConnection?
     /// Per-client replays, by session.
     var replays: [ObjectIdentifier: HubReplay] = [:]
     /// Messages a replay's consumer hands to the loop ahead of the client, at most: what a
@@ -70,6 +72,7 @@ final class NatsHub {
     }
 
     private func connected(_ connection: NATSConnection) {
+        self.connection = connection
         do {
             js = try connection.jetStream()
         } catch {

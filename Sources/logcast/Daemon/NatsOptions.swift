@@ -90,6 +90,8 @@ struct NatsOptions: ParsableArguments {
                 target: try target(publish, option: "--publish", credentials: credentials), subject: subject ?? "logs.\(NatsTarget.hostName)",
                 batchBytes: batchBytes, replicas: streamReplicas, dedupeWindow: dedupeWindow,
                 stateDirectory: stateDirectory, paths: files, logger: logger, local: local)
+            let stats = server.stats
+            edge.counters = { stats.counters(for: $0) }
             edge.start()
             running.edge = edge
         }

@@ -1,3 +1,4 @@
+import Glibc
 import ReactiveUV
 
 /// logcast's counters, shown by `STATS`. Updated on the main loop only, so plain integers
@@ -14,6 +15,20 @@ final class Stats: @unchecked Sendable {
     /// Clients refused: a wrong or missing token, an identity the access file does not name.
     var refused = 0
     let started = SchedulerTime.monotonicNow
+    /// Nanoseconds spent scanning blocks with the filters (LineFanOut), for `/metrics`.
+    var scanNanoseconds: UInt64 = 0
+    /// Blocks scanned with the filters.
+    var scans = 0
+    /// Each followed FILE's counters, in the order the files were started (`/metrics`).
+    var files: [(path: String, counters: FileCounters)] = []
+
+    /// The counters of `path` (made on first use).
+    func counters(for path: String) -> FileCounters {
+        if let found = files.first(where: { $0.path == path }) { return found.counters }
+        let made = FileCounters(exists: access(path, F_OK) == 0)
+        files.append((path, made))
+        return made
+    }
 
     /// The `STATS` reply.
     func line(now: SchedulerTime, patterns: Int, compiles: Int) -> String {
