@@ -209,6 +209,8 @@ final class LogcastAuthTests: XCTestCase {
         write("uid:0: *\n", to: dir + "/access", mode: 0o644)
         var p = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--listen-unix", socketPath,
                            "--unix-mode", "0666", "--access-file", dir + "/access"])
+        // The Unix listener starts after the TCP one that `start` waits for.
+        XCTAssertTrue(p.waitForOutput("listening on unix socket \(socketPath)"), p.output)
         var info = stat()
         XCTAssertEqual(stat(socketPath, &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o666)
@@ -225,6 +227,7 @@ final class LogcastAuthTests: XCTestCase {
 
         // The default mode, 0600: another user cannot even connect.
         p = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0", "--listen-unix", socketPath])
+        XCTAssertTrue(p.waitForOutput("listening on unix socket \(socketPath)"), p.output)
         XCTAssertEqual(stat(socketPath, &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o600)
         let (status, none) = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/nc", "-U", socketPath],

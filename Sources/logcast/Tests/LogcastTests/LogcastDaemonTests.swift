@@ -83,15 +83,26 @@ final class LogcastDaemonTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: demo), "the demo log \(demo) is removed")
     }
 
-    func testLogcastExitsWhenNoUsableFileRemains() throws {
+    /// A directory put at a followed path is waited on, as `tail -F` waits (issue 30: it used
+    /// to end the follow, and logcast with it): logcast keeps serving, says so once, and
+    /// follows the file put back there from its first line.
+    func testADirectoryAtAFollowedPathIsWaitedOnUntilAFileIsBack() throws {
         let a = dir + "/a.log"
         appendLines(a, ["x"])
         let p = try start([a, "--listen", "127.0.0.1:0", "--heartbeat", "0"])
-        // The path becomes a directory: nothing there can be tailed any more.
+        let c = try LineClient(port: p.port)
+        XCTAssertEqual(c.command("HELP", reply: "OK HELP").last, "OK HELP")
         XCTAssertEqual(unlink(a), 0)
         XCTAssertEqual(mkdir(a, 0o755), 0)
-        XCTAssertEqual(p.waitForExit(timeout: 60), 1, p.errors)
-        XCTAssertEqual(occurrences(of: "logcast: error: no usable file remains", in: p.errors), 1, p.errors)
+        let deadline = Date().addingTimeInterval(60)
+        while !p.errors.contains("is a directory") && Date() < deadline { usleep(20_000) }
+        XCTAssertEqual(occurrences(of: "is a directory; cannot follow it", in: p.errors), 1, p.errors)
+        XCTAssertTrue(c.command("STATS", reply: "STATS").last?.hasPrefix("STATS ") ?? false, "still serving")
+        XCTAssertEqual(rmdir(a), 0)
+        appendLines(a, ["back 1", "back 2"])
+        let lines = c.readLines { $0.count >= 2 }
+        XCTAssertEqual(lines, ["\(a): back 1", "\(a): back 2"])
+        XCTAssertFalse(p.errors.contains("no usable file remains"), p.errors)
     }
 
     func testHelpListsTheProtocol() throws {

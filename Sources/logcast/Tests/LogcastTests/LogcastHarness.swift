@@ -79,6 +79,18 @@ final class LogcastProcess: @unchecked Sendable {
         throw HarnessError.timedOut("logcast did not start listening: \(errors)")
     }
 
+    /// Waits until standard output holds `text` (a line logcast prints once something is
+    /// ready, such as "listening on unix socket PATH"); false after `timeout` seconds.
+    func waitForOutput(_ text: String, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            if !process.isRunning { return output.contains(text) }
+            usleep(10_000)
+        }
+        return false
+    }
+
     func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
 
     /// Waits for the process to exit; returns its status, or nil on timeout.
