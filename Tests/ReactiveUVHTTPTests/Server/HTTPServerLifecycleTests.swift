@@ -85,6 +85,46 @@ final class HTTPServerLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    func testGracefulShutdownRefusesNewConnectsAtOnceWhileTheRequestInFlightCompletes() throws {
+        let shutdown = Subject<Void>()
+        var options = HTTPServerOptions()
+        options.shutdown = shutdown
+        options.shutdownTimeout = 60
+        let held = Guarded<HTTPRequest?>(nil)
+        let server = try HTTPTestServer(options: options) { request in
+            guard request.path == "/held" else { return HTTPTestApp.handle(request) }
+            // Answered by the test, once it has seen new connects refused.
+            held.update { $0 = request }
+        }
+        let busy = try RawClient(port: server.port, receiveTimeout: 60)
+        busy.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(waitFor { held.value != nil }, "the request is in flight")
+        shutdown.sendNext(())
+        // The listening socket closes at once: a connect is refused by the kernel (before,
+        // the draining server went on accepting and closing).
+        var lastConnect = "not tried"
+        XCTAssertTrue(waitFor(60) {
+            do {
+                _ = try RawClient(port: server.port)
+                lastConnect = "accepted"
+                return false
+            } catch {
+                lastConnect = "\(error)"
+                return abs(Int((error as? UVError)?.code ?? 0)) == Int(ECONNREFUSED)
+            }
+        }, "new connects are refused once shutdown starts (last: \(lastConnect))")
+        XCTAssertFalse(server.completed.value, "the request in flight keeps the server draining")
+        let request = try XCTUnwrap(held.value)
+        XCTAssertTrue(request.respond(text: "finished late"))
+        let answer = busy.readToEnd()
+        XCTAssertTrue(answer.ended)
+        XCTAssertTrue(answer.text.hasPrefix("HTTP/1.1 200 OK\r\n"), answer.text)
+        XCTAssertTrue(answer.text.contains("Connection: close\r\n"), answer.text)
+        XCTAssertTrue(answer.text.hasSuffix("finished late"), answer.text)
+        XCTAssertTrue(waitFor { server.completed.value }, "the request signal completes once drained")
+        server.stop()
+    }
+
     func testAThousandIdleKeepAliveConnectionsCostABoundedAmountOfMemory() throws {
         // Both ends live in this process: two descriptors per connection. Raise the soft
         // limit to the hard one (a fresh machine's soft limit is often 1024); with a hard
