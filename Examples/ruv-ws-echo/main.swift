@@ -8,9 +8,8 @@
 // kernel chose), so scripts and benchmarks can read it. SIGINT and SIGTERM stop the server
 // and exit with status 0.
 //
-// Until ReactiveUVHTTP's server is merged, the upgrade request is read by the small
-// bounded head reader in RequestHead.swift; with the server, this becomes `HTTP.listen`
-// and the request's `upgrade(headers:)`.
+// The upgrade request is read by ReactiveUVHTTP's server (`HTTP.listen`, with its limits
+// and timeouts) and answered through the request's `upgrade(headers:)`.
 
 import Glibc
 import ReactiveUV
@@ -51,42 +50,36 @@ guard let port else { usage() }
 let loop = EventLoop.main
 let options = WebSocketOptions()
 
-/// Writes a whole response head (and body) and ends our side.
-func respond(_ tcp: TCPConnection, status: String, headers: HTTPHeaders, body: String) -> Signal<Void> {
-    var text = "HTTP/1.1 \(status)\r\n"
-    for (name, value) in headers.fields { text += "\(name): \(value)\r\n" }
-    text += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-    return tcp.write(Array(text.utf8)).then { tcp.shutdown() }
-}
-
-// Each connection: read the upgrade request, answer it (101, or a refusal), then send
-// back every message the client sends (`send` pauses reading while the client is slow to
-// take our writes). One connection's failure never ends the server.
-let server = TCP.listen(
-    host: host, port: port, backlog: 1024, options: TCPOptions(noDelay: true), on: loop,
+// Each request: `/ws` is answered by the WebSocket handshake (101, or its refusal), then
+// every message the client sends goes back (`send` pauses reading while the client is slow
+// to take our writes); anything else is a 404. One connection's failure never ends the
+// server: the upgrade's errors are caught per connection.
+let server = HTTP.listen(
+    host: host, port: port, on: loop,
     onListening: { address in
         print("listening on \(address)")
         fflush(nil)
     }
 )
-.flattenMap { tcp in
-    readRequestHead(tcp).flattenMap { head, leftover -> Signal<Void> in
-        guard head.target == "/ws" || head.target.hasPrefix("/ws?") else {
-            return respond(tcp, status: "404 Not Found", headers: ["Content-Type": "text/plain"], body: "WebSocket at /ws\n")
-        }
-        switch WebSocket.serverHandshake(method: head.method, headers: head.headers, options: options) {
-        case .refuse(let status, let headers, let body):
-            return respond(tcp, status: "\(status) \(status == 426 ? "Upgrade Required" : status == 405 ? "Method Not Allowed" : "Bad Request")", headers: headers, body: body)
-        case .accept(let headers, let compression, let subprotocol):
-            var text = "HTTP/1.1 101 Switching Protocols\r\n"
-            for (name, value) in headers.fields { text += "\(name): \(value)\r\n" }
-            let ws = WebSocketConnection(
-                upgrade: HTTPUpgrade(transport: tcp, leftover: leftover), role: .server, options: options,
-                compression: compression, subprotocol: subprotocol)
-            return tcp.write(Array((text + "\r\n").utf8)).then { ws.send(ws.messages) }
-        }
+.flattenMap { request -> Signal<Void> in
+    guard request.path == "/ws" else {
+        request.respond(status: 404, text: "WebSocket at /ws\n")
+        return .empty()
     }
-    .catchTo(.empty())
+    switch WebSocket.serverHandshake(method: request.method, headers: request.headers, options: options) {
+    case .refuse(let status, let headers, let body):
+        request.respond(status: status, headers: headers, text: body)
+        return .empty()
+    case .accept(let headers, let compression, let subprotocol):
+        return request.upgrade(headers: headers)
+            .flattenMap { upgrade -> Signal<Void> in
+                let ws = WebSocketConnection(
+                    upgrade: upgrade, role: .server, options: options,
+                    compression: compression, subprotocol: subprotocol)
+                return ws.send(ws.messages)
+            }
+            .catchTo(.empty())
+    }
 }
 
 let subscription = server.subscribe(error: { error in

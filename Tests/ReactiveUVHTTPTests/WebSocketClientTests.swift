@@ -109,12 +109,11 @@ final class WebSocketClientTests: XCTestCase {
         let loop = try EventLoop()
         var failure: (any Error)?
         var port = 0
-        let listening = TCP.listen(host: "127.0.0.1", port: 0, on: loop, onListening: { port = $0.port })
-            .flattenMap { tcp in
-                wsReadRequestHead(tcp).flattenMap { _, _ in
-                    tcp.write(Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm90IHRoZSByaWdodCBvbmU=\r\n\r\n".utf8))
-                }
-                .catchTo(.empty())
+        // Our HTTP server upgrades with the wrong Sec-WebSocket-Accept.
+        let listening = HTTP.listen(port: 0, on: loop, onListening: { port = $0.port })
+            .flattenMap { request in
+                request.upgrade(headers: ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": "bm90IHRoZSByaWdodCBvbmU="])
+                    .catchTo(.empty())
             }
             .subscribe()
         XCTAssertTrue(loop.run(until: { port != 0 }, timeout: 30))

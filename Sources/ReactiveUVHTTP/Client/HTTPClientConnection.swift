@@ -22,6 +22,14 @@ final class HTTPClientConnection {
     private var gotBytes = false
     private var response: HTTPResponse?
     private var keepAlive = true
+    private let bodyBufferBytes: Int
+    /// Whether reading stopped because the current response holds more body bytes than
+    /// ``HTTPClientOptions/bodyBufferBytes`` with no subscriber to take them.
+    private(set) var paused = false
+    /// The response reading paused for, held weakly: it holds this connection (through
+    /// `onSubscribed`) while someone may still subscribe its body, and a response dropped
+    /// unread closes the connection when it goes (``HTTPResponse``'s deinit).
+    private weak var pausedResponse: HTTPResponse?
     var onFree: (HTTPClientConnection) -> Void = { _ in }
     var onClosed: (HTTPClientConnection) -> Void = { _ in }
 
@@ -29,16 +37,31 @@ final class HTTPClientConnection {
         self.transport = transport
         self.owner = owner
         self.key = key
+        bodyBufferBytes = options.bodyBufferBytes
         parser = HTTPParser(.response, limits: .init(maxHeadBytes: options.maxHeadBytes, maxStartLineBytes: options.maxHeadBytes, maxBodyBytes: options.maxBodyBytes))
         parser.onHead = { [unowned self] head in self.head(head) }
         parser.onBody = { [unowned self] bytes in self.response?.receive(bytes) }
         parser.onEnd = { [unowned self] trailers in self.ended(trailers) }
         // The read subscription keeps the connection alive (pooled or busy) until close()
-        // disposes it: nothing else need own a connection.
+        // disposes it: nothing else need own a connection. While reading is paused the
+        // closure below (`onSubscribed`, held by the response) does.
+        startReading()
+    }
+
+    private func startReading() {
         reading = transport.reads.subscribe(
             next: { chunk in self.received(chunk) },
             error: { e in self.failed(e) },
             completed: { self.readEnded() })
+    }
+
+    /// Reads again after a pause for a response's unsubscribed body.
+    private func resumeReading() {
+        guard paused, !isClosed else { return }
+        paused = false
+        response = pausedResponse
+        pausedResponse = nil
+        startReading()
     }
 
     /// Sends `exchange`'s request; its response comes back through the exchange.
@@ -67,6 +90,15 @@ final class HTTPClientConnection {
                 }
             }
         }
+        // Backpressure: the rest of this read is parsed (it is in memory already), then
+        // libuv stops reading until the body is subscribed.
+        if let response, !isClosed, !paused, response.heldBytes > bodyBufferBytes {
+            paused = true
+            pausedResponse = response
+            self.response = nil
+            reading?.dispose()
+            reading = nil
+        }
     }
 
     private func head(_ head: HTTPMessageHead) {
@@ -74,6 +106,7 @@ final class HTTPClientConnection {
         if head.status >= 100 && head.status < 200 && head.status != 101 { return }
         let response = HTTPResponse(head: head, loop: transport.loop)
         response.onAbandon = { [weak self] in self?.close() }
+        response.onSubscribed = { self.resumeReading() }
         self.response = response
         keepAlive = head.keepAlive
         exchange?.headArrived(response)
@@ -117,6 +150,10 @@ final class HTTPClientConnection {
         reading = nil
         owner.dispose()
         onClosed(self)
+        if let response = pausedResponse {
+            pausedResponse = nil
+            response.fail(HTTPClientError.connectionClosed)
+        }
         if let exchange {
             self.exchange = nil
             exchange.failed(HTTPClientError.connectionClosed, retriable: false)

@@ -22,6 +22,10 @@ public struct HTTPClientOptions: Sendable {
     public var maxHeadBytes = 64 * 1024
     /// The most bytes of a response body. Default 64 MiB.
     public var maxBodyBytes = 64 << 20
+    /// The most body bytes held for a response whose ``HTTPResponse/body`` is not
+    /// subscribed yet; past it, reading the connection pauses until it is (backpressure:
+    /// the server's sends stall in TCP). Default 64 KiB.
+    public var bodyBufferBytes = 64 * 1024
 
     /// The defaults above.
     public init() {}

@@ -31,7 +31,7 @@ public enum HTTP {
         host: String = "127.0.0.1", port: Int, options: HTTPServerOptions = HTTPServerOptions(),
         on loop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
     ) -> Signal<HTTPRequest> {
-        serve(TCP.listen(host: host, port: port, backlog: options.backlog, options: options.tcp, on: loop, onListening: onListening), options: options)
+        serve(TCP.listen(host: host, port: port, backlog: options.backlog, options: options.tcp, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
     }
 
     /// Serves HTTP on a Unix domain socket at `path` while subscribed; see
@@ -47,7 +47,7 @@ public enum HTTP {
         unixSocket path: String, options: HTTPServerOptions = HTTPServerOptions(),
         on loop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
     ) -> Signal<HTTPRequest> {
-        serve(UnixSocket.listen(path: path, backlog: options.backlog, on: loop, onListening: onListening), options: options)
+        serve(UnixSocket.listen(path: path, backlog: options.backlog, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
     }
 
     /// Serves HTTPS on `host:port` while subscribed (``ReactiveUVTLS/TLS/listen(host:port:certificate:key:options:handshakeTimeout:on:onListening:onHandshakeError:)``);

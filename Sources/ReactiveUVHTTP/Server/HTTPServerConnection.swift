@@ -237,7 +237,9 @@ final class HTTPServerConnection {
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
             let keep = keepAlive(after: first) && !http10
-            let framing: HTTPResponseHead.Framing = noBody || http10 ? .none : .chunked
+            // HEAD carries the framing the GET would (RFC 9110 9.3.2), only the body is left
+            // out; a status without a body (1xx, 204, 304) has no framing at all.
+            let framing: HTTPResponseHead.Framing = HTTPStatus.hasNoBody(status, method: "GET") || http10 ? .none : .chunked
             guard let head = HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date) else {
                 return abort()
             }

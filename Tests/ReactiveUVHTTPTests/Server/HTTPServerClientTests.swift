@@ -62,6 +62,30 @@ final class HTTPServerClientTests: XCTestCase {
         server.stop()
     }
 
+    func testHeadOnAStreamedResponseCarriesTheFramingTheGetWouldWithoutTheBody() throws {
+        let server = try HTTPTestServer(handler: HTTPTestApp.handle)
+        // curl reads a HEAD answer's head only: with Transfer-Encoding it must not wait for chunks.
+        let r = try runProgram(["curl", "-sI", "--max-time", "30", url(server, "/stream?n=3")])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("HTTP/1.1 200 OK\r\n"), r.out)
+        XCTAssertTrue(r.out.contains("Transfer-Encoding: chunked\r\n"), r.out)
+        XCTAssertFalse(r.out.contains("Content-Length"), r.out)
+        XCTAssertFalse(r.out.contains("chunk 0"), r.out)
+        // HEAD then GET on one connection: the HEAD answer ends at its blank line (no chunk,
+        // no last-chunk), and the GET's chunked body follows whole.
+        let client = try RawClient(port: server.port)
+        client.send("HEAD /stream?n=3 HTTP/1.1\r\nHost: x\r\n\r\nGET /stream?n=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let both = client.readToEnd()
+        XCTAssertTrue(both.ended)
+        XCTAssertEqual(both.text.occurrences(of: "HTTP/1.1 200 OK"), 2, both.text)
+        XCTAssertEqual(both.text.occurrences(of: "Transfer-Encoding: chunked\r\n"), 2, both.text)
+        XCTAssertEqual(both.text.occurrences(of: "chunk 0"), 1, both.text)
+        XCTAssertFalse(both.text.contains("chunk 2"), both.text)
+        XCTAssertEqual(both.text.occurrences(of: "0\r\n\r\n"), 1, "one last-chunk, the GET's: \(both.text)")
+        XCTAssertTrue(both.text.hasSuffix("\r\n\r\n8\r\nchunk 0\n\r\n8\r\nchunk 1\n\r\n0\r\n\r\n"), both.text)
+        server.stop()
+    }
+
     func testHTTP10ClientsGetCloseDelimitedStreamsNeverChunked() throws {
         let server = try HTTPTestServer(handler: HTTPTestApp.handle)
         let r = try runProgram(["curl", "-s", "-i", "--http1.0", url(server, "/stream?n=3")])

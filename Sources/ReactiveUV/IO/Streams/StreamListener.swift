@@ -28,6 +28,9 @@ final class StreamListener: @unchecked Sendable {
     let lifetime: CompoundDisposable
     var connections: [ObjectIdentifier: StreamConnection] = [:]
     var isClosing = false
+    /// Whether the listening handle was closed by ``stopListening()`` while the accepted
+    /// connections live on.
+    var listeningStopped = false
 
     init(
         loop: EventLoop, type: uv_handle_type, target: String,
@@ -69,7 +72,7 @@ final class StreamListener: @unchecked Sendable {
     }
 
     private func accept(_ status: Int32) {
-        if isClosing { return }
+        if isClosing || listeningStopped { return }
         if status < 0 {
             // Running out of descriptors or memory, or a client that gave up before we
             // accepted it, is the moment's trouble, not the server's end: keep listening.
@@ -110,6 +113,26 @@ final class StreamListener: @unchecked Sendable {
         if !lifetime.isDisposed { observer(.error(error)) }
         lifetime.dispose()
         close()
+    }
+
+    /// Stops listening at once and keeps every accepted connection (loop thread);
+    /// idempotent. New connects are refused by the kernel from then on (`ECONNREFUSED`;
+    /// a Unix socket's file is removed), and ``close()`` still closes the connections.
+    func stopListening() {
+        guard !isClosing, !listeningStopped else { return }
+        listeningStopped = true
+        uv.close()
+    }
+
+    /// Stops listening when `signal` sends a value or completes (a graceful shutdown:
+    /// accepted connections finish their work); disposed with `lifetime`.
+    func stopListening(on signal: Signal<Void>?) {
+        guard let signal else { return }
+        let loop = self.loop
+        let stop = { [weak self] in
+            loop.perform { self?.stopListening() }
+        }
+        lifetime.add(signal.take(1).subscribe(next: { _ in stop() }, completed: stop))
     }
 
     /// Stops listening and closes every connection still open (loop thread); idempotent.

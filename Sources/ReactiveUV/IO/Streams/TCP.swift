@@ -41,6 +41,39 @@ public enum TCP {
         host: String = "127.0.0.1", port: Int, backlog: Int = 511, options: TCPOptions = TCPOptions(),
         on requestedLoop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
     ) -> Signal<TCPConnection> {
+        listen(host: host, port: port, backlog: backlog, options: options, stopAccepting: nil, on: requestedLoop, onListening: onListening)
+    }
+
+    /// Listens on `host:port` while subscribed, and stops accepting when `stopAccepting`
+    /// fires: the first half of a graceful shutdown.
+    ///
+    /// As ``listen(host:port:backlog:options:on:onListening:)``, except that when
+    /// `stopAccepting` sends a value or completes, the listening socket closes at once
+    /// (new connects are refused: `ECONNREFUSED`) while the connections already accepted
+    /// stay open and owned by the subscription, so they can finish their work; disposing
+    /// the subscription still closes them. The signal does not complete then (completion
+    /// would close the connections): dispose it when the last one is done.
+    ///
+    /// ```swift
+    /// let draining = Subject<Void>()
+    /// let server = TCP.listen(port: 8080, stopAccepting: draining)
+    /// // later: draining.sendNext(()) — no new connections, the accepted ones go on
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - host: the address to bind.
+    ///   - port: the port; 0 lets the kernel choose.
+    ///   - backlog: the kernel's queue of connections not yet accepted.
+    ///   - options: applied to every accepted connection.
+    ///   - stopAccepting: stops listening (not the connections) on its first value or its
+    ///     completion; `nil` for never.
+    ///   - requestedLoop: the loop to listen on; `nil` for the default (see ``TCP``).
+    ///   - onListening: called once on the loop's thread when listening has started.
+    /// - Returns: a cold signal of accepted connections.
+    public static func listen(
+        host: String = "127.0.0.1", port: Int, backlog: Int = 511, options: TCPOptions = TCPOptions(),
+        stopAccepting: Signal<Void>?, on requestedLoop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil
+    ) -> Signal<TCPConnection> {
         AnonymousSignal { observer, lifetime in
             let loop = EventLoop.sourceLoop(requestedLoop)
             loop.start(observer, lifetime, operation: "listen", target: "\(host):\(port)") {
@@ -52,7 +85,7 @@ public enum TCP {
                         lifetime.dispose()
                     case .success(let addresses):
                         startListening(
-                            at: addresses[0], backlog: backlog, options: options, loop: loop,
+                            at: addresses[0], backlog: backlog, options: options, stopAccepting: stopAccepting, loop: loop,
                             observer: observer, lifetime: lifetime, onListening: onListening)
                     }
                 }
@@ -63,7 +96,7 @@ public enum TCP {
 
     /// Binds, listens and reports the bound address (loop thread).
     private static func startListening(
-        at address: SocketAddress, backlog: Int, options: TCPOptions, loop: EventLoop,
+        at address: SocketAddress, backlog: Int, options: TCPOptions, stopAccepting: Signal<Void>?, loop: EventLoop,
         observer: @escaping Sink<TCPConnection>, lifetime: CompoundDisposable,
         onListening: ((SocketAddress) -> Void)?
     ) {
@@ -97,6 +130,7 @@ public enum TCP {
             return
         }
         let bound = SocketAddress.local(of: uvCast(listener.handle)) ?? address
+        listener.stopListening(on: stopAccepting)
         onListening?(bound)
     }
 

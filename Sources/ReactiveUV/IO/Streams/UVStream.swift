@@ -6,9 +6,9 @@ import Glibc
 ///
 /// One object per handle (`uv_tcp_t`, `uv_pipe_t` or `uv_tty_t`). It owns:
 /// - the handle's heap memory, freed in the close callback, never earlier;
-/// - one read buffer, allocated on the first read and handed to libuv again by every
-///   `alloc_cb` (each read's bytes are copied out into the `[UInt8]` that is sent, so the
-///   buffer is free again when `read_cb` returns);
+/// - nothing for reading: every `alloc_cb` hands libuv the loop thread's one read buffer
+///   (each read's bytes are copied out into the `[UInt8]` that is sent, so the buffer is
+///   free again when `read_cb` returns; an idle connection holds no read memory);
 /// - the write requests in flight (each one heap block: `uv_write_t` followed by the bytes
 ///   it writes, freed in its write callback).
 ///
@@ -54,8 +54,6 @@ final class UVStream: @unchecked Sendable {
     @exclusivity(unchecked) var isReading = false
     /// Whether the peer's end of stream was read.
     @exclusivity(unchecked) var readEOF = false
-    /// Reused by every `alloc_cb` (see the type's discussion).
-    @exclusivity(unchecked) var readBuffer: UnsafeMutableRawPointer?
     /// The line splitting kept between `lines` subscriptions (``connectionLines()``).
     var lineSplitting: ConnectionLines?
 
@@ -180,13 +178,9 @@ final class UVStream: @unchecked Sendable {
         for listener in listeners { listener() }
     }
 
-    /// Run by the handle's close callback (after every request callback): frees the read
-    /// buffer and runs the close handlers.
+    /// Run by the handle's close callback (after every request callback): runs the close
+    /// handlers.
     private func didClose() {
-        if let buffer = readBuffer {
-            readBuffer = nil
-            buffer.deallocate()
-        }
         writeQueueSnapshot.store(0)
         let handlers = closeHandlers
         closeHandlers = []

@@ -29,6 +29,31 @@ public enum UnixSocket {
         path: String, backlog: Int = 511, options: UnixSocketOptions = UnixSocketOptions(),
         on requestedLoop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
     ) -> Signal<UnixSocketConnection> {
+        listen(path: path, backlog: backlog, options: options, stopAccepting: nil, on: requestedLoop, onListening: onListening)
+    }
+
+    /// Listens on the socket file `path` while subscribed, and stops accepting when
+    /// `stopAccepting` fires: the first half of a graceful shutdown.
+    ///
+    /// As ``listen(path:backlog:options:on:onListening:)``, except that when `stopAccepting`
+    /// sends a value or completes, the listening socket closes at once (libuv removes the
+    /// socket file; new connects fail) while the connections already accepted stay open
+    /// and owned by the subscription; disposing it still closes them. See
+    /// ``TCP/listen(host:port:backlog:options:stopAccepting:on:onListening:)``.
+    ///
+    /// - Parameters:
+    ///   - path: the socket file to create.
+    ///   - backlog: the kernel's queue of connections not yet accepted.
+    ///   - options: applied to every accepted connection.
+    ///   - stopAccepting: stops listening (not the connections) on its first value or its
+    ///     completion; `nil` for never.
+    ///   - requestedLoop: the loop to listen on; `nil` for the default.
+    ///   - onListening: called once on the loop's thread when listening has started.
+    /// - Returns: a cold signal of accepted connections; it never completes.
+    public static func listen(
+        path: String, backlog: Int = 511, options: UnixSocketOptions = UnixSocketOptions(),
+        stopAccepting: Signal<Void>?, on requestedLoop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
+    ) -> Signal<UnixSocketConnection> {
         AnonymousSignal { observer, lifetime in
             let loop = EventLoop.sourceLoop(requestedLoop)
             loop.start(observer, lifetime, operation: "listen", target: path) {
@@ -63,6 +88,7 @@ public enum UnixSocket {
                     lifetime.dispose()
                     return
                 }
+                listener.stopListening(on: stopAccepting)
                 onListening?(path)
             }
         }
