@@ -248,7 +248,7 @@ final class LogcastUnfollowableTests: XCTestCase {
         close(fd)
         let created = Date()
         appendLines(a, (0..<100).map { "a-\($0)" })
-        XCTAssertTrue(waitForLog(server, notice(a, "cannot be read (EACCES")), "no notice in \(server.errors)")
+        XCTAssertTrue(waitForLog(server, notice(a, "cannot be read (EACCES: permission denied)")), "no notice in \(server.errors)")
         try assertStatsAnswers(server.port, "unreadable file at the path")
         let early = client.readLines(timeout: 0.5) { _ in false }
         XCTAssertEqual(early, [String](), "nothing read from a file logcast may not read")
@@ -262,7 +262,7 @@ final class LogcastUnfollowableTests: XCTestCase {
         XCTAssertEqual(got.count, want.count, "all of the file's lines")
         XCTAssertTrue(got == want, "first difference at \(got.indices.first { $0 >= want.count || got[$0] != want[$0] } ?? -1) of \(got.count)")
         let log = server.errors
-        XCTAssertEqual(occurrences(of: notice(a, "cannot be read (EACCES"), in: log), 1, "said once: \(log)")
+        XCTAssertEqual(occurrences(of: notice(a, "cannot be read (EACCES: permission denied)"), in: log), 1, "said once: \(log)")
         XCTAssertFalse(log.contains("no longer followed"), log)
     }
 }
