@@ -126,6 +126,12 @@ final class HTTPServerLifecycleTests: XCTestCase {
     }
 
     func testTenThousandIdleKeepAliveConnectionsCostAtMostFourKiBEach() throws {
+        // Under a sanitizer (`make sanitize`) every allocation carries shadow memory and
+        // redzones (145 KiB per connection measured under TSan): the figure would measure the
+        // sanitizer. The lane still runs every other test of the server.
+        if dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil {
+            throw XCTSkip("memory per connection is not measured under a sanitizer")
+        }
         // Both ends live in this process: two descriptors per connection. Raise the soft
         // limit to the hard one (a fresh machine's soft limit is often 1024); with a hard
         // limit too low for 10,000, measure as many as it allows.
