@@ -252,6 +252,11 @@ final class HTTPServerConnection {
                     wire = wire.concat(framed).concat(.return(Array("0\r\n\r\n".utf8)))
                 }
             }
+            // The request no longer holds the body signal once it is being sent: an
+            // application's events signal that captures its request (a natural thing to
+            // write) would otherwise make request -> body -> events -> request a cycle that
+            // outlives the connection (LeakSanitizer found it in the SSE test).
+            first.response = .bytes(status: status, headers: headers, body: [])
             writing = true
             _ = transport.send(wire).subscribe(
                 error: { [self] _ in self.abort() },
