@@ -20,6 +20,11 @@ if ! pkg-config --exists libhs 2>/dev/null; then need+=(libhyperscan-dev); fi
 if ! pkg-config --exists libnats 2>/dev/null; then need+=(libnats-dev); fi
 have_nats_server() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_nats_server || need+=(nats-server)
+# logcast's namespaced NATS fault tests: ip(8) (network namespaces, veth, a bridge) and
+# iptables (partitions); Debian puts both in /usr/sbin.
+have_sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+have_sbin ip || need+=(iproute2)
+have_sbin iptables || need+=(iptables)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
