@@ -49,9 +49,30 @@ extension NatsEdge {
             return
         }
         // Sends on the old connection are answered (if ever) on it: stale.
-        for file in files.values { file.restartRound() }
+        for file in files.values { file.restartRound(closing: true) }
         running.whileRunning(connection.events, next: { [weak self] event in self?.connectionEvent(event) })
+        // A new stream leader: whatever was in flight to the old one is lost or stored, and
+        // the ids sort that out; resending now instead of after the publish timeout is
+        // what keeps a failover's stall near the election's own length. (Without the
+        // permission to subscribe, e.g. a restricted user, the timeout still does it.)
+        running.whileRunning(
+            connection.subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.\(target.stream)", bufferLimit: 16),
+            next: { [weak self] _ in self?.leaderElected() },
+            error: { [weak self] error in self?.logger.info("nats: no leader advisories (\(error)); a failover is noticed by the publish timeout") })
         ensureStream()
+    }
+
+    /// The stream has a new leader: every file's window goes out again at once.
+    private func leaderElected() {
+        guard ready, linkUp else { return }
+        logger.info("nats: stream \(target.stream) has a new leader; resending what was in flight")
+        for file in files.values where (file.sent > 0 || file.held) && !file.checking {
+            // A back-off pause (no responders while there was no leader) ends here too.
+            file.restartRound(closing: true)
+            file.held = false
+            file.backoff = NatsEdge.firstBackoff
+            fill(file)
+        }
     }
 
     /// A disconnect stops sending; a reconnect sends every file's window again at once:
@@ -65,7 +86,7 @@ extension NatsEdge {
             logger.info("nats: reconnected to \(url); resending what was in flight")
             linkUp = true
             for file in files.values {
-                file.restartRound()
+                file.restartRound(closing: true)
                 fill(file)
             }
         case .closed, .error:
@@ -131,6 +152,7 @@ extension NatsEdge {
     private func send(_ file: EdgeFile, _ index: Int, _ js: JetStream) {
         let batch = file.batches[index]
         let round = file.round
+        if batch.firstRound == nil { file.batches[index].firstRound = round }
         let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
         running.whileRunning(
             js.publish(subject, payload: batch.bytes, id: messageID(file, batch), headers: headers, retrying: false),
@@ -151,16 +173,17 @@ extension NatsEdge {
             file.backoff = min(file.backoff * 2, NatsEdge.longestBackoff)
             let first = file.batches[0]
             logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); resending from \(first.start) in \(delay) s")
-            hold(file, delay)
+            hold(file, delay, closing: true)
         case .success(let ack):
             file.batches[index].ack = ack
             advance(file)
         }
     }
 
-    /// Starts a new round after `delay` seconds (nothing of the file is sent meanwhile).
-    func hold(_ file: EdgeFile, _ delay: Double) {
-        file.restartRound()
+    /// Starts a new round after `delay` seconds (nothing of the file is sent meanwhile);
+    /// `closing` closes the window (see ``EdgeFile/restartRound(closing:)``).
+    func hold(_ file: EdgeFile, _ delay: Double, closing: Bool = false) {
+        file.restartRound(closing: closing)
         file.held = true
         running.afterDelay(delay) { [weak self] in
             file.held = false
@@ -217,6 +240,9 @@ extension NatsEdge {
                     // The copy is the batch or a prefix of it: the bytes agree, so it is our
                     // resend (or the same bytes written again: see the README's known gaps).
                     // A batch of a content since truncated has only its own bytes to go by.
+                    // Its own earlier send in this run, stored: the way to the leader works
+                    // again, the window opens.
+                    if range[1] == batch.end, let first = batch.firstRound, first < file.round { file.opened = true }
                     return self.resent(file, batch, through: range[1])
                 }
                 // The copy runs past the batch: our message sent before a restart, or an older

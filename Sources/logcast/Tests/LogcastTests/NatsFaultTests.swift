@@ -23,8 +23,12 @@ import XCTest
 final class NatsFaultTests: XCTestCase {
     var net: NetnsCluster?
     var edge: LogcastProcess?
+    /// Every edge process started (a killed one's log is printed with the others').
+    var edges: [LogcastProcess] = []
     var reader: StreamOrderReader?
     var writer: SteadyLineWriter?
+    var hub: LogcastProcess?
+    var hubClient: HubSinceClient?
     var directory = ""
     var servers: [String: NamespacedProcess] = [:]
     let serverNames = ["n1", "n2", "n3"]
@@ -57,9 +61,14 @@ final class NatsFaultTests: XCTestCase {
     override func tearDown() {
         writer?.stop()
         writer = nil
+        hubClient?.stop()
+        hubClient = nil
+        hub?.stop()
+        hub = nil
         reader?.close()
         reader = nil
-        edge?.stop()
+        for e in edges { e.stop() }
+        edges = []
         edge = nil
         servers = [:]
         net?.tearDown()
@@ -76,6 +85,7 @@ final class NatsFaultTests: XCTestCase {
             "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--batch-bytes", "16384",
             "--stream-replicas", "3",
         ], wrapper: [NetnsCluster.ip, "netns", "exec", NetnsCluster.prefix + "edge"])
+        edges.append(edge)
         _ = try edge.waitUntilListening()
         return edge
     }
@@ -103,6 +113,11 @@ final class NatsFaultTests: XCTestCase {
         edge = try startEdge(log)
         let reader = try StreamOrderReader(urls: urls, stream: "LOGS", timeout: 180)
         self.reader = reader
+        // The hub: logcast --from in the test's namespace, and a client of it sending SINCE 1.
+        let hub = try LogcastProcess(["--from", urls.joined(separator: ","), "--stream", "LOGS", "--listen", "127.0.0.1:0"])
+        self.hub = hub
+        let hubClient = try HubSinceClient(port: try hub.waitUntilListening())
+        self.hubClient = hubClient
         let writer = SteadyLineWriter(path: log, rate: 5_000)
         self.writer = writer
         writer.start()
@@ -168,6 +183,11 @@ final class NatsFaultTests: XCTestCase {
         appendText(log, "END\n")
         XCTAssertTrue(reader.wait(stall: 90, timeout: 300) { reader.sawEnd && reader.contiguous >= total },
                       "stream holds \(reader.contiguous) of \(total) (END: \(reader.sawEnd)); consumer errors: \(reader.consumerErrors)")
+        XCTAssertTrue(EventLoop.main.run(until: { hubClient.contiguous >= total }, timeout: 120),
+                      "the hub client got \(hubClient.contiguous) of \(total); hub: \(hub.errors.suffix(1500))")
+        let served = hubClient.check(total)
+        XCTAssertEqual(served.missing.count, 0, "the hub client lost \(served.missing.count), first \(served.missing.prefix(5))")
+        XCTAssertEqual(served.duplicated.count, 0, "the hub client got \(served.duplicated.count) twice, first \(served.duplicated.prefix(5))")
         let (missing, duplicated) = reader.check(total)
         XCTAssertEqual(missing.count, 0, "lost \(missing.count), first \(missing.prefix(5))")
         XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
@@ -177,6 +197,13 @@ final class NatsFaultTests: XCTestCase {
         print("NatsFaultTests: \(total) lines, 0 lost, 0 duplicated, 0 out of order expected; lost \(missing.count), duplicated \(duplicated.count), out of order \(reader.inversions.count)")
         for (name, seconds) in recoveries {
             print("NatsFaultTests: \(name): every line written before the heal stored \(String(format: "%.2f", seconds)) s after it")
+        }
+        // What the edges said (when they resent, reconnected, found copies): to read the
+        // recovery times above against.
+        for (i, edge) in edges.enumerated() {
+            let said = edge.errors.split(separator: "\n").filter { $0.contains("nats:") }
+            print("NatsFaultTests: edge \(i + 1) said \(said.count) NATS lines; the last 40:")
+            for line in said.suffix(40) { print("  \(line.prefix(300))") }
         }
     }
 }
@@ -231,5 +258,82 @@ final class SteadyLineWriter: @unchecked Sendable {
         running = false
         lock.lock(); stopped = true; lock.unlock()
         _ = done.wait(timeout: .now() + 30)
+    }
+}
+
+/// A client of a logcast hub (`--from`) that sent `SINCE 1` and reads every line it is
+/// served, on a thread of its own (the main loop stays free for the stream reader), counting
+/// the numbered lines: the issue's "hub client reading through each fault".
+final class HubSinceClient: @unchecked Sendable {
+    // Thread-safety: `lock` guards `counts`, `greatest`, `inversions` and `ended`.
+    private let lock = NSLock()
+    private var counts: [Int: Int] = [:]
+    private var contiguousCount = 0
+    private let client: LineClient
+    private let done = DispatchSemaphore(value: 0)
+    private var stopped = false
+
+    /// Connects to the hub on loopback `port` and sends `SINCE 1` (again, after a pause,
+    /// while the hub answers that it is not connected to NATS yet).
+    init(port: Int) throws {
+        client = try LineClient(port: port)
+        client.send("SINCE 1\n")
+        Thread { [self] in
+            var refusals = 0
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                lock.lock(); let stop = stopped; lock.unlock()
+                if stop { break }
+                var poller = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 200) <= 0 { continue }
+                let n = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress!, $0.count, 0) }
+                if n <= 0 { break }
+                pending.append(contentsOf: buffer[0..<n])
+                var start = 0
+                var numbers: [Int] = []
+                while let nl = pending[start...].firstIndex(of: 10) {
+                    let line = pending[start..<nl]
+                    start = nl + 1
+                    if line.starts(with: Array("ERR SINCE: not connected".utf8)) && refusals < 120 {
+                        refusals += 1
+                        usleep(500_000)
+                        client.send("SINCE 1\n")
+                        continue
+                    }
+                    // "<path>: L<n> xxx…"
+                    if let colon = line.firstIndex(of: 58), colon + 2 < line.endIndex, line[colon + 2] == UInt8(ascii: "L") {
+                        var value = 0, digits = 0
+                        for byte in line[(colon + 3)...] {
+                            guard byte >= 48 && byte <= 57 else { break }
+                            value = value * 10 + Int(byte - 48)
+                            digits += 1
+                        }
+                        if digits > 0 { numbers.append(value) }
+                    }
+                }
+                pending.removeFirst(start)
+                lock.lock()
+                for n in numbers { counts[n, default: 0] += 1 }
+                while counts[contiguousCount] != nil { contiguousCount += 1 }
+                lock.unlock()
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// The least number not yet served (every number below it was).
+    var contiguous: Int { lock.lock(); defer { lock.unlock() }; return contiguousCount }
+
+    /// Numbers below `total` never served, and numbers served more than once.
+    func check(_ total: Int) -> (missing: [Int], duplicated: [Int]) {
+        lock.lock(); defer { lock.unlock() }
+        return ((0..<total).filter { counts[$0] == nil }, counts.filter { $0.value > 1 }.map(\.key).sorted())
+    }
+
+    /// Stops reading and waits for the thread.
+    func stop() {
+        lock.lock(); stopped = true; lock.unlock()
+        _ = done.wait(timeout: .now() + 10)
     }
 }
