@@ -35,7 +35,9 @@ import ReactiveUVNATS
 ///   read); JetStream answers "duplicate" with the stored copy's sequence, the edge reads
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
 ///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
-///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
+///   5 minutes by default). An edge down longer repeats what the stream stored after its
+///   saved positions: the last second's acknowledged batches and the window in flight
+///   (docs/design/nats-durability.md says exactly what).
 /// - A content written again with the *same* first line (a header) gets another tag from
 ///   the store's count of the file's truncations (saved with the positions, so the same
 ///   after a crash). Where an id still holds other bytes (a reused inode; a state directory
