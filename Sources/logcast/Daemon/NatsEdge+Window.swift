@@ -222,7 +222,7 @@ extension NatsEdge {
     private func checkDuplicate(_ file: EdgeFile, _ batch: EdgeBatch, _ ack: JetStreamAck) {
         guard let js else {
             file.checking = false
-            return hold(file, 1)
+            return hold(file, 1, closing: true)
         }
         duplicates += 1
         running.whileRunning(
@@ -253,7 +253,7 @@ extension NatsEdge {
             error: { [weak self] error in
                 file.checking = false
                 self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
-                self?.hold(file, 1)
+                self?.hold(file, 1, closing: true)
             })
     }
 

@@ -164,7 +164,7 @@ final class NatsEdge {
     }
 
     func received(_ chunk: TailChunk) {
-        let file = files[chunk.identity] ?? {
+        let file = files[chunk.identity] ?? sameFile(as: chunk.identity) ?? {
             let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset,
                                 copyOf: store.copyOrigin(of: chunk.identity))
             files[chunk.identity] = made
@@ -195,6 +195,20 @@ final class NatsEdge {
             file.paused = true
         }
         sendNext(file)
+    }
+
+    /// The file already on its way under another identity of the same file: a follower
+    /// started again after a pause carries the fingerprint of the file as it is now (a file
+    /// first opened empty or young has a shorter one), and `==` compares fingerprints
+    /// exactly. Without this a second `EdgeFile` for the same file sent its lines again
+    /// under other batch bounds, hence other ids (the window test caught thousands of
+    /// lines stored twice and out of order after a pause during a leader election).
+    /// The file moves to the new identity's key.
+    private func sameFile(as identity: FileIdentity) -> EdgeFile? {
+        guard let (key, file) = files.first(where: { $0.key.isSameFile(as: identity) }) else { return nil }
+        files[key] = nil
+        files[identity] = file
+        return file
     }
 
     /// Bytes of one file waiting in memory before its reading pauses. Why not smaller: each
@@ -231,8 +245,9 @@ final class EdgeFile {
     var tag: String?
     /// Batches not yet acknowledged, oldest first; the first ``sent`` are in flight.
     var batches: [EdgeBatch] = []
-    /// How many of the first batches were sent in the current ``round`` (their bytes and
-    /// bounds are fixed from their first send on: a resend is the same message).
+    /// How many of the first batches were sent in the current ``round``. A batch's bytes
+    /// and bounds are fixed from its first send on (``EdgeBatch/firstRound``; new lines
+    /// never join it), so every resend is the same message under the same id.
     var sent = 0
     /// Counts the resends from the first unacknowledged batch: outcomes of sends made in
     /// an earlier round are ignored (the batches went out again).
@@ -348,7 +363,7 @@ final class EdgeFile {
         next = chunk.endOffset
         let tag = self.tag ?? "-"
         if let last = batches.last, last.generation == generation, last.end == start,
-           last.bytes.count + bytes.count <= batchBytes, batches.count > sent {
+           last.bytes.count + bytes.count <= batchBytes, last.firstRound == nil {
             batches[batches.count - 1].bytes += bytes
             batches[batches.count - 1].end = chunk.endOffset
         } else {

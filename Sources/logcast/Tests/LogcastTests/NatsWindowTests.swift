@@ -23,13 +23,19 @@ import XCTest
         _ = file.take(chunk("b\n", at: 2), batchBytes: 1024)
         #expect(file.batches.count == 1, "unsent lines are merged up to the limit")
         file.sent = 1
+        file.batches[0].firstRound = 0
         _ = file.take(chunk("c\n", at: 4), batchBytes: 1024)
         _ = file.take(chunk("d\n", at: 6), batchBytes: 1024)
         #expect(file.batches.map { [$0.start, $0.end] } == [[0, 4], [4, 8]])
         #expect(file.batches[0].bytes == Array("a\nb\n".utf8), "the sent batch kept its bytes")
         file.sent = 2
+        file.batches[1].firstRound = 0
         _ = file.take(chunk("e\n", at: 8), batchBytes: 1024)
         #expect(file.batches.map(\.start) == [0, 4, 8])
+        // A new round (nothing in flight) keeps what was sent as it was sent.
+        file.restartRound(closing: true)
+        _ = file.take(chunk("f\n", at: 10), batchBytes: 1024)
+        #expect(file.batches.map { [$0.start, $0.end] } == [[0, 4], [4, 8], [8, 12]], "only the never-sent batch grew")
     }
 
     @Test func aNewRoundSendsFromTheFirstBatchWithTheSameBounds() {
@@ -37,6 +43,7 @@ import XCTest
         for (i, line) in ["a\n", "b\n", "c\n"].enumerated() {
             _ = file.take(chunk(line, at: Int64(2 * i)), batchBytes: 1024)
             file.sent = file.batches.count
+            file.batches[file.batches.count - 1].firstRound = file.round
         }
         let round = file.round
         file.restartRound()
@@ -107,11 +114,17 @@ final class NatsWindowTests: XCTestCase {
         writerB.start(count: perFile)
         for mark in [8_000, 24_000] {
             XCTAssertTrue(reader.wait { reader.counts.count >= mark }, "stream holds \(reader.counts.count) lines; edge: \(edge.errors.suffix(1500))")
-            let leaderName = try XCTUnwrap(reader.leader(), "no stream leader")
+            // The stream's info may time out while the cluster is busy: ask again.
+            var name: String?
+            let deadline = Date().addingTimeInterval(90)
+            while name == nil && Date() < deadline { name = reader.leader() }
+            let leaderName = try XCTUnwrap(name, "no stream leader")
             let leader = try XCTUnwrap(servers.server(named: leaderName))
             leader.stop(SIGKILL)
             let before = reader.counts.count
-            XCTAssertTrue(reader.wait { reader.counts.count >= before + 4_000 }, "no progress after the leader's death: stream at \(reader.counts.count); consumer errors \(reader.consumerErrors); edge: \(edge.errors.suffix(3000))")
+            // (The writers may have finished already: then "progress" is the rest.)
+            let target = min(before + 4_000, 2 * perFile)
+            XCTAssertTrue(reader.wait { reader.counts.count >= target }, "no progress after the leader's death: stream at \(reader.counts.count); consumer errors \(reader.consumerErrors); edge: \(edge.errors.suffix(3000))")
             try leader.start()
         }
         XCTAssertTrue(writerA.wait())
@@ -123,7 +136,8 @@ final class NatsWindowTests: XCTestCase {
         let missing = expected.filter { reader.counts[$0] == nil }
         let duplicated = reader.counts.filter { $0.value > 1 }.map(\.key).sorted()
         XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
-        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
+        let said = edge.errors.split(separator: "\n").filter { !$0.contains("was already in the stream") }.suffix(60).joined(separator: "\n")
+        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5)); the edge said: \(said)")
         XCTAssertEqual(reader.inversions.count, 0, "out of file order by stream sequence: first \(reader.inversions.prefix(3))")
         XCTAssertFalse(edge.errors.contains("(out of order)"), "the edge saw a batch stored out of order")
     }
