@@ -37,6 +37,11 @@ if ! pkg-config --exists glib-2.0 2>/dev/null; then need+=(libglib2.0-dev); fi
 if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
 # The ported coreutils tail tests run ruv-tail as another user with setpriv(1).
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# logcast's namespaced NATS fault tests: ip(8) (network namespaces, veth, a bridge) and
+# iptables (partitions); Debian puts both in /usr/sbin.
+have_sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+have_sbin ip || need+=(iproute2)
+have_sbin iptables || need+=(iptables)
 # ReactiveUVHTTP's tests: Python 3 (http.client and http.server for HTTP) and pip, for
 # the WebSocket tests' `websockets` library below.
 command -v python3 >/dev/null 2>&1 || need+=(python3)

@@ -33,6 +33,12 @@ public final class JetStream: @unchecked Sendable {
     public var initialBackoff: Double = 0.25
     /// The longest pause between retries.
     public var maximumBackoff: Double = 2
+    /// How long a publish waits for its acknowledgement, in seconds; `nil` for
+    /// ``requestTimeout``. Why apart from it: a publisher that resends unacknowledged
+    /// messages itself (under ids that dedupe them) wants to learn soon that an
+    /// acknowledgement is lost (a stream leader killed mid-request), while stream
+    /// management during an election needs the longer wait. Read when a publish is sent.
+    public var publishTimeout: Double?
 
     let relay: AckRelay
     /// Management calls running on the pool.
@@ -228,10 +234,18 @@ public final class JetStream: @unchecked Sendable {
     ///   - payload: the bytes.
     ///   - id: the `Nats-Msg-Id`; `nil` for none (no de-duplication).
     ///   - headers: more headers to send (e.g. what the payload holds).
+    ///   - retrying: `false` to fail the signal at once on "no responders", a timeout or a
+    ///     disconnect (with the ``NATSError``) instead of retrying it here; other publishes
+    ///     are not paused. For a publisher keeping several messages of one sequence in
+    ///     flight: a retry made here for one message, while an earlier one still waits
+    ///     for its timeout, would store them out of order; such a publisher resends from
+    ///     its first unacknowledged message itself.
     /// - Returns: a cold signal of one ``JetStreamAck``.
-    public func publish(_ subject: String, payload: [UInt8], id: String?, headers: [String: String] = [:]) -> Signal<JetStreamAck> {
+    public func publish(_ subject: String, payload: [UInt8], id: String?, headers: [String: String] = [:],
+                        retrying: Bool = true) -> Signal<JetStreamAck> {
         Signal.create { [self] subscriber in
             let entry = PendingPublish(subject: subject, payload: payload, id: id, headers: headers, subscriber: subscriber)
+            entry.retrying = retrying
             loop.natsPerform { [self] in
                 guard !subscriber.isDisposed else { return }
                 if connectionGone || js == nil {
@@ -273,7 +287,7 @@ public final class JetStream: @unchecked Sendable {
         let key = UInt(bitPattern: created)
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
-        options.MaxWait = milliseconds(requestTimeout)
+        options.MaxWait = milliseconds(publishTimeout ?? requestTimeout)
         if let id = entry.id {
             status = id.withCString { idPointer in
                 options.MsgId = idPointer
@@ -287,7 +301,7 @@ public final class JetStream: @unchecked Sendable {
             return
         }
         natsMsg_Destroy(msg)  // still ours: cnats did not take it
-        if JetStream.isRetryable(status) {
+        if JetStream.isRetryable(status) && entry.retrying {
             retry(entry)
         } else {
             entry.fail(NATSError(status, "publish", entry.subject))
@@ -339,7 +353,7 @@ public final class JetStream: @unchecked Sendable {
             backoff = initialBackoff
             entry.succeed(ack)
         case .failed(let status, let code, let text):
-            if JetStream.isRetryable(status) && !connectionGone {
+            if JetStream.isRetryable(status) && entry.retrying && !connectionGone {
                 retry(entry)
             } else {
                 entry.fail(NATSError(status: .init(rawValue: status.rawValue), operation: "publish", target: entry.subject,
@@ -570,6 +584,8 @@ final class PendingPublish {
     let headers: [String: String]
     let subscriber: Subscriber<JetStreamAck>
     var attempts = 0
+    /// Whether retryable failures are retried here (``JetStream/publish(_:payload:id:headers:retrying:)``).
+    var retrying = true
 
     init(subject: String, payload: [UInt8], id: String?, headers: [String: String], subscriber: Subscriber<JetStreamAck>) {
         self.subject = subject

@@ -12,12 +12,29 @@
 // from the edge's start until the stream's last message names the file's last byte
 // (`Logcast-Range`), or until the client has received every line. Every process is stopped
 // by its pid at the end.
+//
+//     logcast-nats-bench [LINES] --windows 1,8 [--rounds 3]
+//
+// compares the edge's window (`LOGCAST_NATS_WINDOW`: batches of a file in flight; 1 is the
+// edge before issue 33): the file → stream rows only, R1 and R3, the windows interleaved
+// round by round (on a shared machine only ratios of interleaved runs mean anything), then
+// each window's median and its ratio to the first window's.
 import Foundation
 import Glibc
 import ReactiveUV
 import ReactiveUVNATS
 
-let lineCount = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 1_000_000 : 1_000_000
+let arguments = Array(CommandLine.arguments.dropFirst())
+func option(_ name: String) -> String? {
+    guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
+    return arguments[i + 1]
+}
+let lineCount = arguments.first.flatMap { Int($0) } ?? 1_000_000
+/// `--windows 1,8`: the windows to compare (nil: the plain rows).
+let windows: [Int]? = option("--windows").map { $0.split(separator: ",").compactMap { Int($0) }.filter { (1...64).contains($0) } }
+let rounds = option("--rounds").flatMap { Int($0) }.map { max(1, min($0, 20)) } ?? 3
+/// The window of the edge started next (nil: logcast's default).
+var edgeWindow: Int?
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent().path
 let logcast = root + "/Sources/logcast/.build/release/logcast"
@@ -43,6 +60,11 @@ func spawn(_ path: String, _ args: [String], log: String) throws -> Process {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
+    if let edgeWindow, path == logcast {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOGCAST_NATS_WINDOW"] = String(edgeWindow)
+        p.environment = environment
+    }
     FileManager.default.createFile(atPath: log, contents: nil)
     let h = FileHandle(forWritingAtPath: log)
     p.standardOutput = h
@@ -175,6 +197,42 @@ func writeFile(_ path: String) -> Int64 {
 }
 
 print("logcast-nats-bench: \(lineCount) lines of ~87 bytes per row")
+if let windows {
+    guard !windows.isEmpty else {
+        print("logcast-nats-bench: --windows takes numbers in 1...64, e.g. --windows 1,8")
+        exit(1)
+    }
+    var rates: [String: [Double]] = [:]
+    do {
+        for round in 1...rounds {
+            for window in windows {
+                for replicas in [1, 3] {
+                    edgeWindow = window
+                    let rate = try withDirectory { dir -> Double in
+                        let file = dir + "/app.log"
+                        let size = writeFile(file)
+                        return try fileToStream(replicas: replicas, dir: dir, file: file, size: size).0
+                    }
+                    rates["R\(replicas) w\(window)", default: []].append(rate)
+                    print(String(format: "round %d, window %2d, R%d: %9.0f lines/s", round, window, replicas, rate))
+                }
+            }
+        }
+    } catch {
+        print("logcast-nats-bench: \(error)")
+        stopAll()
+        exit(1)
+    }
+    func median(_ values: [Double]) -> Double { let s = values.sorted(); return s[s.count / 2] }
+    for replicas in [1, 3] {
+        let base = median(rates["R\(replicas) w\(windows[0])"] ?? [1])
+        for window in windows {
+            let m = median(rates["R\(replicas) w\(window)"] ?? [0])
+            print(String(format: "R%d, window %2d: median %9.0f lines/s, %.2f× window %d", replicas, window, m, m / base, windows[0]))
+        }
+    }
+    exit(0)
+}
 do {
     try withDirectory { dir in
         let file = dir + "/app.log"

@@ -16,8 +16,14 @@ import ReactiveUVNATS
 /// Why exactly once holds:
 /// - A position is acknowledged (and saved) only after JetStream acknowledged the message
 ///   that carries the bytes before it; after a crash the follower resumes there.
-/// - One message per file is in flight at a time, so what the stream holds of a file is
-///   always a prefix of it: the resent message starts where the stored ones end.
+/// - Several messages per file are in flight (``window``, see NatsEdge+Window.swift), each
+///   with its bytes and bounds fixed at its first send. A failed or timed-out publish,
+///   a reconnect or a new connection sends every unacknowledged batch again from the
+///   first, in order, under the same ids, so the stream dedupes the ones it stored; a
+///   batch is acknowledged (and its position saved) only when every batch before it is.
+///   What the stream holds of a file is then a prefix of it, except in the case
+///   docs/design/nats-durability.md names (an earlier batch lost while a later one was
+///   stored; counted as `outOfOrder` and logged, never silent).
 /// - A message's id names its file, the file's content since its last truncation (the
 ///   *content tag*: a hash of the file's first line, see ``EdgeFile/contentTag(_:)``) and
 ///   its first byte. A file truncated in place (copytruncate) and written again reuses the
@@ -29,7 +35,9 @@ import ReactiveUVNATS
 ///   read); JetStream answers "duplicate" with the stored copy's sequence, the edge reads
 ///   that copy's `Logcast-Range` and continues after its end. So no line is stored twice
 ///   and none is skipped — within the stream's duplicate window (`--dedupe-window`,
-///   5 minutes by default: an edge down longer may repeat the one message it had in flight).
+///   5 minutes by default). An edge down longer repeats what the stream stored after its
+///   saved positions: the last second's acknowledged batches and the window in flight
+///   (docs/design/nats-durability.md says exactly what).
 /// - A content written again with the *same* first line (a header) gets another tag from
 ///   the store's count of the file's truncations (saved with the positions, so the same
 ///   after a crash). Where an id still holds other bytes (a reused inode; a state directory
@@ -37,7 +45,7 @@ import ReactiveUVNATS
 ///   the batch) other than the file's at the copy's range, mean another content, and the
 ///   batch goes out under the next salted id (`idTaken`); only bytes the file still holds
 ///   are a resend.
-/// - While the servers are away, at most `max(4 × --batch-bytes, 2 MiB)` per file waits in memory:
+/// - While the servers are away, at most `max((window + 4) × --batch-bytes, 2 MiB)` per file waits in memory:
 ///   then the follower is stopped and later resumed from the acknowledged positions. The
 ///   file itself is the buffer.
 final class NatsEdge {
@@ -67,10 +75,27 @@ final class NatsEdge {
     var duplicates = 0
     /// Each followed path's counters for `/metrics` (set by NatsOptions; `nil`: none kept).
     var counters: ((String) -> FileCounters)?
+    /// Batches acknowledged at a stream sequence below an earlier batch of their file's.
+    var outOfOrder = 0
+    /// Batches of one file in flight at most (`LOGCAST_NATS_WINDOW`, 1...64, default 8;
+    /// 1 is the edge before windows, for comparisons).
+    let window: Int
+    /// Whether the connection is up (between a disconnect and a reconnect nothing is sent:
+    /// cnats would buffer it and send it after the reconnect, before the resends of the
+    /// batches lost with the old socket, i.e. out of order).
+    var linkUp = true
 
     init(target: NatsTarget, subject: String, batchBytes: Int, replicas: Int, dedupeWindow: Double,
          stateDirectory: String, paths: [String], logger: Logger, local: ((String, [UInt8]) -> Void)?) throws {
-        self.target = target
+        // Publishes made while reconnecting fail at once (cnats keeps no replay buffer for
+        // them: see `linkUp`); 1 byte because 0 means cnats's default of 8 MiB.
+        var options = target.options
+        options.reconnectBufferBytes = 1
+        // A server cut off without a reset (a partition) is found by missed pings: two
+        // missed at 1 s each rather than at 2 s halves what a partitioned server costs.
+        options.pingInterval = min(options.pingInterval, 1)
+        self.target = NatsTarget(urls: target.urls, stream: target.stream, options: options)
+        self.window = NatsEdge.windowSetting()
         self.subject = subject
         self.batchBytes = batchBytes
         self.replicas = replicas
@@ -148,7 +173,7 @@ final class NatsEdge {
     }
 
     func received(_ chunk: TailChunk) {
-        let file = files[chunk.identity] ?? {
+        let file = files[chunk.identity] ?? sameFile(as: chunk.identity) ?? {
             let made = EdgeFile(identity: chunk.identity, path: chunk.path, next: chunk.offset,
                                 copyOf: store.copyOrigin(of: chunk.identity))
             files[chunk.identity] = made
@@ -181,171 +206,31 @@ final class NatsEdge {
         sendNext(file)
     }
 
+    /// The file already on its way under another identity of the same file: a follower
+    /// started again after a pause carries the fingerprint of the file as it is now (a file
+    /// first opened empty or young has a shorter one), and `==` compares fingerprints
+    /// exactly. Without this a second `EdgeFile` for the same file sent its lines again
+    /// under other batch bounds, hence other ids (the window test caught thousands of
+    /// lines stored twice and out of order after a pause during a leader election).
+    /// The file moves to the new identity's key.
+    private func sameFile(as identity: FileIdentity) -> EdgeFile? {
+        guard let (key, file) = files.first(where: { $0.key.isSameFile(as: identity) }) else { return nil }
+        files[key] = nil
+        files[identity] = file
+        return file
+    }
+
     /// Bytes of one file waiting in memory before its reading pauses. Why not smaller: each
     /// pause ends with the follower started again from the acknowledged position, which
     /// costs a directory scan and a poll interval; 2 MiB keeps those rare.
-    var pauseBytes: Int { max(4 * batchBytes, 2 << 20) }
+    var pauseBytes: Int { max((window + 4) * batchBytes, 2 << 20) }
 
-    private func resumeIfDrained(_ file: EdgeFile) {
+    func resumeIfDrained(_ file: EdgeFile) {
         guard file.paused, file.queuedBytes < pauseBytes / 2 else { return }
         file.paused = false
         // Everything the follower re-reads below `file.next` is dropped by `take`.
         restartedAfterPause.insert(file.path)
         follow(file.path)
-    }
-
-    // MARK: Publishing
-
-    func connected(_ connection: NATSConnection) {
-        self.connection = connection
-        ready = false
-        do {
-            js = try connection.jetStream(requestTimeout: 5, window: 256)
-        } catch {
-            logger.error("nats: \(error)")
-            return
-        }
-        ensureStream()
-    }
-
-    /// Finds the stream or creates it (`<first subject token>.>`), then starts sending.
-    private func ensureStream() {
-        guard let js else { return }
-        let prefix = subject.split(separator: ".").first.map(String.init) ?? subject
-        let config = JetStreamConfig(name: target.stream, subjects: [prefix + ".>"], replicas: replicas,
-                                     duplicateWindow: dedupeWindow)
-        let stream = js.streamInfo(target.stream)
-            .catch { error -> Signal<JetStreamInfo> in
-                if let nats = error as? NATSError, nats.serverCode == 10059 { return js.addStream(config) }
-                return .error(error)
-            }
-        running.whileRunning(
-            stream,
-            next: { [weak self] info in
-                guard let self else { return }
-                self.logger.info("nats: stream \(info.name) (\(info.messages) messages) ready")
-                self.ready = true
-                for file in self.files.values { self.sendNext(file) }
-            },
-            error: { [weak self] error in
-                guard let self else { return }
-                self.logger.error("nats: cannot use stream \(self.target.stream): \(error); retrying in 2 s")
-                self.running.afterDelay(2) { [weak self] in self?.ensureStream() }
-            })
-    }
-
-    /// Sends the file's first batch unless one is in flight.
-    func sendNext(_ file: EdgeFile) {
-        guard ready, let js, !file.inFlight, let batch = file.batches.first else { return }
-        file.inFlight = true
-        var id = "\(subject)/\(file.idText).\(batch.tag)@\(batch.start)"
-        if batch.salt > 0 {
-            // Salt 1 is the id earlier versions salted with, so their stored copies are found.
-            id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) + (batch.salt > 1 ? ".\(batch.salt)" : "")
-        }
-        let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
-        running.whileRunning(
-            js.publish(subject, payload: batch.bytes, id: id, headers: headers),
-            next: { [weak self] ack in self?.acknowledged(file, batch, ack) },
-            error: { [weak self] error in
-                guard let self else { return }
-                // Only a refusal that retrying cannot fix ends here (a closed connection
-                // is retried once a new one is made).
-                file.inFlight = false
-                self.logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); retrying")
-                self.running.afterDelay(1) { [weak self] in self?.sendNext(file) }
-            })
-    }
-
-    private func acknowledged(_ file: EdgeFile, _ batch: EdgeBatch, _ ack: JetStreamAck) {
-        guard ack.duplicate, let js else {
-            finished(file, batch, through: batch.end)
-            return
-        }
-        // The id is in the stream: our message stored before a restart (the copy says where
-        // it ended), or another content's under the same id; the stored copy tells which.
-        duplicates += 1
-        running.whileRunning(
-            js.message(stream: ack.stream, sequence: ack.sequence),
-            next: { [weak self] stored in
-                guard let self else { return }
-                let range = stored.headers["Logcast-Range"]?.split(separator: "-").compactMap { Int64($0) } ?? []
-                let common = min(stored.payload.count, batch.bytes.count)
-                guard range.count == 2, range[0] == batch.start, range[1] >= range[0],
-                      stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
-                    return self.idTaken(file, batch)
-                }
-                guard range[1] > batch.end, batch.generation == file.generation else {
-                    // The copy is the batch or a prefix of it: the bytes agree, so it is our
-                    // resend (or the same bytes written again: see the README's known gaps).
-                    // A batch of a content since truncated has only its own bytes to go by.
-                    return self.resent(file, batch, through: range[1])
-                }
-                // The copy runs past the batch: our message sent before a restart, or an older
-                // content's that began with the same lines (a file written again from the same
-                // header). Only the file can tell: does it hold the copy's bytes?
-                self.checkAgainstFile(file, batch, Array(stored.payload.prefix(Int(range[1] - range[0]))), through: range[1])
-            },
-            error: { [weak self] error in
-                file.inFlight = false
-                self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
-                self?.running.afterDelay(1) { [weak self] in self?.sendNext(file) }
-            })
-    }
-
-    /// Compares a stored copy longer than `batch` with the file, off the loop (a read of at
-    /// most one batch), then goes on as the file says.
-    private func checkAgainstFile(_ file: EdgeFile, _ batch: EdgeBatch, _ copy: [UInt8], through end: Int64) {
-        let path = file.path, identity = file.identity, start = batch.start
-        let check = Signal<StoredCopyCheck>.startLazily(on: Scheduler.background(name: "logcast.storedCopy")) { subscriber in
-            subscriber.sendNext(EdgeFile.check(copy, at: start, path: path, identity: identity))
-            subscriber.sendCompleted()
-        }
-        running.whileRunning(check.deliverOnMainThread(), next: { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .same:
-                self.resent(file, batch, through: end)
-            case .different:
-                self.idTaken(file, batch)
-            case .unknown(let why):
-                // Nothing better to go by than the bytes the batch shares with the copy.
-                self.logger.notice("nats: \(file.path)@\(batch.start): cannot compare the stored copy with the file (\(why)); taking it as sent before")
-                self.resent(file, batch, through: end)
-            }
-        })
-    }
-
-    /// The stream holds `batch`'s bytes (and maybe more of the file) up to `end`, stored
-    /// before a restart: go on after them.
-    private func resent(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
-        logger.info("nats: \(file.path) [\(batch.start), \(end)) was already in the stream (sent before a restart); going on after it")
-        finished(file, batch, through: end)
-    }
-
-    /// The message under `batch`'s id holds other bytes: another content of this file (a
-    /// truncation, the same first line) or another file that had its inode (reused within
-    /// the duplicate window). The batch goes out under the next salted id; each salt that
-    /// is taken as well holds yet another content, so the salts run out before the stream's
-    /// messages do, and after a restart the same tries find the same ids again.
-    private func idTaken(_ file: EdgeFile, _ batch: EdgeBatch) {
-        file.inFlight = false
-        if !file.batches.isEmpty { file.batches[0].salt += 1 }
-        let salt = file.batches.first?.salt ?? 0
-        logger.notice("nats: \(file.path)@\(batch.start): the stream holds other bytes under this id (an older content of the file or another file with its inode); resending under salt \(salt)")
-        sendNext(file)
-    }
-
-    /// The stream holds the bytes of `batch`'s generation of the file before `end`:
-    /// acknowledge, drop them, go on. A batch read before the file's last truncation
-    /// acknowledges nothing in the store: the store's position is the new content's.
-    private func finished(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
-        messagesAcknowledged += 1
-        if batch.generation == file.generation { store.acknowledge(file.identity, through: end) }
-        file.dropThrough(end, generation: batch.generation)
-        file.inFlight = false
-        resumeIfDrained(file)
-        sendNext(file)
     }
 }
 
@@ -367,9 +252,28 @@ final class EdgeFile {
     var generation = 0
     /// The content tag of the current generation (see ``contentTag(_:)``), once known.
     var tag: String?
-    /// Batches not yet acknowledged, oldest first; only the first may be in flight.
+    /// Batches not yet acknowledged, oldest first; the first ``sent`` are in flight.
     var batches: [EdgeBatch] = []
-    var inFlight = false
+    /// How many of the first batches were sent in the current ``round``. A batch's bytes
+    /// and bounds are fixed from its first send on (``EdgeBatch/firstRound``; new lines
+    /// never join it), so every resend is the same message under the same id.
+    var sent = 0
+    /// Counts the resends from the first unacknowledged batch: outcomes of sends made in
+    /// an earlier round are ignored (the batches went out again).
+    var round = 0
+    /// Whether several batches may be in flight: only after one was stored as new in this
+    /// run. Until then (a restart, an id found taken) one at a time, so a batch the stream
+    /// already holds, or whose id holds other bytes, is sorted out before anything after it
+    /// is sent.
+    var opened = false
+    /// A duplicate's stored copy is being compared (nothing moves meanwhile).
+    var checking = false
+    /// A back-off pause after a failed publish is under way.
+    var held = false
+    /// The pause before the next resend after a failure (doubled per failure, reset by a stored batch).
+    var backoff = 0.25
+    /// The stream sequence of the last batch acknowledged, to see any stored out of order.
+    var lastSequence: UInt64 = 0
     var paused = false
 
     init(identity: FileIdentity, path: String, next: Int64, copyOf: TailCopyOrigin? = nil) {
@@ -468,7 +372,7 @@ final class EdgeFile {
         next = chunk.endOffset
         let tag = self.tag ?? "-"
         if let last = batches.last, last.generation == generation, last.end == start,
-           last.bytes.count + bytes.count <= batchBytes, !(inFlight && batches.count == 1) {
+           last.bytes.count + bytes.count <= batchBytes, last.firstRound == nil {
             batches[batches.count - 1].bytes += bytes
             batches[batches.count - 1].end = chunk.endOffset
         } else {
@@ -483,6 +387,20 @@ final class EdgeFile {
             }
         }
         return bytes
+    }
+
+    /// Every batch goes out again, from the first: sends not yet answered are stale.
+    /// `closing` also closes the window until a batch is acknowledged again: after a
+    /// failure, a reconnect or a new leader, the way to the leader is in doubt, and a
+    /// round of several batches sent into it (queued on a cut-off socket, or met by a
+    /// server that learns the new leader's interest between two of them) could have a
+    /// later batch stored while an earlier one is answered "no responders". One batch at
+    /// a time until one is acknowledged leaves nothing behind it to overtake it.
+    func restartRound(closing: Bool = false) {
+        if closing { opened = false }
+        round += 1
+        sent = 0
+        for i in batches.indices { batches[i].ack = nil }
     }
 
     /// The stream holds everything of `generation` before `end`.
@@ -504,6 +422,11 @@ struct EdgeBatch {
     var bytes: [UInt8]
     /// The file's generation it was read in (``EdgeFile/generation``).
     var generation: Int
+    /// The acknowledgement of its send in the current round, until it is first in line.
+    var ack: JetStreamAck?
+    /// The round of its first send in this run (nil until sent): a duplicate answer to a
+    /// later round is its own earlier send.
+    var firstRound: Int?
     /// The content tag of that generation (in the message id).
     var tag: String
     /// How many ids this batch found holding other bytes: 0 for its plain id, then ids

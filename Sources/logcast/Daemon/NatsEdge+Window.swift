@@ -1,0 +1,326 @@
+import Glibc
+import ReactiveUV
+import ReactiveUVNATS
+
+// The edge's publishing: a window of batches in flight per file, resent from the first
+// unacknowledged one after any failure, timeout, disconnect or new connection.
+//
+// Why a window: one batch per file in flight waits for each replicated commit in turn
+// (a stream with 3 replicas took 197k–304k lines/s that way). Why resends from the first:
+// the message ids dedupe what the stream already stored, and sending again in file order
+// is what keeps the stream's copy of a file in file order (JetStream's expected-last
+// headers cannot: on Debian's 2.9.10 they name the stream's last message or a subject's
+// last sequence, and many edges share one stream and one subject per host).
+// Why JetStream's own retries are off (`retrying: false`): it would retry a batch that
+// got "no responders" while an earlier one still waits out its timeout, and store the
+// later one first.
+
+extension NatsEdge {
+    /// The window from `LOGCAST_NATS_WINDOW` (1...64), else 8. Eight batches of the default
+    /// 256 KiB keep ~2 MiB per file in flight: enough to cover a replicated commit's round
+    /// trips at a million lines a second, little enough to resend after a failover.
+    static func windowSetting() -> Int {
+        guard let text = getenv("LOGCAST_NATS_WINDOW").map({ String(cString: $0) }), let n = Int(text),
+              (1...64).contains(n) else { return 8 }
+        return n
+    }
+
+    /// The first pause before resending after a failure, and the longest. Short: the
+    /// ids make resends safe, and a leader election answers "no responders" at once
+    /// (each resend round is one message per batch in flight, not a storm).
+    static var firstBackoff: Double { 0.25 }
+    static var longestBackoff: Double { 1 }
+
+    /// How long a publish waits for its acknowledgement before it is taken as lost and
+    /// the file's window is sent again: a leader killed mid-request costs this (once),
+    /// not JetStream's 5 s request timeout.
+    static var publishTimeout: Double { 2 }
+
+    func connected(_ connection: NATSConnection) {
+        self.connection = connection
+        ready = false
+        linkUp = true
+        do {
+            let context = try connection.jetStream(requestTimeout: 5, window: 1024)
+            context.publishTimeout = NatsEdge.publishTimeout
+            js = context
+        } catch {
+            logger.error("nats: \(error)")
+            return
+        }
+        // Sends on the old connection are answered (if ever) on it: stale.
+        for file in files.values { file.restartRound(closing: true) }
+        running.whileRunning(connection.events, next: { [weak self] event in self?.connectionEvent(event) })
+        // A new stream leader: whatever was in flight to the old one is lost or stored, and
+        // the ids sort that out; resending now instead of after the publish timeout is
+        // what keeps a failover's stall near the election's own length. (Without the
+        // permission to subscribe, e.g. a restricted user, the timeout still does it.)
+        running.whileRunning(
+            connection.subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.\(target.stream)", bufferLimit: 16),
+            next: { [weak self] _ in self?.leaderElected() },
+            error: { [weak self] error in self?.logger.info("nats: no leader advisories (\(error)); a failover is noticed by the publish timeout") })
+        ensureStream()
+    }
+
+    /// The stream has a new leader: every file's window goes out again at once.
+    private func leaderElected() {
+        guard ready, linkUp else { return }
+        logger.info("nats: stream \(target.stream) has a new leader; resending what was in flight")
+        for file in files.values where (file.sent > 0 || file.held) && !file.checking {
+            // A back-off pause (no responders while there was no leader) ends here too.
+            file.restartRound(closing: true)
+            file.held = false
+            file.backoff = NatsEdge.firstBackoff
+            fill(file)
+        }
+    }
+
+    /// A disconnect stops sending; a reconnect sends every file's window again at once:
+    /// what was in flight on the lost socket is lost or stored, and the ids sort that out
+    /// without waiting for a timeout.
+    private func connectionEvent(_ event: NATSConnectionEvent) {
+        switch event {
+        case .disconnected:
+            linkUp = false
+        case .reconnected(let url):
+            logger.info("nats: reconnected to \(url); resending what was in flight")
+            linkUp = true
+            for file in files.values {
+                file.restartRound(closing: true)
+                fill(file)
+            }
+        case .closed, .error:
+            break
+        }
+    }
+
+    /// Finds the stream or creates it (`<first subject token>.>`), then starts sending.
+    func ensureStream() {
+        guard let js else { return }
+        let prefix = subject.split(separator: ".").first.map(String.init) ?? subject
+        let config = JetStreamConfig(name: target.stream, subjects: [prefix + ".>"], replicas: replicas,
+                                     duplicateWindow: dedupeWindow)
+        let stream = js.streamInfo(target.stream)
+            .catch { error -> Signal<JetStreamInfo> in
+                if let nats = error as? NATSError, nats.serverCode == 10059 { return js.addStream(config) }
+                return .error(error)
+            }
+        running.whileRunning(
+            stream,
+            next: { [weak self] info in
+                guard let self else { return }
+                self.logger.info("nats: stream \(info.name) (\(info.messages) messages) ready")
+                self.ready = true
+                for file in self.files.values { self.fill(file) }
+            },
+            error: { [weak self] error in
+                guard let self else { return }
+                self.logger.error("nats: cannot use stream \(self.target.stream): \(error); retrying in 2 s")
+                self.running.afterDelay(2) { [weak self] in self?.ensureStream() }
+            })
+    }
+
+    /// New lines were queued: send what the window has room for.
+    func sendNext(_ file: EdgeFile) { fill(file) }
+
+    /// Sends the file's batches after the ones in flight, up to the window (one while the
+    /// window is not ``EdgeFile/opened``).
+    func fill(_ file: EdgeFile) {
+        guard ready, linkUp, let js, !file.held, !file.checking else { return }
+        let limit = min(file.opened ? window : 1, file.batches.count)
+        while file.sent < limit {
+            let round = file.round
+            let index = file.sent
+            // Counted before sending: a publish can fail before `send` returns.
+            file.sent += 1
+            send(file, index, js)
+            if file.round != round { return }
+        }
+    }
+
+    /// The id of `batch` of `file` (the same on every send, and after a restart for the
+    /// same bytes at the same offset).
+    func messageID(_ file: EdgeFile, _ batch: EdgeBatch) -> String {
+        var id = "\(subject)/\(file.idText).\(batch.tag)@\(batch.start)"
+        if batch.salt > 0 {
+            // Salt 1 is the id earlier versions salted with, so their stored copies are found.
+            id += "~" + EdgeFile.hash(EdgeFile.firstLine(batch.bytes)) + (batch.salt > 1 ? ".\(batch.salt)" : "")
+        }
+        return id
+    }
+
+    private func send(_ file: EdgeFile, _ index: Int, _ js: JetStream) {
+        let batch = file.batches[index]
+        let round = file.round
+        if batch.firstRound == nil { file.batches[index].firstRound = round }
+        let headers = ["Logcast-Path": file.path, "Logcast-Range": "\(batch.start)-\(batch.end)", "Logcast-File": file.idText]
+        running.whileRunning(
+            js.publish(subject, payload: batch.bytes, id: messageID(file, batch), headers: headers, retrying: false),
+            next: { [weak self] ack in self?.answered(file, round, batch, .success(ack)) },
+            error: { [weak self] error in self?.answered(file, round, batch, .failure(error)) })
+    }
+
+    /// The answer to one send: stale (an earlier round's) answers are dropped; a failure
+    /// sends the window again after a pause; an acknowledgement waits until every batch
+    /// before it is acknowledged.
+    private func answered(_ file: EdgeFile, _ round: Int, _ batch: EdgeBatch, _ result: Result<JetStreamAck, any Error>) {
+        guard file.round == round,
+              let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation })
+        else { return }
+        switch result {
+        case .failure(let error):
+            let delay = file.backoff
+            file.backoff = min(file.backoff * 2, NatsEdge.longestBackoff)
+            let first = file.batches[0]
+            logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); resending from \(first.start) in \(delay) s")
+            hold(file, delay, closing: true)
+        case .success(let ack):
+            file.batches[index].ack = ack
+            advance(file)
+        }
+    }
+
+    /// Starts a new round after `delay` seconds (nothing of the file is sent meanwhile);
+    /// `closing` closes the window (see ``EdgeFile/restartRound(closing:)``).
+    func hold(_ file: EdgeFile, _ delay: Double, closing: Bool = false) {
+        file.restartRound(closing: closing)
+        file.held = true
+        running.afterDelay(delay) { [weak self] in
+            file.held = false
+            self?.fill(file)
+        }
+    }
+
+    /// Acknowledges the batches first in line whose answers came, in file order.
+    func advance(_ file: EdgeFile) {
+        while !file.checking, file.sent > 0, let first = file.batches.first, let ack = first.ack {
+            if ack.duplicate {
+                file.checking = true
+                checkDuplicate(file, first, ack)
+                return
+            }
+            noteOrder(file, ack.sequence)
+            file.opened = true
+            file.backoff = NatsEdge.firstBackoff
+            finished(file, first, through: first.end)
+        }
+        fill(file)
+    }
+
+    /// Counts (and says) a batch stored below an earlier batch of its file.
+    private func noteOrder(_ file: EdgeFile, _ sequence: UInt64) {
+        if sequence < file.lastSequence {
+            outOfOrder += 1
+            logger.error("nats: \(file.path): a batch was stored at sequence \(sequence), before the file's earlier batch at \(file.lastSequence) (out of order)")
+        }
+        file.lastSequence = max(file.lastSequence, sequence)
+    }
+
+    /// The id is in the stream: our message stored before (a resend in this run, or before
+    /// a restart: the copy says where it ended), or another content's under the same id;
+    /// the stored copy tells which.
+    private func checkDuplicate(_ file: EdgeFile, _ batch: EdgeBatch, _ ack: JetStreamAck) {
+        guard let js else {
+            file.checking = false
+            return hold(file, 1, closing: true)
+        }
+        duplicates += 1
+        running.whileRunning(
+            js.message(stream: ack.stream, sequence: ack.sequence),
+            next: { [weak self] stored in
+                guard let self else { return }
+                let range = stored.headers["Logcast-Range"]?.split(separator: "-").compactMap { Int64($0) } ?? []
+                let common = min(stored.payload.count, batch.bytes.count)
+                guard range.count == 2, range[0] == batch.start, range[1] >= range[0],
+                      stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
+                    return self.idTaken(file, batch)
+                }
+                self.noteOrder(file, ack.sequence)
+                guard range[1] > batch.end, batch.generation == file.generation else {
+                    // The copy is the batch or a prefix of it: the bytes agree, so it is our
+                    // resend (or the same bytes written again: see the README's known gaps).
+                    // A batch of a content since truncated has only its own bytes to go by.
+                    // Its own earlier send in this run, stored: the way to the leader works
+                    // again, the window opens.
+                    if range[1] == batch.end, let first = batch.firstRound, first < file.round { file.opened = true }
+                    return self.resent(file, batch, through: range[1])
+                }
+                // The copy runs past the batch: our message sent before a restart, or an older
+                // content's that began with the same lines (a file written again from the same
+                // header). Only the file can tell: does it hold the copy's bytes?
+                self.checkAgainstFile(file, batch, Array(stored.payload.prefix(Int(range[1] - range[0]))), through: range[1])
+            },
+            error: { [weak self] error in
+                file.checking = false
+                self?.logger.error("nats: cannot read stored message \(ack.sequence): \(error); retrying")
+                self?.hold(file, 1, closing: true)
+            })
+    }
+
+    /// Compares a stored copy longer than `batch` with the file, off the loop (a read of at
+    /// most one batch), then goes on as the file says.
+    private func checkAgainstFile(_ file: EdgeFile, _ batch: EdgeBatch, _ copy: [UInt8], through end: Int64) {
+        let path = file.path, identity = file.identity, start = batch.start
+        let check = Signal<StoredCopyCheck>.startLazily(on: Scheduler.background(name: "logcast.storedCopy")) { subscriber in
+            subscriber.sendNext(EdgeFile.check(copy, at: start, path: path, identity: identity))
+            subscriber.sendCompleted()
+        }
+        running.whileRunning(check.deliverOnMainThread(), next: { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .same:
+                self.resent(file, batch, through: end)
+            case .different:
+                self.idTaken(file, batch)
+            case .unknown(let why):
+                // Nothing better to go by than the bytes the batch shares with the copy.
+                self.logger.notice("nats: \(file.path)@\(batch.start): cannot compare the stored copy with the file (\(why)); taking it as sent before")
+                self.resent(file, batch, through: end)
+            }
+        })
+    }
+
+    /// The stream holds `batch`'s bytes (and maybe more of the file) up to `end`, stored
+    /// by an earlier send (in this run or before a restart): go on after them.
+    private func resent(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
+        logger.info("nats: \(file.path) [\(batch.start), \(end)) was already in the stream (sent before); going on after it")
+        file.checking = false
+        finished(file, batch, through: end)
+        advance(file)
+    }
+
+    /// The message under `batch`'s id holds other bytes: another content of this file (a
+    /// truncation, the same first line) or another file that had its inode (reused within
+    /// the duplicate window). The batch goes out under the next salted id, alone (the
+    /// window closes until a batch is stored as new); each salt that is taken as well holds
+    /// yet another content, so the salts run out before the stream's messages do, and after
+    /// a restart the same tries find the same ids again.
+    private func idTaken(_ file: EdgeFile, _ batch: EdgeBatch) {
+        file.checking = false
+        file.opened = false
+        file.restartRound()
+        if !file.batches.isEmpty { file.batches[0].salt += 1 }
+        let salt = file.batches.first?.salt ?? 0
+        logger.notice("nats: \(file.path)@\(batch.start): the stream holds other bytes under this id (an older content of the file or another file with its inode); resending under salt \(salt)")
+        fill(file)
+    }
+
+    /// The stream holds the bytes of `batch`'s generation of the file before `end`:
+    /// acknowledge, drop them, go on. A batch read before the file's last truncation
+    /// acknowledges nothing in the store: the store's position is the new content's.
+    /// `batch` is the first in line.
+    private func finished(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
+        messagesAcknowledged += 1
+        if batch.generation == file.generation { store.acknowledge(file.identity, through: end) }
+        let before = file.batches.count
+        file.dropThrough(end, generation: batch.generation)
+        if end == batch.end && before - file.batches.count == 1 && file.sent > 0 {
+            file.sent -= 1
+        } else {
+            // A stored copy ran past the batch: the batches after it were cut or dropped,
+            // so their sends are stale; what is left goes out again (a new round).
+            file.restartRound()
+        }
+        resumeIfDrained(file)
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import Glibc
+import ReactiveUVNATSTestKit
+import XCTest
+
+/// A small network of hosts made of Linux network namespaces, for the NATS fault tests:
+/// one bridge (`lcnf-br`, 10.231.77.254/24 in the test's own namespace, where the hub
+/// reader runs), and per host a namespace `lcnf-<host>` joined to the bridge by a veth
+/// pair (`lcnf-<host>` on the bridge, `eth0` inside). Needs root (`ip netns add`).
+///
+/// Everything it makes is named with the `lcnf-` prefix: ``removeLeftovers()`` (run before
+/// a cluster is made) removes what a crashed earlier run left behind, and ``tearDown()``
+/// (run from the test's tearDown, also when it failed) kills every process still in the
+/// namespaces and removes namespaces, links and the bridge.
+///
+/// Delay: `tc qdisc … netem` where the kernel has it; this machine's kernel has no `netem`
+/// (nor `prio`), so there links carry no added delay and ``delayMethod`` says so.
+/// Partitions are `iptables` DROP rules inside a host's namespace (removed with it).
+final class NetnsCluster {
+    static let prefix = "lcnf-"
+    static let bridge = "lcnf-br"
+    static let subnet = "10.231.77"
+    /// The `ip` binary.
+    static let ip = ([String])(["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]).first { access($0, X_OK) == 0 } ?? "ip"
+    static let iptables = ([String])(["/usr/sbin/iptables", "/sbin/iptables", "/usr/bin/iptables"]).first { access($0, X_OK) == 0 } ?? "iptables"
+
+    /// Host name → address (host part).
+    private(set) var hosts: [String: Int] = [:]
+    /// How the links' delay was made (or why there is none).
+    private(set) var delayMethod = "none"
+    private var processes: [NamespacedProcess] = []
+
+    /// Why namespaces cannot be made here, or nil when they can (root, `ip`, a probe
+    /// namespace made and removed).
+    static func unavailableReason() -> String? {
+        if getuid() != 0 { return "network namespaces need root (the fault tests run as root in CI)" }
+        if access(ip, X_OK) != 0 { return "no ip(8) (iproute2) installed" }
+        if access(iptables, X_OK) != 0 { return "no iptables installed" }
+        let probe = prefix + "probe"
+        _ = run([ip, "netns", "del", probe])
+        let (status, output) = run([ip, "netns", "add", probe])
+        if status != 0 { return "ip netns add failed: \(output)" }
+        _ = run([ip, "netns", "del", probe])
+        return nil
+    }
+
+    /// Removes every namespace, link and process a earlier run left (by the name prefix).
+    static func removeLeftovers() {
+        let (_, list) = run([ip, "netns", "list"])
+        for line in list.split(separator: "\n") {
+            let name = String(line.split(separator: " ").first ?? "")
+            guard name.hasPrefix(prefix) else { continue }
+            killAll(in: name)
+            _ = run([ip, "netns", "del", name])
+        }
+        let (_, links) = run([ip, "-o", "link", "show"])
+        for line in links.split(separator: "\n") {
+            let fields = line.split(separator: ":")
+            guard fields.count > 1 else { continue }
+            let name = String(fields[1]).trimmingCharacters(in: .whitespaces).split(separator: "@").first.map(String.init) ?? ""
+            if name.hasPrefix(prefix) { _ = run([ip, "link", "del", name]) }
+        }
+    }
+
+    /// SIGKILLs (after SIGCONT, for stopped ones) every process in namespace `name`.
+    private static func killAll(in name: String) {
+        let (_, pids) = run([ip, "netns", "pids", name])
+        for pid in pids.split(separator: "\n").compactMap({ Int32(String($0).trimmingCharacters(in: .whitespaces)) }) {
+            kill(pid, SIGCONT)
+            kill(pid, SIGKILL)
+        }
+    }
+
+    /// Makes the bridge and one namespace per host (addresses .1, .2, … in order).
+    init(hosts names: [String]) throws {
+        NetnsCluster.removeLeftovers()
+        try check([NetnsCluster.ip, "link", "add", NetnsCluster.bridge, "type", "bridge"])
+        try check([NetnsCluster.ip, "addr", "add", "\(NetnsCluster.subnet).254/24", "dev", NetnsCluster.bridge])
+        try check([NetnsCluster.ip, "link", "set", NetnsCluster.bridge, "up"])
+        var netemWorks = true
+        for (i, host) in names.enumerated() {
+            let ns = NetnsCluster.prefix + host
+            let outside = NetnsCluster.prefix + host
+            let inside = NetnsCluster.prefix + host + "-i"
+            try check([NetnsCluster.ip, "netns", "add", ns])
+            hosts[host] = i + 1
+            try check([NetnsCluster.ip, "link", "add", outside, "type", "veth", "peer", "name", inside])
+            try check([NetnsCluster.ip, "link", "set", inside, "netns", ns])
+            try check([NetnsCluster.ip, "link", "set", outside, "master", NetnsCluster.bridge])
+            try check([NetnsCluster.ip, "link", "set", outside, "up"])
+            try check([NetnsCluster.ip, "-n", ns, "link", "set", inside, "name", "eth0"])
+            try check([NetnsCluster.ip, "-n", ns, "addr", "add", "\(address(host))/24", "dev", "eth0"])
+            try check([NetnsCluster.ip, "-n", ns, "link", "set", "eth0", "up"])
+            try check([NetnsCluster.ip, "-n", ns, "link", "set", "lo", "up"])
+            // 0.5 ms each way on both veth ends makes 1 ms between two hosts.
+            if netemWorks {
+                let (status, output) = NetnsCluster.run(["/usr/sbin/tc", "qdisc", "add", "dev", outside, "root", "netem", "delay", "500us"])
+                if status == 0 {
+                    _ = NetnsCluster.run([NetnsCluster.ip, "netns", "exec", ns, "/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "500us"])
+                    delayMethod = "tc netem, 1 ms between hosts"
+                } else {
+                    netemWorks = false
+                    delayMethod = "none: this kernel has no netem qdisc (\(output.trimmingCharacters(in: .whitespacesAndNewlines))); links have no added delay"
+                }
+            }
+        }
+    }
+
+    /// The address of `host`.
+    func address(_ host: String) -> String { "\(NetnsCluster.subnet).\(hosts[host] ?? 0)" }
+
+    /// Starts `arguments` inside `host`'s namespace (`ip netns exec` execs it: the pid is
+    /// the program's), its output into `log`.
+    func start(_ host: String, _ arguments: [String], log: String) throws -> NamespacedProcess {
+        let p = try NamespacedProcess(namespace: NetnsCluster.prefix + host, arguments: arguments, log: log)
+        processes.append(p)
+        return p
+    }
+
+    /// Cuts `host` off from every other host (and from the test's namespace).
+    func isolate(_ host: String) throws {
+        let ns = NetnsCluster.prefix + host
+        for chain in ["INPUT", "OUTPUT"] {
+            try check([NetnsCluster.ip, "netns", "exec", ns, NetnsCluster.iptables, "-A", chain, "!", chain == "INPUT" ? "-i" : "-o", "lo", "-j", "DROP"])
+        }
+    }
+
+    /// Cuts `host` off from `others` only.
+    func cut(_ host: String, from others: [String]) throws {
+        let ns = NetnsCluster.prefix + host
+        for other in others {
+            try check([NetnsCluster.ip, "netns", "exec", ns, NetnsCluster.iptables, "-A", "INPUT", "-s", address(other), "-j", "DROP"])
+            try check([NetnsCluster.ip, "netns", "exec", ns, NetnsCluster.iptables, "-A", "OUTPUT", "-d", address(other), "-j", "DROP"])
+        }
+    }
+
+    /// Removes every rule `isolate` or `cut` added to `host`.
+    func heal(_ host: String) throws {
+        let ns = NetnsCluster.prefix + host
+        try check([NetnsCluster.ip, "netns", "exec", ns, NetnsCluster.iptables, "-F", "INPUT"])
+        try check([NetnsCluster.ip, "netns", "exec", ns, NetnsCluster.iptables, "-F", "OUTPUT"])
+    }
+
+    /// Kills every process, removes namespaces, links and the bridge.
+    func tearDown() {
+        for p in processes { p.kill9() }
+        processes = []
+        for host in hosts.keys { NetnsCluster.killAll(in: NetnsCluster.prefix + host) }
+        NetnsCluster.removeLeftovers()
+        _ = NetnsCluster.run([NetnsCluster.ip, "link", "del", NetnsCluster.bridge])
+        hosts = [:]
+    }
+
+    private func check(_ arguments: [String]) throws {
+        let (status, output) = NetnsCluster.run(arguments)
+        if status != 0 { throw HarnessError.exited("\(arguments.joined(separator: " ")): \(output)") }
+    }
+
+    /// Runs a command to its end; its status and its output and errors together.
+    @discardableResult
+    static func run(_ arguments: [String]) -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: arguments[0])
+        p.arguments = Array(arguments.dropFirst())
+        let path = temporaryDirectory() + "/out"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: path) else { return (-1, "no output file") }
+        p.standardOutput = handle
+        p.standardError = handle
+        do { try p.run() } catch { return (-1, "\(error)") }
+        p.waitUntilExit()
+        try? handle.close()
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+        return (p.terminationStatus, text)
+    }
+}
+
+/// A program running in a namespace, stopped and killed by its pid.
+final class NamespacedProcess {
+    let namespace: String
+    let arguments: [String]
+    let log: String
+    private(set) var process: Process
+    /// Where the log stood when the last start began (a restart's lines come after it).
+    private var logOffset = 0
+
+    init(namespace: String, arguments: [String], log: String) throws {
+        self.namespace = namespace
+        self.arguments = arguments
+        self.log = log
+        process = Process()
+        try launch()
+    }
+
+    private func launch() throws {
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        logOffset = Int(handle.seekToEndOfFile())
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: NetnsCluster.ip)
+        p.arguments = ["netns", "exec", namespace] + arguments
+        p.standardOutput = handle
+        p.standardError = handle
+        try p.run()
+        try? handle.close()
+        process = p
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Sends `signal` to the program.
+    func signal(_ signal: Int32) { kill(pid, signal) }
+
+    /// SIGKILLs it (continued first if stopped) and waits for its end.
+    func kill9() {
+        guard process.isRunning else { return }
+        kill(pid, SIGCONT)
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Starts it again with the same arguments (after `kill9`).
+    func restart() throws { try launch() }
+
+    /// The log's text.
+    var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// Waits up to `timeout` seconds until the log of the last start contains `text`.
+    func waitForLog(_ text: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let all = logText
+            if let since = String(all.utf8.dropFirst(logOffset)), since.contains(text) { return true }
+            if !process.isRunning { return false }
+            usleep(50_000)
+        }
+        return false
+    }
+}
