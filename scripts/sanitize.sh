@@ -98,6 +98,10 @@ for lane in "${lanes[@]}"; do
     flags=(--sanitize="$lane")
     filter_args=()
     [ -n "$filter" ] && filter_args=(--filter "$filter")
+    # Skipped in both lanes: the namespaced NATS fault tests (several minutes of real
+    # faults on a 3-server cluster each; the edge code they drive runs under both
+    # sanitizers in NatsExactlyOnceTests and NatsWindowTests, and `make test` runs them).
+    filter_args+=(--skip "${SANITIZE_SKIP:-NatsFaultTests}")
 
     # 1. The library, its examples and its tests.
     if run_step "$lane" "build ReactiveUV (scratch .build-$short)" "$logs/build-root.log" \
