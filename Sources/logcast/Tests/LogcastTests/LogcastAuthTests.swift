@@ -5,27 +5,7 @@ import XCTest
 /// Who may connect and what they may read (issue 30): a token, TLS client certificates,
 /// a Unix socket whose peers are known by uid, an access file, and the refusal to serve a
 /// public address to anyone. Real clients: `openssl s_client`, `nc -U` run as `nobody`.
-final class LogcastAuthTests: XCTestCase {
-    var dir = ""
-    var processes: [LogcastProcess] = []
-
-    override func setUp() { dir = temporaryDirectory() }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func start(_ arguments: [String]) throws -> LogcastProcess {
-        let p = try LogcastProcess(arguments)
-        processes.append(p)
-        _ = try p.waitUntilListening()
-        return p
-    }
-
-    func occurrences(of needle: String, in text: String) -> Int { text.components(separatedBy: needle).count - 1 }
-
+final class LogcastAuthTests: LogcastProcessTestCase {
     /// Runs a command (bounded by `timeout(1)`) with `input` on its standard input; its
     /// exit status and standard output.
     @discardableResult

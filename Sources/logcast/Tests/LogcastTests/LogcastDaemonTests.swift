@@ -4,27 +4,7 @@ import XCTest
 
 /// The daemon as a user meets it: options, errors, HELP, files that cannot be tailed, and
 /// counters that count lines.
-final class LogcastDaemonTests: XCTestCase {
-    var dir = ""
-    var processes: [LogcastProcess] = []
-
-    override func setUp() { dir = temporaryDirectory() }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func start(_ arguments: [String]) throws -> LogcastProcess {
-        let p = try LogcastProcess(arguments)
-        processes.append(p)
-        _ = try p.waitUntilListening()
-        return p
-    }
-
-    func occurrences(of needle: String, in text: String) -> Int { text.components(separatedBy: needle).count - 1 }
-
+final class LogcastDaemonTests: LogcastProcessTestCase {
     func testVersionPrintsTheVersion() throws {
         let (status, out, _) = try runToExit(["--version"])
         XCTAssertEqual(status, 0)

@@ -4,27 +4,7 @@ import XCTest
 
 /// logcast pointed at by clients it must not trust (issue 30): clients that never read,
 /// shutdown while work is running, positions kept across a restart.
-final class LogcastExposureTests: XCTestCase {
-    var dir = ""
-    var processes: [LogcastProcess] = []
-
-    override func setUp() { dir = temporaryDirectory() }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func start(_ arguments: [String]) throws -> LogcastProcess {
-        let p = try LogcastProcess(arguments)
-        processes.append(p)
-        _ = try p.waitUntilListening()
-        return p
-    }
-
-    func occurrences(of needle: String, in text: String) -> Int { text.components(separatedBy: needle).count - 1 }
-
+final class LogcastExposureTests: LogcastProcessTestCase {
     /// The daemon's resident memory in KiB (`VmRSS` in /proc/PID/status).
     func residentKiB(_ p: LogcastProcess) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(p.process.processIdentifier)/status", encoding: .utf8),

@@ -5,25 +5,7 @@ import XCTest
 /// logcast's syslog sources and TLS clients, end to end: the real binary, `logger(1)` as a
 /// syslog sender over UDP and TCP in both formats, raw sockets for what is not syslog, and
 /// `openssl s_client` as a TLS client with a CA made at test time.
-final class LogcastSyslogTests: XCTestCase {
-    var dir = ""
-    var processes: [LogcastProcess] = []
-
-    override func setUp() { dir = temporaryDirectory() }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func start(_ arguments: [String]) throws -> LogcastProcess {
-        let p = try LogcastProcess(arguments)
-        processes.append(p)
-        _ = try p.waitUntilListening()
-        return p
-    }
-
+final class LogcastSyslogTests: LogcastProcessTestCase {
     /// The port logcast printed for its syslog listener of `kind` ("udp" or "tcp").
     func syslogPort(_ p: LogcastProcess, _ kind: String) throws -> Int {
         let deadline = Date().addingTimeInterval(30)

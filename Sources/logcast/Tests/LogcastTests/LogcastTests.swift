@@ -3,25 +3,7 @@ import Glibc
 import XCTest
 
 /// End to end: the real `logcast` binary on loopback, real files, real clients.
-final class LogcastTests: XCTestCase {
-    var dir = ""
-    var processes: [LogcastProcess] = []
-
-    override func setUp() { dir = temporaryDirectory() }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func start(_ arguments: [String]) throws -> LogcastProcess {
-        let p = try LogcastProcess(arguments)
-        processes.append(p)
-        _ = try p.waitUntilListening()
-        return p
-    }
-
+final class LogcastTests: LogcastProcessTestCase {
     /// Starts logcast on a one-line `a.log` in the test's directory, listening on any port,
     /// with `options` (by default no heartbeats).
     func startOnOneFile(_ options: [String] = ["--heartbeat", "0"]) throws -> LogcastProcess {
