@@ -26,7 +26,7 @@ public final class JetStream: @unchecked Sendable {
     var js: OpaquePointer?
     /// How long management requests and acknowledgements may take (seconds).
     public let requestTimeout: Double
-    /// Publishes sent and not yet acknowledged, at most (see ``publish(_:payload:id:headers:)``).
+    /// Publishes sent and not yet acknowledged, at most (see ``publish(_:payload:id:headers:retrying:)``).
     public let window: Int
     /// The first pause after a "no responders" or timed-out publish, doubled per failure
     /// up to ``maximumBackoff``, reset by the next acknowledgement.
