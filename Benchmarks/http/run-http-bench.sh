@@ -35,6 +35,8 @@ NIO_BIN=$(swift build -c release --package-path Benchmarks --show-bin-path)
 cc -O2 -Wall -Wextra Benchmarks/http/c-floor.c -luv -lhttp_parser -o "$OUT/c-floor"
 cc -O2 -Wall -Wextra Benchmarks/http/ws-load.c -o "$OUT/ws-load"
 printf 'Hello, World!' > "$OUT/hello.txt"
+# h2o started as root serves as nobody: the body's directory must be readable to it.
+chmod 755 "$OUT"
 
 # Starts a server pinned to CPU 0 and waits until it answers; sets PORT and PID.
 start() {
