@@ -4,7 +4,7 @@ import XCTest
 @testable import ReactiveUV
 @testable import ReactiveUVHTTP
 
-// The WebSocket article's examples (ReactiveUVHTTP.docc/WebSocket.md), verbatim, run
+// The WebSocket article's examples (ReactiveUVHTTP.docc/WebSocketGuide.md), verbatim, run
 // against each other: the server snippet over a stand-in for the HTTP server's request
 // (the seam: `method`, `headers`, `upgrade(headers:)`), the client snippet against it.
 

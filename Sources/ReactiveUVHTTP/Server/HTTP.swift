@@ -11,10 +11,10 @@ import ReactiveUVTLS
 public enum HTTP {
     /// Serves HTTP on `host:port` while subscribed: each request read is sent as a value.
     ///
-    /// Subscribing listens (``ReactiveUV/TCP/listen(host:port:backlog:options:on:onListening:)``);
+    /// Subscribing listens (``/ReactiveUV/TCP/listen(host:port:backlog:options:on:onListening:)``);
     /// each connection is read by the server (keep-alive, pipelining, the limits and
     /// timeouts of `options`), and each request is sent on the connection's loop thread for
-    /// the application to answer (``HTTPRequest/respond(status:headers:body:)-([UInt8])``).
+    /// the application to answer (``HTTPRequest/respond(status:headers:body:)``).
     /// Malformed or hostile requests never reach the application: they are answered with
     /// their status (400, 413, 414, 431, 505) and the connection closed. Disposing stops
     /// listening and closes every connection. It fails only when listening fails
@@ -50,7 +50,7 @@ public enum HTTP {
         serve(UnixSocket.listen(path: path, backlog: options.backlog, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
     }
 
-    /// Serves HTTPS on `host:port` while subscribed (``ReactiveUVTLS/TLS/listen(host:port:certificate:key:options:handshakeTimeout:on:onListening:onHandshakeError:)``);
+    /// Serves HTTPS on `host:port` while subscribed (``/ReactiveUVTLS/TLS/listen(host:port:certificate:key:clientCertificateAuthorities:options:handshakeTimeout:on:onListening:onHandshakeError:)``);
     /// see ``listen(host:port:options:on:onListening:)``.
     ///
     /// - Parameters:

@@ -3,7 +3,7 @@ import ReactiveUV
 /// One request read by an HTTP server: its head, its body as a signal, and the calls that
 /// answer it.
 ///
-/// **Threads.** Requests arrive on the connection's loop thread. ``respond(status:headers:body:)-([UInt8])``
+/// **Threads.** Requests arrive on the connection's loop thread. ``respond(status:headers:body:)``
 /// and its siblings may be called from any thread (they hop to the loop). Responses on a
 /// connection are written in request order whatever order the application answers in
 /// (pipelining).
@@ -193,7 +193,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         answer(.bytes(status: status, headers: headers, body: body))
     }
 
-    /// Answers with a UTF-8 text body (sent with `Content-Length`); see ``respond(status:headers:body:)-([UInt8])``.
+    /// Answers with a UTF-8 text body (sent with `Content-Length`); see ``respond(status:headers:body:)``.
     ///
     /// - Parameters:
     ///   - status: the status code.
@@ -251,7 +251,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// ``HTTPServerError/alreadyAnswered`` when the request was answered, with
     /// ``HTTPServerError/invalidHeader(name:)`` for a field that could split the message,
     /// and with the transport's error when the write fails. Events arrive on ``loop``'s
-    /// thread. To refuse a handshake, call ``respond(status:headers:body:)-([UInt8])``
+    /// thread. To refuse a handshake, call ``respond(status:headers:body:)``
     /// (400 or 426) instead.
     ///
     /// - Parameter headers: the fields of the `101` response.

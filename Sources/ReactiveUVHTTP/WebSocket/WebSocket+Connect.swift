@@ -6,7 +6,7 @@ extension WebSocket {
     /// has been checked.
     ///
     /// `TCP.connect`, then ``handshake(over:host:path:headers:options:)``. As with
-    /// ``ReactiveUV/TCP/connect(host:port:options:on:)``, the subscription owns the
+    /// ``/ReactiveUV/TCP/connect(host:port:options:on:)``, the subscription owns the
     /// connection: after sending it the signal stays silent until the transport closes,
     /// then completes, and disposing it closes the transport — keep it subscribed
     /// (`flattenMap`) for as long as the conversation lasts.
@@ -26,8 +26,8 @@ extension WebSocket {
     ///   - headers: extra request headers (`Origin`, `Authorization`, …); a field with CR,
     ///     LF or NUL fails the signal instead of being written.
     ///   - options: limits, compression offered, subprotocols offered, timeouts.
-    ///   - loop: the loop to run on; `nil` for the default (see ``ReactiveUV/TCP``).
-    /// - Returns: a cold signal of one connection; it fails with a ``ReactiveUV/UVError``
+    ///   - loop: the loop to run on; `nil` for the default (see ``/ReactiveUV/TCP``).
+    /// - Returns: a cold signal of one connection; it fails with a ``/ReactiveUV/UVError``
     ///   when the TCP connection cannot be made, or ``WebSocketError/handshakeFailed(_:)``.
     public static func connect(
         host: String, port: Int, path: String = "/", headers: HTTPHeaders = HTTPHeaders(),
@@ -76,7 +76,7 @@ extension WebSocket {
     ///
     /// Fails with ``WebSocketError/handshakeFailed(_:)`` (a non-`101` status, a wrong
     /// accept value, an extension or subprotocol we did not offer, a head too large or cut
-    /// short) or with ``ReactiveUV/SignalError/timedOut`` after
+    /// short) or with ``/ReactiveUV/SignalError/timedOut`` after
     /// ``WebSocketOptions/handshakeTimeout``; the transport is then closed.
     ///
     /// - Parameters:

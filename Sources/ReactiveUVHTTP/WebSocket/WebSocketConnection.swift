@@ -110,7 +110,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// Subscribing starts reading; disposing stops (pings then go unanswered until a new
     /// subscription reads again), except during the close handshake, which reads on. One
     /// subscription at a time: another one made while one is active fails with a
-    /// ``ReactiveUV/UVError`` `EBUSY`; one made after the connection ended gets its end at
+    /// ``/ReactiveUV/UVError`` `EBUSY`; one made after the connection ended gets its end at
     /// once. Completes after a close frame (ours answered or theirs received); fails with ``WebSocketError/protocolViolation(code:reason:)``
     /// when the peer broke the protocol, ``WebSocketError/peerTimedOut`` when it stopped
     /// answering pings, ``WebSocketError/abnormalClosure`` or the transport's error when the
@@ -359,7 +359,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     public func send(binary bytes: [UInt8]) -> Signal<Void> { send(.binary(bytes)) }
 
     /// Sends every message `source` sends, in order, with the transport's backpressure:
-    /// `source` is paused (as ``ReactiveUV/StreamConnection/send(_:)`` pauses it) while
+    /// `source` is paused (as ``/ReactiveUV/StreamConnection/send(_:)`` pauses it) while
     /// the write queue is full, so an echo (`c.send(c.messages)`) never outruns a slow peer.
     ///
     /// Completes when `source` has completed and everything is flushed; fails with

@@ -4,7 +4,7 @@ import XCTest
 @testable import ReactiveUV
 @testable import ReactiveUVHTTP
 
-/// The examples of the DocC article `HTTP.md`, as written there (port 0 in place of 8080,
+/// The examples of the DocC article `HTTPGuide.md`, as written there (port 0 in place of 8080,
 /// ports recorded instead of printed, a 0.05 s tick instead of 1 s),
 /// run against real sockets: they compile, and they do what the article says.
 final class HTTPArticleExamplesTests: XCTestCase {
