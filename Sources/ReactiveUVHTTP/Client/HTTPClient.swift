@@ -161,8 +161,11 @@ public final class HTTPClient: @unchecked Sendable {
 
     private func run(_ exchange: HTTPExchange, url: HTTPURL, subscriber: Subscriber<HTTPResponse>, lifetime: CompoundDisposable) {
         exchange.attempts += 1
-        exchange.onFailure = { [weak self] error, retriable in
-            guard let self, !lifetime.isDisposed else { return }
+        // The exchange's own callbacks hold it weakly: the connection sending it holds it
+        // while they can be called, and a strong capture made exchange -> callback ->
+        // exchange a cycle that outlived every request (LeakSanitizer).
+        exchange.onFailure = { [weak self, weak exchange] error, retriable in
+            guard let self, let exchange, !lifetime.isDisposed else { return }
             if retriable && exchange.attempts < 2 {
                 self.run(exchange, url: url, subscriber: subscriber, lifetime: lifetime)
             } else {
@@ -188,8 +191,8 @@ public final class HTTPClient: @unchecked Sendable {
                     }
                 })
                 let onHead = exchange.onHead
-                exchange.onHead = { response in
-                    exchange.headSeen = true
+                exchange.onHead = { [weak exchange] response in
+                    exchange?.headSeen = true
                     onHead(response)
                 }
                 connection.send(exchange, bytes: exchange.bytes)
