@@ -314,6 +314,16 @@ extension HTTP {
         }
     }
 
+    /// Forgets the shared client of a loop that has been closed, so it is freed with
+    /// everything it pooled (the shared clients are otherwise kept for the process's life,
+    /// and one of a closed loop would be kept with nothing left to use it).
+    ///
+    /// - Parameter loop: a loop whose `run` has ended and whose handles have closed.
+    static func forgetSharedClient(of loop: EventLoop) {
+        let client = sharedClients.withLock { $0.removeValue(forKey: ObjectIdentifier(loop)) }
+        _ = client  // released here, after the lock: its deinit takes no lock of ours
+    }
+
     private static let sharedClients = HTTPLocked<[ObjectIdentifier: HTTPClient]>([:])
 }
 

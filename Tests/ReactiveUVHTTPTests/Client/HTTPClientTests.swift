@@ -120,6 +120,9 @@ final class HTTPClientTests: XCTestCase {
         // Stopping the server ends the pooled connection from its side; the check at the
         // end of stop() waits for the client's handle to close too.
         server.stop()
+        // The loop is closed: its shared client goes with it (LeakSanitizer would otherwise
+        // see a client kept for the process's life, through the weak-reference side table).
+        HTTP.forgetSharedClient(of: server.loop)
     }
 
     func testBadURLsAndHeadersFailClearly() throws {
