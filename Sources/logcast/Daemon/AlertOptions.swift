@@ -92,13 +92,38 @@ struct AlertSpec: Equatable {
             throw ValidationError("--alert: the name '\(name)' must be 1 to 64 letters, digits, '_', '-' or '.' (in '\(text)')")
         }
         guard !pattern.isEmpty else { throw ValidationError("--alert \(name): the pattern is empty (in '\(text)')") }
-        let lower = url.lowercased()
-        let rest: Substring? = lower.hasPrefix("http://") ? lower.dropFirst(7) : lower.hasPrefix("https://") ? lower.dropFirst(8) : nil
-        guard let rest, let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty,
-              !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f })
-        else {
-            throw ValidationError("--alert \(name): '\(url)' is not an http:// or https:// URL with a host (the URL follows the last comma)")
+        guard Self.isHTTPURL(url) else {
+            throw ValidationError("--alert \(name): '\(url)' is not an http:// or https:// URL with a host and a port in 1...65535 (the URL follows the last comma)")
         }
+    }
+
+    /// Whether the HTTP client takes `url` (checked as its URL parser does, so a URL it
+    /// would refuse is an error at start, not a batch retried until it expires): `http://`
+    /// or `https://`, a host (an IPv6 one in brackets), a port in 1...65535 if any, no
+    /// space or control character.
+    static func isHTTPURL(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("http://") { rest = url.dropFirst(7) } else if lower.hasPrefix("https://") { rest = url.dropFirst(8) } else { return false }
+        guard !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f }) else { return false }
+        var authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host = authority
+        var port: Substring?
+        if authority.first == "[" {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.first == ":" else { return false }
+                port = after.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            port = authority[authority.index(after: colon)...]
+        }
+        if let port { guard let p = Int(port), (1...65535).contains(p) else { return false } }
+        return !host.isEmpty
     }
 }
 

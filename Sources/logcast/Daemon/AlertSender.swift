@@ -155,7 +155,13 @@ final class AlertSender {
                 },
                 error: { [weak self] error in
                     settled = true
-                    self?.retryLater("\(error)", after: nil)
+                    if let refused = error as? HTTPClientError, case .invalidURL = refused {
+                        // Checked at start (AlertSpec.isHTTPURL); should the client still
+                        // refuse it, no retry can succeed.
+                        self?.answered(0, retryAfter: nil)
+                    } else {
+                        self?.retryLater("\(error)", after: nil)
+                    }
                 })
         if !settled { request = attempt }
     }
@@ -176,7 +182,8 @@ final class AlertSender {
             retryLater("answered \(status)", after: retryAfter.flatMap { Double($0.filter { $0 != " " }) })
         default:
             dropped["rejected", default: 0] += batch.count
-            logger.error("alert \(spec.name): \(spec.url) answered \(status) to batch \(batch.key): \(batch.count) events dropped (a 4xx other than 408/429 is not retried)")
+            let why = status == 0 ? "the HTTP client refuses the URL" : "answered \(status)"
+            logger.error("alert \(spec.name): \(spec.url) \(why) to batch \(batch.key): \(batch.count) events dropped (only a refused connection, a timeout, 408, 429 and 5xx are retried)")
             inFlight = nil
             pump()
         }

@@ -195,6 +195,66 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         XCTAssertEqual(try metrics(http)[#"logcast_alert_events_retried_total{alert="disk"}"#], 0)
     }
 
+    func testAFullQueueDropsTheOldestAndCountsThem() throws {
+        let receiver = try startReceiver("fail")
+        let log = dir + "/app.log"
+        let (_, http) = try startLogcast(log, ["--alert", "disk=ALERT,\(receiver.url)", "--alert-batch", "2", "--alert-delay", "50",
+                                               "--alert-queue", "5"])
+        let lines = (0..<20).map { "line-\($0) ALERT" }
+        appendLines(log, lines)
+        let queue = #"logcast_alert_events_dropped_total{alert="disk",reason="queue"}"#
+        let depth = #"logcast_alert_queue_events{alert="disk"}"#
+        // While the first batch fails, the others wait: five of them, the newest.
+        var m = try waitForMetrics(http) { ($0[depth] ?? 0) == 5 && ($0[queue] ?? 0) >= 13 }
+        XCTAssertEqual(m[depth], 5, "the queue is bounded")
+        receiver.set("ok")
+        XCTAssertTrue(receiver.wait { $0.takenEvents.count >= 20 - Int(m[queue] ?? 0) })
+        let taken = receiver.takenEvents.map { $0["line"] ?? "" }
+        let sent = #"logcast_alert_events_sent_total{alert="disk"}"#
+        // The last batch is counted once its answer is read, after the receiver recorded it.
+        m = try waitForMetrics(http) { ($0[sent] ?? 0) >= Double(taken.count) }
+        XCTAssertEqual(m[depth], 0)
+        // The batch in flight (one or two lines, as the lines were read) and the five newest.
+        let first = taken.count - 5
+        XCTAssertTrue((1...2).contains(first), "taken: \(taken)")
+        XCTAssertEqual(taken, Array(lines.prefix(first)) + Array(lines.suffix(5)))
+        XCTAssertEqual(m[queue], Double(20 - taken.count), "the oldest waiting were dropped and counted")
+        XCTAssertEqual(m[sent], Double(taken.count))
+    }
+
+    func testABatchFailingPastTheRetryWindowIsDroppedAndCounted() throws {
+        let receiver = try startReceiver("fail")
+        let log = dir + "/app.log"
+        let (p, http) = try startLogcast(log, ["--alert", "disk=ALERT,\(receiver.url)", "--alert-delay", "50", "--alert-retry-for", "2"])
+        appendLines(log, ["one ALERT", "two ALERT"])
+        let expired = #"logcast_alert_events_dropped_total{alert="disk",reason="expired"}"#
+        let m = try waitForMetrics(http) { ($0[expired] ?? 0) >= 2 }
+        XCTAssertEqual(m[expired], 2)
+        let tries = receiver.posts.count
+        XCTAssertGreaterThanOrEqual(tries, 2, "retried within the window")
+        // Back-off 0.25 s, 0.5 s, 1 s, 2 s: within two seconds, at most four attempts (fewer
+        // when the answers are slow).
+        XCTAssertLessThanOrEqual(tries, 4, "retried past the window or without back-off")
+        receiver.set("ok")
+        appendLines(log, ["three ALERT"])
+        XCTAssertTrue(receiver.wait { $0.takenEvents.count >= 1 })
+        XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, ["three ALERT"], "the next batch is sent, the expired one is not")
+        XCTAssertTrue(p.errors.contains("2 events dropped"), p.errors)
+    }
+
+    func testSIGTERMWithAnAnswerStalledExitsPromptly() throws {
+        let receiver = try startReceiver("stall")
+        let log = dir + "/app.log"
+        let (p, _) = try startLogcast(log, ["--alert", "disk=ALERT,\(receiver.url)", "--alert-delay", "10"])
+        appendLines(log, ["one ALERT"])
+        XCTAssertTrue(receiver.wait { !$0.posts.isEmpty }, "no POST arrived")
+        p.signal(SIGTERM)
+        // The stalled POST would hold the loop for --alert-timeout (10 s) if it were not
+        // disposed of; the drain's own bound is under a second.
+        XCTAssertEqual(p.waitForExit(timeout: 8), 0, "logcast did not exit 0 promptly: \(p.errors)")
+        XCTAssertTrue(receiver.wait { $0.hangups.count == 1 }, "the stalled connection was not closed")
+    }
+
     func testBadAlertsAreClearStartUpErrors() throws {
         let log = dir + "/app.log"
         appendLines(log, ["x"])
@@ -202,6 +262,8 @@ final class LogcastAlertTests: LogcastProcessTestCase {
             (["--alert", "bad=(unclosed,http://127.0.0.1:9/h"], "--alert bad: invalid regex"),
             (["--alert", #"back=(a)\1,http://127.0.0.1:9/h"#], "--alert back: unsupported pattern"),
             (["--alert", "ftp=x,ftp://127.0.0.1/h"], "is not an http:// or https:// URL"),
+            (["--alert", "port=x,http://127.0.0.1:/h"], "is not an http:// or https:// URL"),
+            (["--alert", "port=x,http://127.0.0.1:70000/h"], "is not an http:// or https:// URL"),
             (["--alert", "nourl"], "--alert must be NAME=REGEX,URL"),
             (["--alert", "sp ace=x,http://127.0.0.1:9/h"], "must be 1 to 64 letters"),
             (["--alert", "a=x,http://127.0.0.1:9/h", "--alert", "a=y,http://127.0.0.1:9/h"], "the name 'a' is given twice"),
