@@ -81,7 +81,10 @@ final class LogcastAlertTests: LogcastProcessTestCase {
     func testReceiverFailingThenRecoveringGetsEveryMatchExactlyOnceInOrder() throws {
         let receiver = try startReceiver("fail")
         let log = dir + "/app.log"
-        let (_, http) = try startLogcast(log, ["--alert", "disk=ALERT,\(receiver.url)", "--alert-batch", "4", "--alert-delay", "50"])
+        let (p, http) = try startLogcast(log, ["--alert", "disk=ALERT,\(receiver.url)", "--alert-batch", "4", "--alert-delay", "50"])
+        // A client's GREP goes on working beside the alerts (both scan the same blocks).
+        let client = try LineClient(port: p.port)
+        _ = client.command("GREP quiet$", reply: "OK GREP")
         let (all, matching) = numberedLines(60)
         appendLines(log, Array(all[0..<30]))
         // A positive marker that retries happen: three 503s for the first batch.
@@ -89,6 +92,10 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         appendLines(log, Array(all[30...]))
         receiver.set("ok")
         XCTAssertTrue(receiver.wait { $0.takenEvents.count >= matching.count }, "taken: \(receiver.takenEvents.count) of \(matching.count)")
+
+        let quiet = all.filter { !$0.contains("ALERT") }
+        let got = client.readLines { $0.count >= quiet.count }
+        XCTAssertEqual(got, quiet.map { log + ": " + $0 }, "the client's filter")
 
         let posts = receiver.posts
         XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, matching, "every match once, in order")
