@@ -16,7 +16,7 @@ final class AlertReceiver: @unchecked Sendable {
     static let script = #"""
         import http.server, json, select, socket, sys, threading, time
 
-        control, records = sys.argv[1], sys.argv[2]
+        control, records, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
         lock = threading.Lock()
         taken = set()
 
@@ -66,7 +66,7 @@ final class AlertReceiver: @unchecked Sendable {
                 self.end_headers()
                 self.wfile.write(reply)
 
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         server.daemon_threads = True
         print("listening", server.server_address[1], flush=True)
         server.serve_forever()
@@ -89,18 +89,19 @@ final class AlertReceiver: @unchecked Sendable {
     let outPath: String
     private(set) var port = 0
 
-    /// Starts the receiver in `mode`, its files in `dir`, and waits for its port.
-    init(dir: String, mode: String = "ok") throws {
+    /// Starts the receiver in `mode`, its files in `dir`, on `port` (0: any free one), and
+    /// waits for its port. Records append to what an earlier receiver in `dir` recorded.
+    init(dir: String, mode: String = "ok", port: Int = 0) throws {
         controlPath = dir + "/receiver.mode"
         recordsPath = dir + "/receiver.jsonl"
         outPath = dir + "/receiver.out"
         let scriptPath = dir + "/receiver.py"
         try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        _ = FileManager.default.createFile(atPath: recordsPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: recordsPath) { _ = FileManager.default.createFile(atPath: recordsPath, contents: nil) }
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         set(mode)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [scriptPath, controlPath, recordsPath]
+        process.arguments = [scriptPath, controlPath, recordsPath, String(port)]
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: dir + "/receiver.err")
         try process.run()
@@ -108,7 +109,7 @@ final class AlertReceiver: @unchecked Sendable {
         while Date() < deadline {
             let out = Self.read(outPath)
             if let line = out.split(separator: "\n").first(where: { $0.hasPrefix("listening ") }), let p = Int(line.dropFirst(10)) {
-                port = p
+                self.port = p
                 return
             }
             if !process.isRunning { throw HarnessError.exited("the receiver exited") }

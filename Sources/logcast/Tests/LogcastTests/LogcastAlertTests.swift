@@ -15,8 +15,9 @@ final class LogcastAlertTests: LogcastProcessTestCase {
     }
 
     /// Starts a receiver in `mode`.
-    func startReceiver(_ mode: String) throws -> AlertReceiver {
-        let r = try AlertReceiver(dir: dir, mode: mode)
+    func startReceiver(_ mode: String, port: Int = 0) throws -> AlertReceiver {
+        let r = try AlertReceiver(dir: dir, mode: mode, port: port)
+        receiver?.stop()
         receiver = r
         return r
     }
@@ -124,6 +125,29 @@ final class LogcastAlertTests: LogcastProcessTestCase {
             XCTAssertEqual(m[#"logcast_alert_events_dropped_total{alert="disk",reason="\#(reason)"}"#], 0, reason)
         }
         XCTAssertEqual(m["logcast_alerts_sent_total"], Double(matching.count), "STATS's alerts_sent")
+    }
+
+    func testReceiverDownThenStartedGetsEveryMatchOnceInOrder() throws {
+        // A free port: a receiver's, stopped. Connections to it are refused until the
+        // second receiver listens there.
+        let first = try startReceiver("ok")
+        let port = first.port
+        first.stop()
+        let log = dir + "/app.log"
+        let (p, http) = try startLogcast(log, ["--alert", "disk=ALERT,http://127.0.0.1:\(port)/hook", "--alert-batch", "3",
+                                               "--alert-delay", "50"])
+        let (all, matching) = numberedLines(30)
+        appendLines(log, all)
+        let retried = #"logcast_alert_events_retried_total{alert="disk"}"#
+        XCTAssertGreaterThan(try waitForMetrics(http) { ($0[retried] ?? 0) >= 3 }[retried] ?? 0, 0, "no retries")
+        XCTAssertTrue(p.errors.contains("retrying with back-off"), p.errors)
+        XCTAssertTrue(first.posts.isEmpty, "something listened on the port")
+        let receiver = try startReceiver("ok", port: port)
+        XCTAssertTrue(receiver.wait { $0.takenEvents.count >= matching.count }, "taken: \(receiver.takenEvents.count) of \(matching.count)")
+        XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, matching, "every match once, in order")
+        XCTAssertFalse(receiver.posts.contains { $0.duplicate })
+        let m = try waitForMetrics(http) { ($0[#"logcast_alert_events_sent_total{alert="disk"}"#] ?? 0) >= Double(matching.count) }
+        XCTAssertEqual(m[#"logcast_alert_events_sent_total{alert="disk"}"#], Double(matching.count))
     }
 
     func testStalledAnswerIsRetriedWithTheSameKeyAndDeduplicated() throws {
