@@ -92,9 +92,16 @@ final class AlertEngine: @unchecked Sendable {
         }
     }
 
-    /// Line `i` of `block` as an event: its source (the text before `: `) and its text.
+    /// The most bytes of a line an event carries: the queue's memory is bounded by
+    /// `--alert-queue` times this (webhook receivers cap their payloads well below a
+    /// megabyte line anyway).
+    static let maxLineBytes = 16 * 1024
+
+    /// Line `i` of `block` as an event: its source (the text before `: `) and its text, cut
+    /// at ``maxLineBytes``.
     static func event(_ block: LineBlock, _ i: Int, time: String) -> AlertEvent {
-        let start = Int(block.lineStarts[i]), text = Int(block.textStarts[i]), end = Int(block.ends[i]) - 1
+        let start = Int(block.lineStarts[i]), text = Int(block.textStarts[i])
+        let end = min(Int(block.ends[i]) - 1, text + maxLineBytes)
         let file = block.bytes[start..<max(start, text - 2)]
         let line = block.bytes[text..<max(text, end)]
         return AlertEvent(file: String(decoding: file, as: UTF8.self), line: String(decoding: line, as: UTF8.self), time: time)

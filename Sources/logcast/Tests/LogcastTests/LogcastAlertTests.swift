@@ -298,6 +298,16 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         XCTAssertTrue(receiver.wait { $0.hangups.count == 1 }, "the stalled connection was not closed")
     }
 
+    func testALongLineIsCutAt16KiB() throws {
+        let receiver = try startReceiver("ok")
+        let log = dir + "/app.log"
+        _ = try startLogcast(log, ["--alert", "long=ALERT,\(receiver.url)", "--alert-delay", "10"])
+        let long = "ALERT " + String(repeating: "0123456789", count: 4000)
+        appendLines(log, [long, "short ALERT"])
+        XCTAssertTrue(receiver.wait { $0.takenEvents.count >= 2 })
+        XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, [String(long.prefix(16 * 1024)), "short ALERT"])
+    }
+
     func testBadAlertsAreClearStartUpErrors() throws {
         let log = dir + "/app.log"
         appendLines(log, ["x"])
