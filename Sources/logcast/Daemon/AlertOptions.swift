@@ -146,7 +146,8 @@ struct AlertSettings: Sendable {
     var maxBackoff = 30.0
 
     /// The defaults: 100 events or 500 ms, whichever first — a burst of matches is one POST,
-    /// a lone match waits half a second at most; 10,000 events queued (a few MB at most);
+    /// a lone match waits half a second at most; 10,000 events queued (a few MB of
+    /// ordinary lines; 160 MB if every one is a 16 KiB line, the most an event carries);
     /// 100 events a second (a runaway pattern cannot flood a chat webhook); 10 s to answer;
     /// 5 minutes of retries (a receiver restarting or redeployed is back well within it).
     static let defaults = AlertSettings(batchSize: 100, batchDelay: 0.5, queueLimit: 10_000, rate: 100, timeout: 10, retryWindow: 300)
