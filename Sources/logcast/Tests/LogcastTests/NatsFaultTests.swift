@@ -80,10 +80,15 @@ final class NatsFaultTests: XCTestCase {
 
     var urls: [String] { serverNames.map { "nats://\(net!.address($0)):4222" } }
 
+    /// The edge as users run it: default batch size (256 KiB) and window (one batch per file
+    /// in flight). Why not small batches to have more of them: with one 16 KiB batch
+    /// (180 lines) per replicated round trip, the edge fell behind the 5,000 lines/s writer
+    /// for good on the loaded 2-core machine (batches are at most what one round trip lets
+    /// pile up, and a round trip there is slow).
     func startEdge(_ log: String) throws -> LogcastProcess {
         let edge = try LogcastProcess([
             log, "--publish", urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.edge",
-            "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--batch-bytes", "16384",
+            "--state-dir", directory + "/state", "--listen", "127.0.0.1:0",
             "--stream-replicas", "3",
         ], wrapper: [NetnsCluster.ip, "netns", "exec", NetnsCluster.prefix + "edge"])
         edges.append(edge)
@@ -136,7 +141,7 @@ final class NatsFaultTests: XCTestCase {
         /// Waits until the stream is level with the writer (within a second of lines),
         /// runs `fault`, then `heal`, and times until every line written before the heal is stored.
         func fault(_ name: String, _ fault: () throws -> Void, heal: () throws -> Void) throws {
-            XCTAssertTrue(reader.wait { reader.contiguous + 5_000 >= writer.count },
+            XCTAssertTrue(reader.wait(stall: 60, timeout: 240) { reader.contiguous + 5_000 >= writer.count },
                           "before '\(name)': stream at \(reader.contiguous) of \(writer.count); edge: \(edge?.errors.suffix(1500) ?? "")")
             try fault()
             try heal()
