@@ -47,6 +47,30 @@ final class WebSocketServerTests: XCTestCase {
         }
     }
 
+    /// Issue 29: an upgrade through `HTTP.listen(certificate:key:)` lost the connection after
+    /// the 101 (the request came with the handshake's last bytes, was read during the reads
+    /// subscription's `subscribe`, and the WebSocket's own reads then failed with EBUSY).
+    func testPythonClientOverWSSThroughHTTPListenGetsEveryNumberedMessageEchoed() throws {
+        let certificates = try XCTUnwrap(HTTPTestCertificates(), "openssl made the test CA")
+        defer { certificates.remove() }
+        let loop = try EventLoop()
+        let server = WebSocketTestServer(on: loop, tls: (certificates.server, certificates.serverKey), handler: wsEchoHandler)
+        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
+        XCTAssertNil(server.listenError)
+        let count = 200
+        let run = wsRunPython(pythonWSSCounter, [String(server.port), certificates.ca, String(count)], on: loop)
+        finish(run, on: loop)
+        XCTAssertNil(run.line("FIRST-WRONG"))
+        XCTAssertEqual(run.line("ECHOED"), String(count), run.output)
+        XCTAssertEqual(run.line("CLOSE"), "1000")
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30))
+        XCTAssertEqual(server.closes, [WebSocketClose(code: 1000, reason: "done", initiatedByPeer: true)])
+        XCTAssertTrue(server.messageErrors.isEmpty, "\(server.messageErrors)")
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
+
     func testServerFragmentsWhatItSendsAtTheConfiguredSize() throws {
         let loop = try EventLoop()
         let server = startServer(on: loop, options: WebSocketOptions(fragmentSize: 100)) { ws in
