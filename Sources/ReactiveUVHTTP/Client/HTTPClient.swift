@@ -274,6 +274,12 @@ public final class HTTPClient: @unchecked Sendable {
         next()
     }
 
+    /// The connections open (busy or pooled) and pooled per host, and the requests waiting
+    /// for one, in total (loop thread; for tests).
+    var poolCounts: (open: Int, idle: Int, waiting: Int) {
+        (open.values.reduce(0, +), idle.values.reduce(0) { $0 + $1.count }, waiting.values.reduce(0) { $0 + $1.count })
+    }
+
     /// Closes pooled connections idle longer than the idle timeout.
     private func startSweeper() {
         guard sweeper == nil, !closed else { return }
