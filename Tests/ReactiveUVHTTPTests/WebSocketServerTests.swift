@@ -4,8 +4,9 @@ import XCTest
 @testable import ReactiveUV
 @testable import ReactiveUVHTTP
 
-/// Our server (TCP.listen + a test head reader + `serverHandshake` + `WebSocketConnection`)
-/// against Python's `websockets` client and raw sockets sending hostile frames.
+/// Our server (`HTTP.listen`, over TLS with `HTTP.listen(certificate:key:)` + `serverHandshake`
+/// + `upgrade(headers:)` + `WebSocketConnection`) against Python's `websockets` client (over
+/// `ws://` and `wss://`) and raw sockets sending hostile frames.
 final class WebSocketServerTests: XCTestCase {
     /// Runs a Python program to its end (60 s at most) while the loop serves.
     func finish(_ run: WSChildRun, on loop: EventLoop, file: StaticString = #filePath, line: UInt = #line) {
