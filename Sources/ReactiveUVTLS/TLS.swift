@@ -59,6 +59,52 @@ public enum TLS {
         on loop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil,
         onHandshakeError: ((TLSError) -> Void)? = nil
     ) -> Signal<TLSConnection> {
+        listen(
+            host: host, port: port, certificate: certificate, key: key, clientCertificateAuthorities: clientCertificateAuthorities,
+            options: options, handshakeTimeout: handshakeTimeout, stopAccepting: nil, on: loop, onListening: onListening,
+            onHandshakeError: onHandshakeError)
+    }
+
+    /// Listens on `host:port` while subscribed, and stops accepting when `stopAccepting`
+    /// fires: the first half of a graceful shutdown.
+    ///
+    /// As ``listen(host:port:certificate:key:clientCertificateAuthorities:options:handshakeTimeout:on:onListening:onHandshakeError:)``,
+    /// except that when `stopAccepting` sends a value or completes, the listening socket
+    /// closes at once (new connects are refused: `ECONNREFUSED`), as
+    /// ``/ReactiveUV/TCP/listen(host:port:backlog:options:stopAccepting:on:onListening:)``
+    /// does: the connections already accepted stay open and owned by the subscription, and
+    /// so do handshakes under way, which still deliver their connection when they finish.
+    /// The signal does not complete then (completion would close the connections): dispose
+    /// it when the last one is done.
+    ///
+    /// ```swift
+    /// let draining = Subject<Void>()
+    /// let server = TLS.listen(port: 4433, certificate: "server.pem", key: "server.key", stopAccepting: draining)
+    /// // later: draining.sendNext(()) — no new connections, the accepted ones go on
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - host: the address to bind.
+    ///   - port: the port; 0 lets the kernel choose (see `onListening`).
+    ///   - certificate: a PEM file with the server's certificate, then any intermediates.
+    ///   - key: a PEM file with its private key (unencrypted).
+    ///   - clientCertificateAuthorities: a PEM file of CAs a client's certificate must come
+    ///     from; `nil` asks for none.
+    ///   - options: TCP options of every accepted connection (backpressure counts ciphertext).
+    ///   - handshakeTimeout: seconds a client may take to finish its handshake.
+    ///   - stopAccepting: stops listening (not the connections) on its first value or its
+    ///     completion; `nil` for never.
+    ///   - loop: the loop to listen on; `nil` for TCP's default.
+    ///   - onListening: called once with the bound address (loop thread).
+    ///   - onHandshakeError: called on the loop thread for each client whose handshake failed.
+    /// - Returns: a cold signal of TLS connections.
+    public static func listen(
+        host: String = "127.0.0.1", port: Int, certificate: String, key: String,
+        clientCertificateAuthorities: String? = nil,
+        options: TCPOptions = TCPOptions(), handshakeTimeout: Double = TLS.defaultHandshakeTimeout,
+        stopAccepting: Signal<Void>?, on loop: EventLoop? = nil, onListening: ((SocketAddress) -> Void)? = nil,
+        onHandshakeError: ((TLSError) -> Void)? = nil
+    ) -> Signal<TLSConnection> {
         Signal.defer {
             let context: TLSContext
             do {
@@ -67,7 +113,7 @@ public enum TLS {
             } catch {
                 return .error(error)
             }
-            return TCP.listen(host: host, port: port, options: options, on: loop, onListening: onListening)
+            return TCP.listen(host: host, port: port, options: options, stopAccepting: stopAccepting, on: loop, onListening: onListening)
                 .flattenMap { tcp -> Signal<TLSConnection> in
                     handshake(tcp, context: context, serverName: nil, timeout: handshakeTimeout)
                         .catch { error in

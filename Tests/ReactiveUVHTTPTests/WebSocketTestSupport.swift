@@ -7,7 +7,7 @@ import XCTest
 import ReactiveUVTLS
 
 // What the WebSocket tests share: a small bounded request-head reader (for the article's
-// stand-in request, WebSocketDocExampleTests, and the TLS server), a test server on loopback behind our HTTP
+// stand-in request in WebSocketDocExampleTests), a test server on loopback behind our HTTP
 // server, Python programs run as child processes (the
 // `websockets` library from PyPI, and raw sockets for hostile frames), and the
 // end-of-test check that the loop has nothing of ours left.
@@ -78,7 +78,7 @@ func wsReadRequestHead(_ transport: any HTTPTransport) -> Signal<(WSRequestHead,
 }
 
 /// A WebSocket server on 127.0.0.1, port 0, on `loop`: ReactiveUVHTTP's server
-/// (`HTTP.listen`; over TLS, the head reader above), ``WebSocket/serverHandshake(method:headers:options:)``
+/// (`HTTP.listen`, or `HTTP.listen(certificate:key:)` over TLS), ``WebSocket/serverHandshake(method:headers:options:)``
 /// and ``HTTPRequest/upgrade(headers:)``, and `handler` for each connection at `/ws`.
 /// Records every connection's close and every handler error.
 final class WebSocketTestServer {
@@ -95,31 +95,10 @@ final class WebSocketTestServer {
         on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(), tls: (certificate: String, key: String)? = nil,
         page: String? = nil, handler: @escaping (WebSocketConnection) -> Signal<Void>
     ) {
-        if let tls {
-            // Over TLS the head reader stays: an upgrade through HTTP.listen(certificate:)
-            // loses the connection after the 101 (the WebSocket sees 1006); open in issue 29.
-            subscription = TLS.listen(host: "127.0.0.1", port: 0, certificate: tls.certificate, key: tls.key, on: loop, onListening: { [unowned self] in port = $0.port })
-                .flattenMap { [unowned self] tls in
-                    wsReadRequestHead(tls).flattenMap { [unowned self] head, leftover -> Signal<Void> in
-                        guard head.target == "/ws",
-                              case .accept(let headers, let compression, let subprotocol) = WebSocket.serverHandshake(method: head.method, headers: head.headers, options: options)
-                        else { tls.close(); return .empty() }
-                        var text = "HTTP/1.1 101 Switching Protocols\r\n"
-                        for (name, value) in headers.fields { text += "\(name): \(value)\r\n" }
-                        let ws = WebSocketConnection(
-                            upgrade: HTTPUpgrade(transport: tls, leftover: leftover), role: .server, options: options,
-                            compression: compression, subprotocol: subprotocol)
-                        connections.append(ws)
-                        _ = ws.closed.subscribeNext { [unowned self] in closes.append($0) }
-                        return tls.write(Array((text + "\r\n").utf8))
-                            .then { [unowned self] in handler(ws).catch { [unowned self] error in messageErrors.append(error); return .empty() } }
-                    }
-                    .catchTo(.empty())
-                }
-                .subscribe(error: { [unowned self] in listenError = $0 })
-            return
-        }
-        subscription = HTTP.listen(port: 0, on: loop, onListening: { [unowned self] in port = $0.port })
+        let requests = tls.map { tls in
+            HTTP.listen(port: 0, certificate: tls.certificate, key: tls.key, on: loop, onListening: { [unowned self] in port = $0.port })
+        } ?? HTTP.listen(port: 0, on: loop, onListening: { [unowned self] in port = $0.port })
+        subscription = requests
             .flattenMap { [unowned self] request -> Signal<Void> in
                 if request.path == "/", let page {
                     request.respond(headers: ["Content-Type": "text/html; charset=utf-8"], text: page)

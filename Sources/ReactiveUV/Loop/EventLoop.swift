@@ -67,6 +67,9 @@ public final class EventLoop: @unchecked Sendable {
     /// An object a layer above keeps with this loop (the loop's default scheduler), made on
     /// first use by ``attachment(orMake:)`` and dropped when ``close()`` begins.
     private var attachment: AnyObject?
+    /// What the products above keep per loop and drop when ``close()`` begins (see
+    /// ``whenClosing(_:)``).
+    private var closingHooks: [@Sendable () -> Void] = []
 
     // MARK: Atomics
     /// Entries ever accepted into the queue. Written only under `queueLock` (so a plain
@@ -238,6 +241,21 @@ public final class EventLoop: @unchecked Sendable {
             let object = make()
             attachment = object
             return object
+        }
+    }
+
+    /// Runs `body` on the loop's thread when ``close()`` begins (after the work already
+    /// queued has run), so a product above can let go of what it keeps per loop
+    /// (ReactiveUVHTTP's shared client). Safe from any thread. `body` must not hold the
+    /// loop (that would be a cycle through the loop's own list).
+    ///
+    /// - Parameter body: what to run; it runs once.
+    /// - Returns: `false`, without keeping `body`, when closing has already begun.
+    package func whenClosing(_ body: @escaping @Sendable () -> Void) -> Bool {
+        queueLock.withLock {
+            guard accepting else { return false }
+            closingHooks.append(body)
+            return true
         }
     }
 
@@ -462,6 +480,12 @@ public final class EventLoop: @unchecked Sendable {
         }
         _ = attached  // released here, outside the lock
         drainQueue()
+        let hooks = queueLock.withLock {
+            let taken = closingHooks
+            closingHooks = []
+            return taken
+        }
+        for hook in hooks { hook() }
 
         // 2. Close our handles and everything registered with us (timers, IO handles).
         closedOnLoop = true

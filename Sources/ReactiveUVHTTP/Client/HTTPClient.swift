@@ -274,6 +274,12 @@ public final class HTTPClient: @unchecked Sendable {
         next()
     }
 
+    /// The connections open (busy or pooled) and pooled per host, and the requests waiting
+    /// for one, in total (loop thread; for tests).
+    var poolCounts: (open: Int, idle: Int, waiting: Int) {
+        (open.values.reduce(0, +), idle.values.reduce(0) { $0 + $1.count }, waiting.values.reduce(0) { $0 + $1.count })
+    }
+
     /// Closes pooled connections idle longer than the idle timeout.
     private func startSweeper() {
         guard sweeper == nil, !closed else { return }
@@ -304,27 +310,30 @@ extension HTTP {
         sharedClient(loop ?? .main).request(method, url, headers: headers, body: body)
     }
 
-    /// One default client per loop, kept with the loop.
+    /// One default client per loop, kept while the loop is open: the loop's close drops it
+    /// (``/ReactiveUV/EventLoop/close()`` runs the hook registered here), so a closed loop's
+    /// client, and the loop it holds, are freed with everything it pooled.
     static func sharedClient(_ loop: EventLoop) -> HTTPClient {
-        sharedClients.withLock { clients in
-            if let client = clients[ObjectIdentifier(loop)] { return client }
+        let key = ObjectIdentifier(loop)
+        let (client, made) = sharedClients.withLock { clients -> (HTTPClient, Bool) in
+            if let client = clients[key] { return (client, false) }
             let client = HTTPClient(on: loop)
-            clients[ObjectIdentifier(loop)] = client
-            return client
+            clients[key] = client
+            return (client, true)
         }
+        // Registered outside the lock (the loop takes its own); the hook holds the key,
+        // not the loop. A loop already closing is forgotten at once.
+        if made && !loop.whenClosing({ HTTP.forgetSharedClient(key) }) { forgetSharedClient(key) }
+        return client
     }
 
-    /// Forgets the shared client of a loop that has been closed, so it is freed with
-    /// everything it pooled (the shared clients are otherwise kept for the process's life,
-    /// and one of a closed loop would be kept with nothing left to use it).
-    ///
-    /// - Parameter loop: a loop whose `run` has ended and whose handles have closed.
-    static func forgetSharedClient(of loop: EventLoop) {
-        let client = sharedClients.withLock { $0.removeValue(forKey: ObjectIdentifier(loop)) }
+    /// Drops the shared client kept under `key` (a loop's identity).
+    private static func forgetSharedClient(_ key: ObjectIdentifier) {
+        let client = sharedClients.withLock { $0.removeValue(forKey: key) }
         _ = client  // released here, after the lock: its deinit takes no lock of ours
     }
 
-    private static let sharedClients = HTTPLocked<[ObjectIdentifier: HTTPClient]>([:])
+    static let sharedClients = HTTPLocked<[ObjectIdentifier: HTTPClient]>([:])
 }
 
 /// A value behind a CSystemShims mutex.

@@ -150,6 +150,14 @@ final class HTTPClientConnection {
         reading = nil
         owner.dispose()
         onClosed(self)
+        if let response {
+            // A body abandoned mid-stream (its subscriber disposed after the head) closes
+            // the connection; the response must go too: it holds this connection through
+            // `onSubscribed` and this connection held it, a cycle that kept both, the
+            // transport and the exchange alive after the close (LeakSanitizer).
+            self.response = nil
+            response.fail(HTTPClientError.connectionClosed)
+        }
         if let response = pausedResponse {
             pausedResponse = nil
             response.fail(HTTPClientError.connectionClosed)

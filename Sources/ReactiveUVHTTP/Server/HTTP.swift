@@ -67,7 +67,7 @@ public enum HTTP {
         options: HTTPServerOptions = HTTPServerOptions(), on loop: EventLoop? = nil,
         onListening: ((SocketAddress) -> Void)? = nil
     ) -> Signal<HTTPRequest> {
-        serve(TLS.listen(host: host, port: port, certificate: certificate, key: key, options: options.tcp, on: loop, onListening: onListening), options: options)
+        serve(TLS.listen(host: host, port: port, certificate: certificate, key: key, options: options.tcp, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
     }
 
     /// Serves HTTP on every connection `connections` sends (any ``HTTPTransport``): what

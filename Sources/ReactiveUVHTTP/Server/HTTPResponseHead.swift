@@ -26,12 +26,24 @@ enum HTTPResponseHead {
         out.append(contentsOf: HTTPStatus.reason(status).utf8)
         out.append(contentsOf: crlf)
         var hasDate = false
+        // One `Connection` field, written last: the application's options (`Upgrade` on a
+        // 101 or a 426 that names the protocol to switch to), then ours. Persistence is
+        // decided here, so the application's `close` / `keep-alive` are not repeated; a
+        // 426 used to carry its `Connection: Upgrade` and our `Connection: close` as two
+        // fields.
+        var connectionOptions: [Substring] = []
         for (name, value) in headers.fields {
             guard HTTPHeaders.isValidField(name: name, value: value) else { return nil }
-            // Framing and persistence are decided here, from the body we actually send.
-            if HTTPHeaders.sameName(name, "Content-Length") || HTTPHeaders.sameName(name, "Transfer-Encoding")
-                || HTTPHeaders.sameName(name, "Connection") && !HTTPHeaders.sameName(value, "upgrade")
-            {
+            if HTTPHeaders.sameName(name, "Connection") {
+                for option in value.split(separator: ",") {
+                    let token = option.trimmingSpaces
+                    if token.isEmpty || HTTPHeaders.sameName(token, "close") || HTTPHeaders.sameName(token, "keep-alive") { continue }
+                    connectionOptions.append(token)
+                }
+                continue
+            }
+            // Framing is decided here, from the body we actually send.
+            if HTTPHeaders.sameName(name, "Content-Length") || HTTPHeaders.sameName(name, "Transfer-Encoding") {
                 continue
             }
             if HTTPHeaders.sameName(name, "Date") { hasDate = true }
@@ -56,8 +68,18 @@ enum HTTPResponseHead {
         case .none:
             break
         }
-        if status != 101 {
-            out.append(contentsOf: keepAlive ? "Connection: keep-alive\r\n".utf8 : "Connection: close\r\n".utf8)
+        // (No array is made for the common case: no option of the application's.)
+        if status != 101 || !connectionOptions.isEmpty {
+            out.append(contentsOf: "Connection: ".utf8)
+            for (i, option) in connectionOptions.enumerated() {
+                if i > 0 { out.append(contentsOf: ", ".utf8) }
+                out.append(contentsOf: option.utf8)
+            }
+            if status != 101 {
+                if !connectionOptions.isEmpty { out.append(contentsOf: ", ".utf8) }
+                out.append(contentsOf: keepAlive ? "keep-alive".utf8 : "close".utf8)
+            }
+            out.append(contentsOf: crlf)
         }
         out.append(contentsOf: crlf)
         return out

@@ -91,10 +91,40 @@ final class HTTPServerConnection {
                 guard !mustPause, !isClosed else { return }
             }
         }
-        reading = transport.reads.subscribe(
-            next: { [self] chunk in self.received(chunk) },
-            error: { [self] _ in self.abort() },
-            completed: { [self] in self.readEnded() })
+        // A TLS connection delivers the plaintext it already holds (the request that came
+        // with the handshake's last bytes) during `subscribe` itself, before `reading`
+        // holds the subscription. Handled there, stopping to read (an upgrade, the
+        // pipelining bound) found no subscription to dispose, and the write of a 101 that
+        // completes at once handed the transport over while this subscription still read
+        // it: the WebSocket's own `reads` failed with EBUSY and the connection was lost
+        // after the 101. So what arrives during `subscribe` is held, and handled once the
+        // subscription is in `reading`, for as long as it still is.
+        var early: [Event<[UInt8]>]? = []
+        let subscription = transport.reads.subscribe(
+            next: { [self] chunk in
+                if early != nil { early!.append(.next(chunk)) } else { self.received(chunk) }
+            },
+            error: { [self] e in
+                if early != nil { early!.append(.error(e)) } else { self.abort() }
+            },
+            completed: { [self] in
+                if early != nil { early!.append(.completed) } else { self.readEnded() }
+            })
+        let held = early ?? []
+        early = nil
+        if isClosed {
+            subscription.dispose()
+            return
+        }
+        reading = subscription
+        for event in held {
+            guard reading === subscription, !isClosed else { break }
+            switch event {
+            case .next(let chunk): received(chunk)
+            case .error: abort()
+            case .completed: readEnded()
+            }
+        }
     }
 
     private func stopReading() {

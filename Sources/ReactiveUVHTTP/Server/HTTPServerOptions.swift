@@ -31,9 +31,10 @@ public struct HTTPServerOptions: Sendable {
     public var bodyBufferBytes = 64 * 1024
 
     /// Starts a graceful shutdown when it sends a value (or completes): the server stops
-    /// listening at once (the `listen` functions over TCP and Unix sockets close the
-    /// listening socket, so new connects are refused; over TLS, or with ``HTTP/serve(_:options:)``,
-    /// a connection accepted from then on is closed at once), closes
+    /// listening at once (the `listen` functions over TCP, Unix sockets and TLS close the
+    /// listening socket, so new connects are refused; with ``HTTP/serve(_:options:)``, or a
+    /// TLS handshake that was under way, a connection delivered from then on is closed at
+    /// once), closes
     /// connections with no request under way, answers the requests in flight (their last
     /// answer with `Connection: close`), and closes what is left after
     /// ``shutdownTimeout``; then it stops listening and the request signal completes.

@@ -117,12 +117,20 @@ final class HTTPClientTests: XCTestCase {
             .first()
         XCTAssertEqual(text, "shared")
         XCTAssertTrue(HTTP.sharedClient(server.loop) === HTTP.sharedClient(server.loop))
+        var strong: HTTPClient? = HTTP.sharedClient(server.loop)
+        weak let shared = strong
+        strong = nil
+        XCTAssertNotNil(shared, "the map keeps it while the loop is open")
         // Stopping the server ends the pooled connection from its side; the check at the
         // end of stop() waits for the client's handle to close too.
         server.stop()
-        // The loop is closed: its shared client goes with it (LeakSanitizer would otherwise
-        // see a client kept for the process's life, through the weak-reference side table).
-        HTTP.forgetSharedClient(of: server.loop)
+        // The loop is closed: its shared client went with it (it was kept for the process's
+        // life, and LeakSanitizer saw it through the weak-reference side table).
+        XCTAssertNil(shared, "the closed loop's shared client is freed")
+        XCTAssertFalse(HTTP.sharedClients.withLock { $0.keys.contains(ObjectIdentifier(server.loop)) })
+        // A closed loop gets a client that is not kept.
+        _ = HTTP.sharedClient(server.loop)
+        XCTAssertFalse(HTTP.sharedClients.withLock { $0.keys.contains(ObjectIdentifier(server.loop)) })
     }
 
     func testBadURLsAndHeadersFailClearly() throws {

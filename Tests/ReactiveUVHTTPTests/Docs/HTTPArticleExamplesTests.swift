@@ -21,14 +21,6 @@ final class HTTPArticleExamplesTests: XCTestCase {
     }
 
     func testTheServerRoutingShutdownAndClientExamples() throws {
-        // Known bug (closing note of session 16): disposing a client's event stream after
-        // its head leaves the connection reading (the lifetime closes it only before the
-        // head), so under LeakSanitizer the connection and its client are reported when the
-        // loop stops. Skipped under AddressSanitizer only until the client closes a
-        // connection whose body is disposed mid-stream; every other lane runs it.
-        if dlsym(nil, "__asan_init") != nil {
-            throw XCTSkip("known leak: a client event stream disposed mid-body keeps its connection (see the closing note)")
-        }
         // The examples run as written, on the `loop` they name: here a loop thread of the
         // test's, so this thread can wait with blocking clients.
         let host = try HTTPTestServer { _ in }

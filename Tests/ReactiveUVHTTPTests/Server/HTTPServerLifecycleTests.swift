@@ -203,6 +203,25 @@ final class HTTPServerLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    func testHEADOverTLSHasTheGETsContentLengthAndNoBody() throws {
+        let certificates = try XCTUnwrap(HTTPTestCertificates(), "openssl made the test CA")
+        defer { certificates.remove() }
+        let server = try HTTPTestServer(listen: { options, loop, onListening in
+            HTTP.listen(port: 0, certificate: certificates.server, key: certificates.serverKey, options: options, on: loop, onListening: onListening)
+        }, handler: HTTPTestApp.handle)
+        let url = "https://localhost:\(server.port)/"
+        // HEAD, then GET on the same connection (`--next` keeps curl's connection pool): a
+        // body after the HEAD's head would be read as the GET's answer.
+        let r = try runProgram(["curl", "-sv", "--cacert", certificates.ca, "-I", url, "--next", "--cacert", certificates.ca, url])
+        XCTAssertEqual(r.status, 0, r.err)
+        let lines = r.out.components(separatedBy: "\r\n")
+        XCTAssertEqual(lines.first, "HTTP/1.1 200 OK", r.out)
+        XCTAssertTrue(lines.contains("Content-Length: 13"), r.out)
+        XCTAssertTrue(r.out.hasSuffix("\r\n\r\nHello, World!"), "the HEAD's head, then the GET's body only: \(r.out)")
+        XCTAssertEqual(r.err.occurrences(of: "Re-using existing connection"), 1, r.err)
+        server.stop()
+    }
+
     func testRoutesMatchMethodAndPathAndCaptureParameters() throws {
         let user = HTTPRoute("GET", "/users/:id/posts/:post")
         let server = try HTTPTestServer { request in

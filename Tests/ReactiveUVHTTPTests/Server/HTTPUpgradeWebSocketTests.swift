@@ -50,6 +50,17 @@ final class HTTPUpgradeWebSocketTests: XCTestCase {
         XCTAssertTrue(refused.ended)
         XCTAssertTrue(refused.text.hasPrefix("HTTP/1.1 426 "), refused.text)
         XCTAssertTrue(refused.text.contains("Sec-WebSocket-Version: 13\r\n"), refused.text)
+        // A request that does not ask for websocket: 426 names the protocol in `Upgrade` and
+        // lists it in one `Connection` field with our `close` (it was two fields).
+        let plain = try RawClient(port: server.port)
+        plain.send("GET /ws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let required = plain.readToEnd()
+        XCTAssertTrue(required.ended)
+        let head = required.text.components(separatedBy: "\r\n\r\n")[0]
+        XCTAssertTrue(head.hasPrefix("HTTP/1.1 426 "), required.text)
+        XCTAssertTrue(head.contains("\r\nUpgrade: websocket"), required.text)
+        XCTAssertEqual(head.lowercased().occurrences(of: "\r\nconnection:"), 1, required.text)
+        XCTAssertTrue(head.contains("\r\nConnection: Upgrade, close"), required.text)
         server.stop()
     }
 }
