@@ -1,0 +1,456 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// The live web view on `--http` (issue 31, `GET /`): the real daemon on temp files, a real
+/// headless Chromium (Debian's `chromium` and `chromium-driver`, driven by Selenium from
+/// PyPI) and, without a browser, Python's `websockets` for the WebSocket protocol.
+final class LogcastWebViewTests: LogcastProcessTestCase {
+    /// Starts logcast and waits for its listener and its HTTP endpoint; the HTTP port.
+    func startWithHTTP(_ arguments: [String]) throws -> (LogcastProcess, Int) {
+        let p = try start(arguments + ["--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--heartbeat", "0"])
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) {
+                return (p, Int(p.output[range].split(separator: ":").last!.dropLast())!)
+            }
+            if !p.process.isRunning { throw HarnessError.exited(p.errors) }
+            usleep(10_000)
+        }
+        throw HarnessError.timedOut("no 'http on' line: \(p.output) \(p.errors)")
+    }
+
+    /// Runs `python3 -c script arguments…` (bounded by `timeout(1)`); its status, standard
+    /// output lines and standard error.
+    func python(_ script: String, _ arguments: [String], timeout: Int = 240) throws -> (status: Int32, lines: [String], errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = [String(timeout), "python3", "-u", "-c", script] + arguments
+        let outPath = dir + "/python.out", errPath = dir + "/python.err"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        try process.run()
+        process.waitUntilExit()
+        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        return (process.terminationStatus, out.split(separator: "\n").map(String.init), err)
+    }
+
+    func line(_ lines: [String], _ prefix: String) -> String? {
+        lines.first { $0.hasPrefix(prefix + " ") }.map { String($0.dropFirst(prefix.count + 1)) }
+    }
+
+    func testHeadlessChromiumSeesNumberedLinesFiltersWithHighlightsPausesAndChoosesAFile() throws {
+        let a = dir + "/app.log", b = dir + "/db.log"
+        for path in [a, b] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let (p, port) = try startWithHTTP([a, b])
+        let artifacts = dir + "/artifacts"
+        try FileManager.default.createDirectory(atPath: artifacts, withIntermediateDirectories: true)
+        let screenshot = artifacts + "/logcast-web-view.png"
+
+        let run = try python(webViewBrowserScript, [String(port), a, b, screenshot])
+        let output = run.lines.joined(separator: "\n") + "\n" + run.errors
+        XCTAssertEqual(run.status, 0, output)
+        // Every numbered line, counted and in order; the page's bound.
+        XCTAssertEqual(line(run.lines, "NUMBERED"), "200 in order", output)
+        XCTAssertEqual(line(run.lines, "BOUND"), "2000 first=bulk-0501 last=bulk-2500", output)
+        // The filter: exactly the matching lines, each with its highlight.
+        let matches = stride(from: 7, through: 97, by: 10).map { String(format: "n-%04d", $0) } + ["n-9997"]
+        XCTAssertEqual(line(run.lines, "FILTERED"), matches.joined(separator: ","), output)
+        XCTAssertEqual(line(run.lines, "MARKS"), matches.joined(separator: ","), output)
+        XCTAssertEqual(line(run.lines, "BADFILTER")?.hasPrefix("invalid regex: "), true, output)
+        XCTAssertEqual(line(run.lines, "OLDFILTER"), "n-0107", "a bad pattern leaves the filter in force: \(output)")
+        // Pause: nothing while paused (after another client saw all 50), then all of them.
+        XCTAssertEqual(line(run.lines, "PAUSED"), "0 shown while another client got 50", output)
+        XCTAssertEqual(line(run.lines, "RESUMED"), "50 in order", output)
+        XCTAssertEqual(line(run.lines, "FILE"), "20 from \(b), none from \(a)", output)
+        XCTAssertEqual(line(run.lines, "CSP"), "no violation", output)
+
+        // The screenshot: a PNG, kept as the test's artifact.
+        let png = FileManager.default.contents(atPath: screenshot) ?? Data()
+        XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG at \(screenshot)")
+        let kept = keepArtifact(screenshot)
+        print("LogcastWebViewTests: screenshot saved at \(kept)")
+
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
+    }
+
+    /// Copies `path` to `.build/test-artifacts/` (the temporary directory is removed).
+    func keepArtifact(_ path: String) -> String {
+        var root = URL(fileURLWithPath: LogcastProcess.binary).deletingLastPathComponent()
+        while root.lastPathComponent != ".build" && root.path != "/" { root = root.deletingLastPathComponent() }
+        let folder = (root.path == "/" ? dir : root.path) + "/test-artifacts"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let target = folder + "/" + URL(fileURLWithPath: path).lastPathComponent
+        try? FileManager.default.removeItem(atPath: target)
+        return (try? FileManager.default.copyItem(atPath: path, toPath: target)) != nil ? target : path
+    }
+
+    func testTheWebSocketProtocolFiltersRefusesABadPatternAndWhatAPageMayNotSend() throws {
+        let a = dir + "/app.log", b = dir + "/db.log"
+        for path in [a, b] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let (p, port) = try startWithHTTP([a, b])
+        let run = try python(webViewProtocolScript, [String(port), a, b, "filter"])
+        let output = run.lines.joined(separator: "\n") + "\n" + run.errors
+        XCTAssertEqual(run.status, 0, output)
+        XCTAssertEqual(line(run.lines, "HELLO"), "\(a),\(b)", output)
+        XCTAssertEqual(line(run.lines, "FILTERED"), "\(a): x-0003,\(a): x-0013,\(b): x-0023", output)
+        XCTAssertEqual(line(run.lines, "BAD")?.hasPrefix("ERR invalid regex: "), true, output)
+        XCTAssertEqual(line(run.lines, "STILL"), "\(a): x-0033", output)
+        XCTAssertEqual(line(run.lines, "LINE"), "ERR LINE is not available to the web view (GREP, PAUSE, RESUME, FILE, STATS, SINCE)", output)
+        XCTAssertEqual(line(run.lines, "NEWLINE"), "ERR one command per message (no line break)", output)
+        XCTAssertEqual(line(run.lines, "INJECTED"), "none", output)
+        XCTAssertEqual(line(run.lines, "ORIGIN"), "403", output)
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
+    }
+
+    func testAPausedViewPastTheQueueLimitLosesLinesCountedOrItsConnection() throws {
+        let a = dir + "/app.log"
+        _ = FileManager.default.createFile(atPath: a, contents: nil)
+        // drop: the lines past the limit are counted in DROPPED; what arrives is in order.
+        let (p, port) = try startWithHTTP([a, "--queue-limit", "4000", "--tick", "0.1"])
+        let run = try python(webViewProtocolScript, [String(port), a, "", "drop"])
+        let output = run.lines.joined(separator: "\n") + "\n" + run.errors
+        XCTAssertEqual(run.status, 0, output)
+        XCTAssertEqual(line(run.lines, "DROP"), "received+dropped=500 dropped>0 in-order first=x-0001", output)
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
+
+        // disconnect: the paused view is closed; a client that keeps up is not.
+        let (q, port2) = try startWithHTTP([a, "--queue-limit", "4000", "--slow-client", "disconnect"])
+        let run2 = try python(webViewProtocolScript, [String(port2), a, "", "disconnect"])
+        let output2 = run2.lines.joined(separator: "\n") + "\n" + run2.errors
+        XCTAssertEqual(run2.status, 0, output2)
+        XCTAssertEqual(line(run2.lines, "DISCONNECTED"), "paused view closed, live client got 500", output2)
+        let deadline = Date().addingTimeInterval(30)
+        while !q.errors.contains("too slow") && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(q.errors.contains("ended: too slow"), "the session ended by the slow-client policy: \(q.errors)")
+        q.signal(SIGTERM)
+        XCTAssertEqual(q.waitForExit(timeout: 30), 0, q.errors)
+    }
+
+    func testWithATokenThePageAndTheWebSocketAskForItAndACookieKeepsIt() throws {
+        let a = dir + "/app.log"
+        _ = FileManager.default.createFile(atPath: a, contents: nil)
+        let tokenFile = dir + "/token"
+        try "s3cret-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let (p, port) = try startWithHTTP([a, "--auth-token-file", tokenFile])
+        let run = try python(webViewProtocolScript, [String(port), a, "s3cret-token", "token"])
+        let output = run.lines.joined(separator: "\n") + "\n" + run.errors
+        XCTAssertEqual(run.status, 0, output)
+        XCTAssertEqual(line(run.lines, "PAGE"), "401 401 303 200", output)
+        XCTAssertEqual(line(run.lines, "WS"), "401 401 hello", output)
+        XCTAssertEqual(line(run.lines, "CSP")?.contains("script-src 'self'"), true, output)
+        XCTAssertFalse(p.output.contains("s3cret-token") || p.errors.contains("s3cret-token"), "the token is never logged")
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
+    }
+}
+
+/// Headless Chromium through Selenium: `PORT FILE_A FILE_B SCREENSHOT`. Prints one line per
+/// check (`NUMBERED …`, `BOUND …`, `FILTERED …`, `MARKS …`, `BADFILTER …`, `OLDFILTER …`,
+/// `PAUSED …`, `RESUMED …`, `FILE …`, `CSP …`) for the test to assert on; every wait is for
+/// a positive marker, bounded.
+let webViewBrowserScript = #"""
+import os, sys, time, json
+# Loopback only: a proxy from the environment must not carry these connections.
+for v in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+    os.environ.pop(v, None)
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
+from websockets.sync.client import connect
+
+port, a, b, shot = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+opts = Options()
+for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900"]:
+    opts.add_argument(arg)
+opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+d.set_page_load_timeout(60)
+
+def wait(cond, what, timeout=90):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise SystemExit("timed out waiting for " + what + "; page: " + d.find_element(By.TAG_NAME, "body").text[-3000:])
+
+def append(path, lines):
+    with open(path, "a") as f:
+        f.write("".join(l + "\n" for l in lines))
+
+def rows():
+    return d.execute_script("return Array.from(document.querySelectorAll('#log .line')).map(function (r) { return [r.children[0].textContent, r.children[1].textContent]; })")
+
+def texts(prefix):
+    return [t for (f, t) in rows() if t.startswith(prefix)]
+
+def clear():
+    d.find_element(By.ID, "clear").click()
+    wait(lambda: len(rows()) == 0, "an empty view")
+
+def state():
+    return d.find_element(By.ID, "status").get_attribute("data-state")
+
+def set_filter(pattern):
+    box = d.find_element(By.ID, "filter")
+    box.clear()
+    box.send_keys(pattern + Keys.ENTER)
+
+try:
+    d.get("http://127.0.0.1:%d/" % port)
+    wait(lambda: state() == "live", "the WebSocket to open")
+    # The tails open off the loop from the files' ends: write until a line shows.
+    for path in (a, b):
+        for k in range(600):
+            append(path, ["sync-%d" % k])
+            end = time.time() + 0.5
+            seen = False
+            while time.time() < end and not seen:
+                seen = ("sync-%d" % k) in texts("sync-")
+                time.sleep(0.02)
+            if seen:
+                break
+        else:
+            raise SystemExit("the tail of %s never started" % path)
+    clear()
+
+    # N numbered lines arrive, counted, in order.
+    expected = ["n-%04d alpha" % i for i in range(1, 201)]
+    append(a, expected)
+    wait(lambda: "n-0200 alpha" in texts("n-"), "n-0200")
+    got = texts("n-")
+    print("NUMBERED", "%d in order" % len(got) if got == expected else "wrong: %r" % got[:20])
+
+    # The page keeps at most 2000 lines.
+    clear()
+    append(a, ["bulk-%04d" % i for i in range(1, 2501)])
+    wait(lambda: d.execute_script("var l = document.querySelector('#log .line:last-child'); return l && l.children[1].textContent === 'bulk-2500';"), "bulk-2500")
+    kept = rows()
+    print("BOUND", "%d first=%s last=%s" % (len(kept), kept[0][1], kept[-1][1]))
+
+    # A filter: only the matches come, each highlighted.
+    clear()
+    set_filter(r"n-\d\d\d7")
+    wait(lambda: d.find_element(By.ID, "filter").get_attribute("data-applied") == r"n-\d\d\d7", "OK GREP")
+    append(a, ["n-%04d beta" % i for i in range(1, 101)] + ["n-9997 end"])
+    wait(lambda: any(t.startswith("n-9997") for (f, t) in rows()), "n-9997")
+    print("FILTERED", ",".join(t.split(" ")[0] for (f, t) in rows()))
+    print("MARKS", ",".join(m.text for m in d.find_elements(By.CSS_SELECTOR, "#log .line mark")))
+
+    # A bad pattern: the server's error shows; the filter in force stays.
+    set_filter("n-(")
+    wait(lambda: d.find_element(By.ID, "error").is_displayed(), "the error")
+    print("BADFILTER", d.find_element(By.ID, "error").text)
+    clear()
+    append(a, ["n-0106 gamma", "n-0107 gamma"])
+    wait(lambda: len(rows()) >= 1, "n-0107")
+    print("OLDFILTER", ",".join(t.split(" ")[0] for (f, t) in rows()))
+    set_filter("")
+    wait(lambda: d.find_element(By.ID, "filter").get_attribute("data-applied") == "", "the filter cleared")
+
+    # Pause: lines written meanwhile are not shown (another client sees all of them), then
+    # resume brings every one, in order.
+    other = connect("ws://127.0.0.1:%d/ws" % port, open_timeout=30)
+    json.loads(other.recv(timeout=30))  # hello
+    d.find_element(By.ID, "pause").click()
+    wait(lambda: state() == "paused", "OK PAUSE")
+    clear()
+    paused_lines = ["p-%04d" % i for i in range(1, 51)]
+    append(a, paused_lines)
+    seen = []
+    while "p-0050" not in seen:
+        m = json.loads(other.recv(timeout=60))
+        if m["t"] == "lines":
+            seen += [t for (f, t) in m["lines"] if t.startswith("p-")]
+    time.sleep(0.3)  # (the marker is above: the other client got all 50; this only widens the window)
+    print("PAUSED", "%d shown while another client got %d" % (len(texts("p-")), len(seen)))
+    d.find_element(By.ID, "pause").click()
+    wait(lambda: "p-0050" in texts("p-"), "p-0050 after resume")
+    got = texts("p-")
+    print("RESUMED", "%d in order" % len(got) if got == paused_lines else "wrong: %r" % got)
+
+    # The file chooser: only the chosen file's lines.
+    Select(d.find_element(By.ID, "file")).select_by_value(b)
+    wait(lambda: d.find_element(By.ID, "file").get_attribute("data-applied") == b, "OK FILE")
+    clear()
+    append(a, ["other-%04d" % i for i in range(1, 21)])
+    seen = []
+    while "other-0020" not in seen:
+        m = json.loads(other.recv(timeout=60))
+        if m["t"] == "lines":
+            seen += [t for (f, t) in m["lines"]]
+    append(b, ["chosen-%04d" % i for i in range(1, 21)])
+    wait(lambda: "chosen-0020" in texts("chosen-"), "chosen-0020")
+    got = rows()
+    from_b = [t for (f, t) in got if f == b and t.startswith("chosen-")]
+    from_a = [t for (f, t) in got if f != b]
+    print("FILE", "%d from %s, %s from %s" % (len(from_b), b, "none" if not from_a else len(from_a), a))
+    other.close()
+
+    d.save_screenshot(shot)
+    logs = d.get_log("browser")
+    csp = [e["message"] for e in logs if "Content Security Policy" in e["message"] or "Content-Security-Policy" in e["message"]]
+    print("CSP", "no violation" if not csp else csp)
+finally:
+    d.quit()
+"""#
+
+/// Python `websockets` against `/ws`: `PORT FILE_A FILE_B|TOKEN MODE`, MODE one of `filter`,
+/// `drop`, `disconnect`, `token`. Prints one line per check.
+let webViewProtocolScript = #"""
+import os, sys, time, json, http.client
+for v in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+    os.environ.pop(v, None)
+from websockets.sync.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+port, a, b, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+url = "ws://127.0.0.1:%d/ws" % port
+
+def append(path, lines):
+    with open(path, "a") as f:
+        f.write("".join(l + "\n" for l in lines))
+
+def messages(ws, timeout=60):
+    while True:
+        yield json.loads(ws.recv(timeout=timeout))
+
+def lines_until(ws, last):
+    got = []
+    for m in messages(ws):
+        if m["t"] == "lines":
+            got += ["%s: %s" % (f, t) for (f, t) in m["lines"]]
+            if any(l.endswith(last) for l in got):
+                return got
+
+def reply(ws, prefix):
+    for m in messages(ws):
+        if m["t"] == "reply" and m["text"].startswith(prefix):
+            return m["text"]
+
+def sync(ws, paths):
+    for path in paths:
+        for k in range(600):
+            append(path, ["sync-%d" % k])
+            try:
+                end = time.time() + 0.5
+                while time.time() < end:
+                    m = json.loads(ws.recv(timeout=0.5))
+                    if m["t"] == "lines" and any(t == "sync-%d" % k for (f, t) in m["lines"]):
+                        raise StopIteration
+            except TimeoutError:
+                pass
+            except StopIteration:
+                break
+        else:
+            raise SystemExit("the tail of %s never started" % path)
+
+if mode == "filter":
+    ws = connect(url, open_timeout=30)
+    hello = json.loads(ws.recv(timeout=30))
+    print("HELLO", ",".join(hello["files"]))
+    sync(ws, [a, b])
+    ws.send(r"GREP x-\d\d\d3")
+    reply(ws, "OK GREP")
+    append(a, ["x-%04d" % i for i in range(1, 20)])
+    append(b, ["x-%04d" % i for i in range(20, 30)])
+    print("FILTERED", ",".join(lines_until(ws, "x-0023")))
+    ws.send("GREP x-(")
+    print("BAD", reply(ws, "ERR"))
+    append(a, ["x-0031", "x-0033"])
+    print("STILL", ",".join(lines_until(ws, "x-0033")))
+    ws.send("LINE %s\tinjected" % a)
+    print("LINE", reply(ws, "ERR"))
+    ws.send("STATS\nLINE %s\tinjected" % a)
+    print("NEWLINE", reply(ws, "ERR"))
+    ws.send("GREP ")
+    reply(ws, "OK GREP")
+    append(a, ["after-injection"])
+    got = lines_until(ws, "after-injection")
+    print("INJECTED", "none" if not any("injected" in l for l in got) else got)
+    ws.close()
+    try:
+        connect(url, open_timeout=30, origin="http://evil.example")
+        print("ORIGIN", "accepted")
+    except InvalidStatus as e:
+        print("ORIGIN", e.response.status_code)
+
+elif mode in ("drop", "disconnect"):
+    live = connect(url, open_timeout=30, max_queue=None)
+    json.loads(live.recv(timeout=30))
+    sync(live, [a])
+    view = connect(url, open_timeout=30)
+    json.loads(view.recv(timeout=30))
+    view.send("PAUSE")
+    reply(view, "OK PAUSE")
+    # In batches, each seen by the live client: several blocks, more than the queue limit.
+    total = 500
+    for start in range(1, total + 1, 50):
+        batch = ["x-%04d %s" % (i, "." * 40) for i in range(start, start + 50)]
+        append(a, batch)
+        lines_until(live, batch[-1].split(" ")[0] + " " + "." * 40)
+    if mode == "disconnect":
+        try:
+            while True:
+                view.recv(timeout=60)
+            print("DISCONNECTED", "no")
+        except ConnectionClosed:
+            print("DISCONNECTED", "paused view closed, live client got %d" % total)
+    else:
+        view.send("RESUME")
+        got, dropped = [], None
+        append(a, ["x-9999 marker"])
+        # DROPPED counts so far (said at the tick): read until the count and the lines add
+        # up, or (bounded) until nothing more comes.
+        try:
+            for m in messages(view, timeout=10):
+                if m["t"] == "lines":
+                    got += [t.split(" ")[0] for (f, t) in m["lines"] if t.startswith("x-")]
+                elif m["t"] == "reply" and m["text"].startswith("DROPPED "):
+                    dropped = int(m["text"].split(" ")[1])
+                if dropped is not None and "x-9999" in got and len(got) - 1 + dropped >= total:
+                    break
+        except TimeoutError:
+            pass
+        numbered = [g for g in got if g != "x-9999"]
+        ok = numbered == sorted(numbered) and len(set(numbered)) == len(numbered)
+        print("DROP", "received+dropped=%d dropped>0 %s first=%s" % (len(numbered) + dropped if dropped else -1, "in-order" if ok else "out-of-order", numbered[0] if numbered else "-"))
+
+elif mode == "token":
+    token = b
+    def get(path, headers={}):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", path, headers=headers)
+        r = c.getresponse()
+        r.read()
+        return r
+    r1 = get("/")
+    r2 = get("/?token=wrong")
+    r3 = get("/?token=" + token)
+    cookie = r3.getheader("Set-Cookie").split(";")[0]
+    r4 = get("/", {"Cookie": cookie})
+    print("PAGE", r1.status, r2.status, r3.status, r4.status)
+    print("CSP", r4.getheader("Content-Security-Policy"))
+    codes = []
+    for headers in ({}, {"Cookie": "logcast_token=00"}):
+        try:
+            connect(url, open_timeout=30, additional_headers=headers)
+            codes.append("accepted")
+        except InvalidStatus as e:
+            codes.append(str(e.response.status_code))
+    ws = connect(url, open_timeout=30, additional_headers={"Cookie": cookie})
+    codes.append(json.loads(ws.recv(timeout=30))["t"])
+    ws.close()
+    print("WS", " ".join(codes))
+"""#
