@@ -143,6 +143,11 @@ final class NatsHub {
                 if !fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload) {
                     self?.holdBack(replay, for: session)
                 }
+                // A web view resumes after a reconnect from the message after the last one
+                // it got (`SEQ n` follows the message's lines: WebViewTransport.swift).
+                if let sequence = message.streamSequence, (session.transport as? WebViewTransport)?.reportsSequences == true {
+                    session.reply("SEQ \(sequence)")
+                }
             },
             error: { [weak self] error in self?.interrupted(replay, for: session, by: error) },
             completed: { [weak self] in self?.interrupted(replay, for: session, by: nil) }))

@@ -1,3 +1,4 @@
+import Glibc
 import ReactiveUV
 import ReactiveUVHTTP
 
@@ -130,6 +131,20 @@ enum WebView {
             _ = request.respond(status: 503, headers: plain, text: "shutting down\n")
             return
         }
+        // With a hub, the view reads through its own replay: from where the page asks
+        // (`?since=`, after a reconnect) or from now.
+        var since: String?
+        if server.since != nil {
+            if let asked = request.queryParameter("since") {
+                guard !asked.isEmpty, asked.count <= 40, asked.allSatisfy({ $0.isASCII && ($0.isNumber || "@.:-TZ".contains($0)) }) else {
+                    _ = request.respond(status: 400, headers: plain, text: "since: a stream sequence, @<epoch seconds> or an ISO time\n")
+                    return
+                }
+                since = asked
+            } else {
+                since = "@" + epochNow()
+            }
+        }
         var options = WebSocketOptions()
         options.maxMessageSize = maxMessageSize
         // A browser that vanished (a laptop closed) is noticed and its client ended.
@@ -142,7 +157,7 @@ enum WebView {
             _ = request.upgrade(headers: headers).subscribe(
                 next: { upgrade in
                     let ws = WebSocketConnection(upgrade: upgrade, role: .server, options: options, compression: compression, subprotocol: subprotocol)
-                    let transport = WebViewTransport(ws: ws, knownFiles: server.config.files)
+                    let transport = WebViewTransport(ws: ws, knownFiles: server.config.files, initialSince: since)
                     // The token was checked above: the view is `token`, as after AUTH.
                     server.accept(transport, identity: token == nil ? nil : (name: "token", how: "web view"))
                     guard let session = server.sessions.values.first(where: { $0.transport === transport }), !session.ended else { return }
@@ -154,6 +169,15 @@ enum WebView {
                 },
                 error: { error in server.logger.debug("web view upgrade failed: \(error)") })
         }
+    }
+
+    /// The wall-clock time, seconds since the epoch with milliseconds (`SINCE @…`).
+    static func epochNow() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let millis = Int(now.tv_nsec) / 1_000_000
+        let fraction = String(millis + 1000).dropFirst()
+        return "\(now.tv_sec).\(fraction)"
     }
 
     /// `bytes` in lowercase hexadecimal (a cookie value needs no quoting).

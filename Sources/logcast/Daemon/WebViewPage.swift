@@ -48,6 +48,9 @@ enum WebViewPage {
       var log, statusEl, countEl, errorEl, droppedEl, filterEl, fileEl, pauseEl;
       var ws = null, retry = 0, paused = false, shown = 0, highlight = null;
       var appliedFilter = "", requestedFilter = null, knownFiles = {};
+      // With a hub (--from): where to resume after a reconnect (the message after the last
+      // SEQ seen, or where this view's replay started).
+      var resumeFrom = null;
 
       function setStatus(state, text) { statusEl.dataset.state = state; statusEl.textContent = text; }
       function showError(text) { errorEl.textContent = text; errorEl.hidden = !text; }
@@ -116,6 +119,14 @@ enum WebViewPage {
           filterEl.dataset.applied = appliedFilter;
           showError("");
           setStatus(paused ? "paused" : "live", (paused ? "paused" : "live") + (appliedFilter ? ", filter " + appliedFilter + (highlight ? "" : " (no highlight: not a JavaScript RegExp)") : ""));
+        } else if (text.indexOf("OK SINCE") === 0) {
+          showError("");
+        } else if (text.indexOf("SEQ ") === 0) {
+          resumeFrom = String(parseInt(text.slice(4), 10) + 1);
+        } else if (text.indexOf("ERR SINCE") === 0) {
+          // The hub could not start this view's replay (NATS not connected yet): again later.
+          showError(text.slice(4));
+          if (ws) ws.close();
         } else if (text.indexOf("ERR ") === 0) {
           showError(text.slice(4));
         } else if (text === "OK PAUSE") {
@@ -135,12 +146,15 @@ enum WebViewPage {
       function handle(message) {
         if (message.t === "lines") addLines(message.lines);
         else if (message.t === "reply") reply(message.text);
-        else if (message.t === "hello") { for (var i = 0; i < message.files.length; i++) addFile(message.files[i]); }
+        else if (message.t === "hello") {
+          for (var i = 0; i < message.files.length; i++) addFile(message.files[i]);
+          if (message.since && resumeFrom === null) resumeFrom = message.since;
+        }
       }
 
       function connect() {
         var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-        ws = new WebSocket(scheme + location.host + "/ws");
+        ws = new WebSocket(scheme + location.host + "/ws" + (resumeFrom !== null ? "?since=" + encodeURIComponent(resumeFrom) : ""));
         ws.onopen = function () {
           retry = 0;
           setStatus(paused ? "paused" : "live", paused ? "paused" : "live");

@@ -17,11 +17,17 @@ import ReactiveUVHTTP
 /// anything else (`LINE`, `SYNC`, `AUTH`…) is refused: a page only reads.
 ///
 /// **What it receives**: JSON text messages.
-/// `{"t":"hello","files":[…]}` first (the files this client may read);
+/// `{"t":"hello","files":[…]}` first (the files this client may read; with a hub also
+/// `"since"`, where its replay starts);
 /// `{"t":"lines","lines":[["<file>","<text>"],…]}` for log lines, in order;
 /// `{"t":"reply","text":"OK GREP …"}` for every other line the session says (`OK …`,
 /// `ERR <reason>` such as Hyperscan's error for a bad pattern, `DROPPED <n>`, `STATS …`,
-/// `HEARTBEAT …`, `BYE …`).
+/// `HEARTBEAT …`, `BYE …`, and with a hub `SEQ <n>` after the lines of stream message n).
+///
+/// **With a hub** (`--from`) the view always reads through its own replay (`SINCE`, from
+/// the page's `?since=` or from the time it connected), so every line it gets is followed
+/// by its message's `SEQ`; a page that reconnects (logcast restarted) asks `?since=<n+1>`
+/// and misses nothing stored meanwhile.
 ///
 /// **Pause keeps the place.** A TCP client's `PAUSE` skips lines; the web view's pause
 /// holds the fan-out's write in flight instead (the replies in it are sent at once, its
@@ -46,13 +52,20 @@ final class WebViewTransport: ClientTransport {
     private var closed = false
 
     /// Words that start a session's reply rather than a log line.
-    static let replyWords: Set<Substring> = ["OK", "ERR", "STATS", "HEARTBEAT", "DROPPED", "BYE", "HELP"]
+    static let replyWords: Set<Substring> = ["OK", "ERR", "STATS", "HEARTBEAT", "DROPPED", "BYE", "HELP", "SEQ"]
+    /// With a hub (`--from`): the `SINCE` this client starts with (the page's `?since=`, or
+    /// the time it connected), sent to the session before anything the page sends.
+    let initialSince: String?
+    /// A hub follows each replayed message's lines with `SEQ <stream sequence>` for this
+    /// client (NatsHub.swift), so the page can resume after a reconnect with `SINCE n+1`.
+    var reportsSequences: Bool { initialSince != nil }
     /// Commands the page may send to the session.
     static let forwarded: Set<String> = ["GREP", "STATS", "SINCE", "HELP"]
 
-    init(ws: WebSocketConnection, knownFiles: [String]) {
+    init(ws: WebSocketConnection, knownFiles: [String], initialSince: String? = nil) {
         self.ws = ws
         self.knownFiles = knownFiles.sorted { $0.utf8.count > $1.utf8.count }
+        self.initialSince = initialSince
     }
 
     var description: String { "web view \(ws.transport)" }
@@ -61,8 +74,12 @@ final class WebViewTransport: ClientTransport {
 
     var reads: Signal<[UInt8]> {
         let ws = self.ws
+        let since = initialSince
         return Signal<[UInt8]>.create { [weak self] subscriber in
-            ws.messages.subscribe(
+            // Before the page's own commands: the session leaves the shared feed for its
+            // own replay before a shared line reaches it.
+            if let since { subscriber.sendNext(Array("SINCE \(since)\n".utf8)) }
+            return ws.messages.subscribe(
                 next: { message in
                     guard let self else { return }
                     switch message {
@@ -155,7 +172,8 @@ final class WebViewTransport: ClientTransport {
                 flushRun()
                 let message = #"{"t":"reply","text":""# + MetricsEndpoint.jsonEscape(line) + "\"}"
                 messages.append(message)
-                replies.insert(message)
+                // A `SEQ` says the lines before it arrived: while paused it waits with them.
+                if !line.hasPrefix("SEQ ") { replies.insert(message) }
             }
         }
         flushRun()
@@ -177,7 +195,8 @@ final class WebViewTransport: ClientTransport {
     /// The first message: the files the page may choose from.
     func hello(files: [String]) {
         let list = files.map { "\"\(MetricsEndpoint.jsonEscape($0))\"" }.joined(separator: ",")
-        sendLocal(message: #"{"t":"hello","files":["# + list + "]}")
+        let since = initialSince.map { #","since":""# + MetricsEndpoint.jsonEscape($0) + "\"" } ?? ""
+        sendLocal(message: #"{"t":"hello","files":["# + list + "]" + since + "}")
     }
 
     private func sendLocal(reply text: String) {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ReactiveUVNATSTestKit
 import XCTest
 
 /// The live web view on `--http` (issue 31, `GET /`): the real daemon on temp files, a real
@@ -150,6 +151,145 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
     }
 }
+
+/// A hub's web view across a restart: headless Chromium keeps its page while logcast (edge
+/// and hub in one process, on a real nats-server) is stopped with SIGTERM and started again
+/// on the same HTTP port; the page reconnects with `SINCE` and gets every line written
+/// meanwhile, once each, in order.
+final class LogcastWebViewHubTests: LogcastProcessTestCase {
+    var servers: NATSTestServers?
+
+    override func tearDown() {
+        servers?.stopAll()
+        servers = nil
+        super.tearDown()
+    }
+
+    func testAHubsPageReconnectsAfterARestartAndResumesWithSinceLosingNoLine() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = dir + "/app.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let port = freeLoopbackPort()
+        let arguments = [log, "--publish", servers.urls[0], "--from", servers.urls[0], "--stream", "LOGS", "--subject", "logs.test",
+                         "--state-dir", dir + "/state", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:\(port)", "--heartbeat", "0"]
+        let first = try start(arguments)
+        XCTAssertTrue(first.waitForOutput("http on 127.0.0.1:\(port)"), first.output + first.errors)
+        let argumentsJSON = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = ["300", "python3", "-u", "-c", webViewHubScript, String(port), log,
+                             String(first.process.processIdentifier), LogcastProcess.binary, argumentsJSON, dir]
+        let outPath = dir + "/python.out"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: outPath)
+        try process.run()
+        process.waitUntilExit()
+        let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        XCTAssertEqual(process.terminationStatus, 0, output + "\nsecond logcast: " + ((try? String(contentsOfFile: dir + "/second.err", encoding: .utf8)) ?? ""))
+        XCTAssertEqual(first.waitForExit(timeout: 30), 0, "the first logcast ended by SIGTERM: \(first.errors)")
+        let lines = output.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains("BEFORE 100 in order"), output)
+        XCTAssertTrue(lines.contains("AFTER 200 in order, each once"), output)
+        XCTAssertTrue(lines.contains("LIVE 210 in order, each once"), output)
+        XCTAssertTrue(lines.contains("SECOND exited 0"), output)
+    }
+}
+
+/// `PORT LOG PID LOGCAST ARGUMENTS_JSON DIR`: the page, 100 lines, SIGTERM to PID, 100 lines
+/// written while logcast is down, LOGCAST ARGUMENTS started again (stopped at the end), the
+/// page's lines checked (`BEFORE`, `AFTER`, `LIVE`, `SECOND exited 0`).
+let webViewHubScript = #"""
+import os, sys, time, json, signal, subprocess
+for v in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+    os.environ.pop(v, None)
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+port, log, pid, binary, arguments, workdir = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], json.loads(sys.argv[5]), sys.argv[6]
+opts = Options()
+for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900"]:
+    opts.add_argument(arg)
+d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+d.set_page_load_timeout(60)
+second = None
+
+def wait(cond, what, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise SystemExit("timed out waiting for " + what + "; page: " + d.find_element(By.TAG_NAME, "body").text[-3000:])
+
+def append(lines):
+    with open(log, "a") as f:
+        f.write("".join(l + "\n" for l in lines))
+
+def texts(prefix):
+    return [t for t in d.execute_script("return Array.from(document.querySelectorAll('#log .line .text')).map(function (e) { return e.textContent; })") if t.startswith(prefix)]
+
+def state():
+    return d.find_element(By.ID, "status").get_attribute("data-state")
+
+def exited(p):
+    try:
+        with open("/proc/%d/stat" % p) as f:
+            return f.read().split(")")[-1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+def check(label, count):
+    got = texts("h-")
+    want = ["h-%04d" % i for i in range(1, count + 1)]
+    print(label, "%d in order%s" % (len(got), ", each once" if label != "BEFORE" else "") if got == want else "wrong: %d %r" % (len(got), [g for g in got if got.count(g) > 1][:10] or got[-10:]))
+
+try:
+    d.get("http://127.0.0.1:%d/" % port)
+    wait(lambda: state() == "live", "the WebSocket to open")
+    for k in range(600):
+        append(["sync-%d" % k])
+        end = time.time() + 0.5
+        seen = False
+        while time.time() < end and not seen:
+            seen = ("sync-%d" % k) in texts("sync-")
+            time.sleep(0.02)
+        if seen:
+            break
+    else:
+        raise SystemExit("no line reached the page through the stream")
+    append(["h-%04d" % i for i in range(1, 101)])
+    wait(lambda: "h-0100" in texts("h-"), "h-0100")
+    check("BEFORE", 100)
+
+    # logcast stops: the page sees its WebSocket close.
+    os.kill(pid, signal.SIGTERM)
+    wait(lambda: state() == "disconnected", "the page to see logcast gone")
+    wait(lambda: exited(pid), "the first logcast to exit")
+    append(["h-%04d" % i for i in range(101, 201)])
+    second = subprocess.Popen([binary] + arguments, stdout=open(workdir + "/second.out", "w"), stderr=open(workdir + "/second.err", "w"))
+    wait(lambda: "h-0200" in texts("h-"), "h-0200 after the restart")
+    time.sleep(0.5)  # (h-0200 is the marker; this only widens the window for a duplicate)
+    check("AFTER", 200)
+    append(["h-%04d" % i for i in range(201, 211)])
+    wait(lambda: "h-0210" in texts("h-"), "h-0210")
+    check("LIVE", 210)
+    d.save_screenshot(workdir + "/hub-web-view.png")
+finally:
+    d.quit()
+    if second is not None:
+        second.send_signal(signal.SIGTERM)
+        try:
+            print("SECOND exited", second.wait(timeout=30))
+        except subprocess.TimeoutExpired:
+            second.kill()
+            print("SECOND killed")
+"""#
 
 /// Headless Chromium through Selenium: `PORT FILE_A FILE_B SCREENSHOT`. Prints one line per
 /// check (`NUMBERED …`, `BOUND …`, `FILTERED …`, `MARKS …`, `BADFILTER …`, `OLDFILTER …`,
