@@ -135,16 +135,20 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
     }
 
     func testWithATokenThePageAndTheWebSocketAskForItAndACookieKeepsIt() throws {
-        let a = dir + "/app.log"
-        _ = FileManager.default.createFile(atPath: a, contents: nil)
-        let tokenFile = dir + "/token"
+        let a = dir + "/app.log", b = dir + "/secret.log"
+        for path in [a, b] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let tokenFile = dir + "/token", accessFile = dir + "/access"
         try "s3cret-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        let (p, port) = try startWithHTTP([a, "--auth-token-file", tokenFile])
+        // The view is `token`: it may read app.log only.
+        try "token: \(a)\n".write(toFile: accessFile, atomically: true, encoding: .utf8)
+        let (p, port) = try startWithHTTP([a, b, "--auth-token-file", tokenFile, "--access-file", accessFile])
         let run = try python(webViewProtocolScript, [String(port), a, "s3cret-token", "token"])
         let output = run.lines.joined(separator: "\n") + "\n" + run.errors
         XCTAssertEqual(run.status, 0, output)
         XCTAssertEqual(line(run.lines, "PAGE"), "401 401 303 200", output)
         XCTAssertEqual(line(run.lines, "WS"), "401 401 hello", output)
+        XCTAssertEqual(line(run.lines, "FILES"), a, "the chooser offers only what the token may read: \(output)")
+        XCTAssertEqual(line(run.lines, "READ"), "\(a): visible-2", "a line of secret.log never reaches the view: \(output)")
         XCTAssertEqual(line(run.lines, "CSP")?.contains("script-src 'self'"), true, output)
         XCTAssertFalse(p.output.contains("s3cret-token") || p.errors.contains("s3cret-token"), "the token is never logged")
         p.signal(SIGTERM)
@@ -590,7 +594,32 @@ elif mode == "token":
         except InvalidStatus as e:
             codes.append(str(e.response.status_code))
     ws = connect(url, open_timeout=30, additional_headers={"Cookie": cookie})
-    codes.append(json.loads(ws.recv(timeout=30))["t"])
-    ws.close()
+    hello = json.loads(ws.recv(timeout=30))
+    codes.append(hello["t"])
     print("WS", " ".join(codes))
+    print("FILES", ",".join(hello["files"]))
+    sync(ws, [a])
+    secret = a.rsplit("/", 1)[0] + "/secret.log"
+    append(a, ["visible-1"])
+    lines_until(ws, "visible-1")
+    # The marker that hidden-1 reached the fan-out: /metrics counts it read (the tail of
+    # secret.log may start late: written again until counted). visible-2, written after,
+    # then comes after it in the stream, so the view's lines up to visible-2 say whether
+    # hidden-1 came.
+    counted = False
+    for k in range(300):
+        append(secret, ["hidden-%d" % k])
+        end = time.time() + 1
+        while time.time() < end and not counted:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/metrics", headers={"Authorization": "Bearer " + token})
+            body = c.getresponse().read().decode()
+            counted = any(l.startswith('logcast_file_lines_read_total{file="%s"}' % secret) and float(l.split(" ")[-1]) >= 1 for l in body.splitlines())
+            time.sleep(0.05)
+        if counted:
+            break
+    append(a, ["visible-2"])
+    got = ",".join(l for l in lines_until(ws, "visible-2") if "visible-1" not in l)
+    print("READ", got if counted else "secret.log was never read")
+    ws.close()
 """#
