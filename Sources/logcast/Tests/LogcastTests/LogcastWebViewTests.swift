@@ -113,11 +113,15 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         let a = dir + "/app.log"
         _ = FileManager.default.createFile(atPath: a, contents: nil)
         // drop: the lines past the limit are counted in DROPPED; what arrives is in order.
-        let (p, port) = try startWithHTTP([a, "--queue-limit", "4000", "--tick", "0.1"])
+        // The tick (drop reports) comes after the paused phase: a `DROPPED` reply queued
+        // while a client is a whisker under the limit ends it as "not reading its replies"
+        // (the fan-out's rule for every client), which is not what this test is about.
+        let (p, port) = try startWithHTTP([a, "--queue-limit", "4000", "--tick", "15"])
         let run = try python(webViewProtocolScript, [String(port), a, "", "drop"])
         let output = run.lines.joined(separator: "\n") + "\n" + run.errors
         XCTAssertEqual(run.status, 0, output)
         XCTAssertEqual(line(run.lines, "DROP"), "received+dropped=500 dropped>0 in-order first=x-0001", output)
+        XCTAssertEqual(line(run.lines, "REPORTED"), "DROPPED equals logcast_lines_dropped_total", output)
         p.signal(SIGTERM)
         XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
 
@@ -553,20 +557,27 @@ elif mode in ("drop", "disconnect"):
             print("DISCONNECTED", "paused view closed, live client got %d" % total)
     else:
         view.send("RESUME")
-        got, dropped = [], None
+        got, reported = [], None
         append(a, ["x-9999 marker"])
-        # DROPPED counts so far (said at the tick): read until the count and the lines add
-        # up, or (bounded) until nothing more comes.
-        try:
-            for m in messages(view, timeout=10):
-                if m["t"] == "lines":
-                    got += [t.split(" ")[0] for (f, t) in m["lines"] if t.startswith("x-")]
-                elif m["t"] == "reply" and m["text"].startswith("DROPPED "):
-                    dropped = int(m["text"].split(" ")[1])
-                if dropped is not None and "x-9999" in got and len(got) - 1 + dropped >= total:
-                    break
-        except TimeoutError:
-            pass
+        for m in messages(view):
+            if m["t"] == "lines":
+                got += [t.split(" ")[0] for (f, t) in m["lines"] if t.startswith("x-")]
+            elif m["t"] == "reply" and m["text"].startswith("DROPPED "):
+                reported = int(m["text"].split(" ")[1])
+            if "x-9999" in got:
+                break
+        # Only the paused view drops (the live client reads everything): the daemon's count.
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", "/metrics")
+        body = c.getresponse().read().decode()
+        dropped = int(float([l for l in body.splitlines() if l.startswith("logcast_lines_dropped_total ")][0].split(" ")[1]))
+        # The view is told at the next tick (DROPPED <lines lost so far>; an earlier report
+        # may have said fewer).
+        while reported != dropped:
+            m = json.loads(view.recv(timeout=60))
+            if m["t"] == "reply" and m["text"].startswith("DROPPED "):
+                reported = int(m["text"].split(" ")[1])
+        print("REPORTED", "DROPPED equals logcast_lines_dropped_total" if reported == dropped else "DROPPED %d, metrics %d" % (reported, dropped))
         numbered = [g for g in got if g != "x-9999"]
         ok = numbered == sorted(numbered) and len(set(numbered)) == len(numbered)
         print("DROP", "received+dropped=%d dropped>0 %s first=%s" % (len(numbered) + dropped if dropped else -1, "in-order" if ok else "out-of-order", numbered[0] if numbered else "-"))
