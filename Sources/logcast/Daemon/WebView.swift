@@ -157,7 +157,7 @@ enum WebView {
             _ = request.upgrade(headers: headers).subscribe(
                 next: { upgrade in
                     let ws = WebSocketConnection(upgrade: upgrade, role: .server, options: options, compression: compression, subprotocol: subprotocol)
-                    let transport = WebViewTransport(ws: ws, knownFiles: server.config.files, initialSince: since)
+                    let transport = WebViewTransport(ws: ws, knownFiles: server.config.files, initialSince: since, logger: server.logger)
                     // The token was checked above: the view is `token`, as after AUTH.
                     server.accept(transport, identity: token == nil ? nil : (name: "token", how: "web view"))
                     guard let session = server.sessions.values.first(where: { $0.transport === transport }), !session.ended else { return }

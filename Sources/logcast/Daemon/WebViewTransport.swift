@@ -1,3 +1,4 @@
+import Logging
 import ReactiveUV
 import ReactiveUVHTTP
 
@@ -47,8 +48,12 @@ final class WebViewTransport: ClientTransport {
     private(set) var paused = false
     /// The write held while paused: its messages, and its subscriber to complete on resume.
     private var held: (messages: [String], subscriber: Subscriber<Void>)?
-    /// Messages this transport sends on its own (local replies), kept until flushed.
-    private let sending = CompoundDisposable()
+    /// Replies this transport sends on its own (to `PAUSE`, `FILE`, a refused command) not
+    /// yet flushed. They bypass the fan-out's queue, so they get a bound of their own: a
+    /// page that sends commands and never reads the answers is closed past
+    /// ``maxLocalRepliesInFlight``, as a TCP client is past `--queue-limit`.
+    private var localRepliesInFlight = 0
+    static let maxLocalRepliesInFlight = 256
     private var closed = false
 
     /// Words that start a session's reply rather than a log line.
@@ -62,8 +67,12 @@ final class WebViewTransport: ClientTransport {
     /// Commands the page may send to the session.
     static let forwarded: Set<String> = ["GREP", "STATS", "SINCE", "HELP"]
 
-    init(ws: WebSocketConnection, knownFiles: [String], initialSince: String? = nil) {
+    /// Where a page closed for not reading is said.
+    let logger: Logger?
+
+    init(ws: WebSocketConnection, knownFiles: [String], initialSince: String? = nil, logger: Logger? = nil) {
         self.ws = ws
+        self.logger = logger
         self.knownFiles = knownFiles.sorted { $0.utf8.count > $1.utf8.count }
         self.initialSince = initialSince
     }
@@ -148,7 +157,7 @@ final class WebViewTransport: ClientTransport {
     private func release() {
         guard let (messages, subscriber) = held else { return }
         held = nil
-        sending += ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) }))
+        _ = ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) }))
             .subscribe(error: { subscriber.sendError($0) }, completed: { subscriber.sendCompleted() })
     }
 
@@ -205,8 +214,17 @@ final class WebViewTransport: ClientTransport {
 
     private func sendLocal(message: String) {
         guard !closed else { return }
-        // A failed send means the WebSocket ended: the session learns it from `reads`.
-        sending += ws.send(text: message).subscribe(error: { _ in })
+        guard localRepliesInFlight < Self.maxLocalRepliesInFlight else {
+            // The session learns it from `reads`, which the close ends.
+            logger?.warning("client \(self) not reading its replies: \(localRepliesInFlight) unsent; closing")
+            close(code: 1008, reason: "not reading its replies")
+            return
+        }
+        localRepliesInFlight += 1
+        // A failed send means the WebSocket ended: the session learns it from `reads` too.
+        _ = ws.send(text: message).subscribe(
+            error: { [weak self] _ in self?.localRepliesInFlight -= 1 },
+            completed: { [weak self] in self?.localRepliesInFlight -= 1 })
     }
 
     // MARK: Ending
@@ -219,16 +237,18 @@ final class WebViewTransport: ClientTransport {
         }
     }
 
-    func close() {
+    func close() { close(code: 1000, reason: "") }
+
+    /// Closes with `code` and `reason` in the close frame (the page shows the code).
+    private func close(code: UInt16, reason: String) {
         guard !closed else { return }
         closed = true
         if let held {
             self.held = nil
             held.subscriber.sendError(WebSocketError.closed)
         }
-        ws.close(code: 1000, reason: "")
         // Bounded as the close handshake is (WebSocketOptions.closeTimeout); the transport
-        // goes with it. Our own sends are no longer needed.
-        sending.dispose()
+        // goes with it.
+        ws.close(code: code, reason: reason)
     }
 }

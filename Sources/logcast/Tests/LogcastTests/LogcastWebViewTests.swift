@@ -105,6 +105,10 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         XCTAssertEqual(line(run.lines, "NEWLINE"), "ERR one command per message (no line break)", output)
         XCTAssertEqual(line(run.lines, "INJECTED"), "none", output)
         XCTAssertEqual(line(run.lines, "ORIGIN"), "403", output)
+        XCTAssertEqual(line(run.lines, "FLOOD")?.hasPrefix("closed"), true, output)
+        XCTAssertTrue(p.errors.contains("not reading its replies: 256 unsent; closing"), p.errors)
+        XCTAssertEqual(line(run.lines, "AFTER"), "hello", "logcast serves on: \(output)")
+        XCTAssertTrue(p.errors.contains("ended: client closed"), p.errors)
         p.signal(SIGTERM)
         XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
     }
@@ -533,6 +537,20 @@ if mode == "filter":
         print("ORIGIN", "accepted")
     except InvalidStatus as e:
         print("ORIGIN", e.response.status_code)
+    # A page that sends commands and never reads the answers is closed, not buffered for.
+    flood = connect(url, open_timeout=30, max_queue=1, compression=None)
+    sent = 0
+    try:
+        while sent < 2000000:
+            flood.send("FILE " + "f" * 8000)
+            sent += 1
+        print("FLOOD", "never closed")
+    except ConnectionClosed as e:
+        print("FLOOD", "closed", e.rcvd.code if e.rcvd else None, e.rcvd.reason if e.rcvd else None)
+        print("FLOODED", sent)
+    ok = connect(url, open_timeout=30)
+    print("AFTER", json.loads(ok.recv(timeout=30))["t"])
+    ok.close()
 
 elif mode in ("drop", "disconnect"):
     live = connect(url, open_timeout=30, max_queue=None)
