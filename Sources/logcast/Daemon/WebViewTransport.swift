@@ -165,6 +165,11 @@ final class WebViewTransport: ClientTransport {
     /// Runs of log lines become one `lines` message; lines of other files than the chosen
     /// one are left out.
     func frames(_ bytes: [UInt8]) -> (messages: [String], replies: Set<String>) {
+        Self.frames(bytes, knownFiles: knownFiles, chosenFile: chosenFile)
+    }
+
+    /// ``frames(_:)`` for the given known files (longest first) and chosen file.
+    static func frames(_ bytes: [UInt8], knownFiles: [String], chosenFile: String?) -> (messages: [String], replies: Set<String>) {
         var messages: [String] = []
         var replies: Set<String> = []
         var run: [String] = []
@@ -174,7 +179,7 @@ final class WebViewTransport: ClientTransport {
             run = []
         }
         LogcastServer.forEachLine(bytes) { line in
-            if let (file, text) = split(line) {
+            if let (file, text) = split(line, knownFiles: knownFiles) {
                 if let chosenFile, chosenFile != file { return }
                 run.append("[\"\(MetricsEndpoint.jsonEscape(file))\",\"\(MetricsEndpoint.jsonEscape(text))\"]")
             } else {
@@ -189,8 +194,8 @@ final class WebViewTransport: ClientTransport {
         return (messages, replies)
     }
 
-    /// A log line's file and text; `nil` for a reply.
-    func split(_ line: String) -> (String, String)? {
+    /// A log line's file and text; `nil` for a reply. `knownFiles` longest first.
+    static func split(_ line: String, knownFiles: [String]) -> (String, String)? {
         for file in knownFiles where line.hasPrefix(file) {
             let rest = line.dropFirst(file.count)
             if rest.hasPrefix(": ") { return (file, String(rest.dropFirst(2))) }
