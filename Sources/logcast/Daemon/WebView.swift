@@ -60,11 +60,22 @@ enum WebView {
         return true
     }
 
+    /// Answers `200` with `text` as `type`, with the ``commonHeaders``.
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - type: the `Content-Type`.
+    ///   - text: the body.
+    ///   - extra: more header fields.
     static func respond(_ request: HTTPRequest, _ type: String, _ text: String, extra: [(String, String)] = []) {
         _ = request.respond(headers: HTTPHeaders(commonHeaders + [("Content-Type", type)] + extra), text: text)
     }
 
-    /// `/`: the page, after the token check.
+    /// `/`: the page, after the token check; `?token=` sets the cookie and redirects.
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - server: the daemon (its token).
     static func page(_ request: HTTPRequest, server: LogcastServer) {
         guard let token = server.security.token else {
             respond(request, "text/html; charset=utf-8", WebViewPage.html)
@@ -88,12 +99,22 @@ enum WebView {
         respond(request, "text/html; charset=utf-8", WebViewPage.html)
     }
 
+    /// Answers `401` saying `why` (never the token).
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - why: what is missing.
     static func refuse(_ request: HTTPRequest, _ why: String) {
         _ = request.respond(status: 401, headers: HTTPHeaders(commonHeaders + [("Content-Type", "text/plain; charset=utf-8")]),
                             text: "authorization required: \(why)\n")
     }
 
-    /// Whether the request carries the token: the cookie, or `?token=`.
+    /// Whether the request carries the token: the cookie, or `?token=` (constant time).
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - token: the token from `--auth-token-file`.
+    /// - Returns: whether the cookie or the query parameter holds it.
     static func authorized(_ request: HTTPRequest, token: [UInt8]) -> Bool {
         if let given = request.queryParameter("token") { return ClientAuth.constantTimeEquals(Array(given.utf8), token) }
         let expected = Array(hex(token).utf8)
@@ -108,6 +129,9 @@ enum WebView {
     }
 
     /// Whether a browser's `Origin` (absent for non-browser clients) is this server.
+    ///
+    /// - Parameter request: the WebSocket upgrade request.
+    /// - Returns: `true` without an `Origin`, or when it names the `Host` asked for.
     static func sameOrigin(_ request: HTTPRequest) -> Bool {
         let origins = request.headers.values("Origin")
         guard let origin = origins.first else { return true }
@@ -115,7 +139,12 @@ enum WebView {
         return origin == "http://\(host)" || origin == "https://\(host)"
     }
 
-    /// `/ws`: checks, handshake, then a client of the daemon.
+    /// `/ws`: the origin and token checks, the handshake, then a client of the daemon
+    /// (``LogcastServer/accept(_:identity:)``) greeted with the files it may choose from.
+    ///
+    /// - Parameters:
+    ///   - request: the upgrade request.
+    ///   - server: the daemon.
     static func openWebSocket(_ request: HTTPRequest, server: LogcastServer) {
         let plain = HTTPHeaders(commonHeaders + [("Content-Type", "text/plain; charset=utf-8")])
         guard sameOrigin(request) else {
@@ -172,6 +201,8 @@ enum WebView {
     }
 
     /// The wall-clock time, seconds since the epoch with milliseconds (`SINCE @…`).
+    ///
+    /// - Returns: e.g. `1764293000.123`.
     static func epochNow() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
@@ -181,6 +212,9 @@ enum WebView {
     }
 
     /// `bytes` in lowercase hexadecimal (a cookie value needs no quoting).
+    ///
+    /// - Parameter bytes: the bytes.
+    /// - Returns: two digits per byte.
     static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -77,10 +77,13 @@ final class WebViewTransport: ClientTransport {
         self.initialSince = initialSince
     }
 
+    /// `web view 127.0.0.1:51234`, as the log names clients.
     var description: String { "web view \(ws.transport)" }
 
     // MARK: Commands in
 
+    /// The page's commands for the session, one per line (after the hub's `SINCE`, if
+    /// any); completes however the WebSocket ends.
     var reads: Signal<[UInt8]> {
         let ws = self.ws
         let since = initialSince
@@ -104,6 +107,10 @@ final class WebViewTransport: ClientTransport {
     }
 
     /// Handles one message from the page; returns the command for the session, if any.
+    ///
+    /// - Parameter text: the message.
+    /// - Returns: the text to hand to the session (`GREP`, `STATS`, `SINCE`, `HELP`), or
+    ///   `nil` when handled here (`PAUSE`, `RESUME`, `FILE`, a refusal).
     func command(_ text: String) -> String? {
         if text.contains(where: { $0 == "\n" || $0 == "\r" }) {
             sendLocal(reply: "ERR one command per message (no line break)")
@@ -135,6 +142,11 @@ final class WebViewTransport: ClientTransport {
 
     // MARK: Lines out
 
+    /// Sends `bytes` (whole lines from the fan-out) as JSON frames; completes once they are
+    /// flushed, or, while paused, once `RESUME` has sent them.
+    ///
+    /// - Parameter bytes: lines and replies, each ending in `\n`.
+    /// - Returns: a signal that completes when the fan-out may write again.
     func write(_ bytes: [UInt8]) -> Signal<Void> {
         let (messages, replies) = frames(bytes)
         return Signal<Void>.create { [weak self] subscriber in
@@ -164,6 +176,9 @@ final class WebViewTransport: ClientTransport {
     /// The JSON messages for `bytes` (whole lines), in order, and which of them are replies.
     /// Runs of log lines become one `lines` message; lines of other files than the chosen
     /// one are left out.
+    ///
+    /// - Parameter bytes: whole lines.
+    /// - Returns: the messages, and the subset that are replies (sent at once while paused).
     func frames(_ bytes: [UInt8]) -> (messages: [String], replies: Set<String>) {
         Self.frames(bytes, knownFiles: knownFiles, chosenFile: chosenFile)
     }
@@ -206,7 +221,9 @@ final class WebViewTransport: ClientTransport {
         return (String(line[..<range.lowerBound]), String(line[range.upperBound...]))
     }
 
-    /// The first message: the files the page may choose from.
+    /// The first message: the files the page may choose from (and a hub's start).
+    ///
+    /// - Parameter files: the files this client may read.
     func hello(files: [String]) {
         let list = files.map { "\"\(MetricsEndpoint.jsonEscape($0))\"" }.joined(separator: ",")
         let since = initialSince.map { #","since":""# + MetricsEndpoint.jsonEscape($0) + "\"" } ?? ""
@@ -234,6 +251,10 @@ final class WebViewTransport: ClientTransport {
 
     // MARK: Ending
 
+    /// Closes the WebSocket with 1001 and completes once it has ended (bounded by its
+    /// close timeout).
+    ///
+    /// - Returns: a signal that completes when the connection is closed.
     func shutdown() -> Signal<Void> {
         let ws = self.ws
         return Signal<Void>.create { subscriber in
@@ -242,6 +263,7 @@ final class WebViewTransport: ClientTransport {
         }
     }
 
+    /// Closes at once (a held write fails); idempotent.
     func close() { close(code: 1000, reason: "") }
 
     /// Closes with `code` and `reason` in the close frame (the page shows the code).
