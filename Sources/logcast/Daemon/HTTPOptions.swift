@@ -30,7 +30,7 @@ struct HTTPOptions: ParsableArguments {
         if !SecurityOptions.isLoopback(address.host) && security.authTokenFile == nil && !security.allowUnauthenticated {
             Output.err("""
                 logcast: error: --http \(address.host) is not a loopback address and no --auth-token-file is configured: \
-                anyone who reaches the port would read the metrics (file paths, client counts). Use --auth-token-file, \
+                anyone who reaches the port would read the metrics (file paths, client counts) and every log line in the web view. Use --auth-token-file, \
                 serve --http on 127.0.0.1, or pass --allow-unauthenticated.
 
                 """)
