@@ -176,6 +176,7 @@ final class MetricsEndpoint: @unchecked Sendable {
             out.add("logcast_nats_hub_messages_total", "counter", "Messages the hub received from the stream.", Double(hub.messages))
         }
         out.add("logcast_ready", "gauge", "1 when /readyz answers 200.", notReady().isEmpty ? 1 : 0)
+        server.alerts?.addMetrics(to: &out)
         ProcessMetrics.add(to: &out)
         return out.text
     }
@@ -210,6 +211,8 @@ final class MetricsEndpoint: @unchecked Sendable {
         "replay_waits": ("logcast_nats_hub_replay_waits_total", "counter", "Times a replay waited for its client."),
         "replay_restarts": ("logcast_nats_hub_replay_restarts_total", "counter", "Times a replay's consumer was let go after a long wait."),
         "replay_retries": ("logcast_nats_hub_replay_retries_total", "counter", "Times a failed replay consumer was made again."),
+        "alerts_sent": ("logcast_alerts_sent_total", "counter", "Alert events acknowledged by their receivers, every alert together."),
+        "alerts_dropped": ("logcast_alerts_dropped_total", "counter", "Alert events dropped, every alert and reason together."),
     ]
 
     /// A client's class, from its identity.

@@ -42,6 +42,8 @@ final class LineFanOut {
     let disconnectSlowClients: Bool
     /// The filter set blocks are scanned with (``FilterCompiler`` installs it).
     var filters: FilterSet?
+    /// Sees every block as it is sealed, after the clients' scan (`--alert`: AlertEngine).
+    var onSeal: ((LineBlock) -> Void)?
 
     private var builder = LineBlockBuilder()
     /// Blocks some feed still needs: `blocks[i].sequence == firstSequence + i`.
@@ -143,6 +145,7 @@ final class LineFanOut {
         nextSequence += 1
         stats.linesRead += block.lineCount
         if filteredFeeds > 0, let filters { scan(block, with: filters) }
+        onSeal?(block)
         if feeds.isEmpty {
             firstSequence = nextSequence
             return

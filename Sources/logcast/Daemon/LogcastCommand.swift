@@ -59,6 +59,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Metrics and health")
     var httpOptions: HTTPOptions
 
+    @OptionGroup(title: "Alerts to webhooks")
+    var alertOptions: AlertOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -200,6 +203,7 @@ struct LogcastCommand: ParsableCommand {
         }
         server.beforeFatalExit = { demo?.dispose() }
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
+        try alertOptions.start(server: server, publishing: nats.publish != nil)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in

@@ -52,6 +52,8 @@ final class LogcastServer: @unchecked Sendable {
     var filesWaitingForAClient: [String] = []
     /// The client listener's address once it is bound (`/readyz`).
     var bound: SocketAddress?
+    /// `--alert`s (AlertOptions.swift), if any.
+    var alerts: AlertEngine?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -66,7 +68,8 @@ final class LogcastServer: @unchecked Sendable {
     /// The `STATS` reply.
     func statsLine() -> String {
         var line = stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
-        let extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "") + (hubFields?() ?? "")
+        var extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "") + (hubFields?() ?? "")
+        extra += alerts?.statsFields ?? ""
         if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
         return line
     }

@@ -16,7 +16,7 @@ import ReactiveUVNATS
 /// Why exactly once holds:
 /// - A position is acknowledged (and saved) only after JetStream acknowledged the message
 ///   that carries the bytes before it; after a crash the follower resumes there.
-/// - Several messages per file are in flight (``window``, see NatsEdge+Window.swift), each
+/// - Up to ``window`` messages per file are in flight (1 by default; NatsEdge+Window.swift), each
 ///   with its bytes and bounds fixed at its first send. A failed or timed-out publish,
 ///   a reconnect or a new connection sends every unacknowledged batch again from the
 ///   first, in order, under the same ids, so the stream dedupes the ones it stored; a
@@ -77,8 +77,8 @@ final class NatsEdge {
     var counters: ((String) -> FileCounters)?
     /// Batches acknowledged at a stream sequence below an earlier batch of their file's.
     var outOfOrder = 0
-    /// Batches of one file in flight at most (`LOGCAST_NATS_WINDOW`, 1...64, default 8;
-    /// 1 is the edge before windows, for comparisons).
+    /// Batches of one file in flight at most (`LOGCAST_NATS_WINDOW`, 1...64, default 1:
+    /// strict file order; see `windowSetting`).
     let window: Int
     /// Whether the connection is up (between a disconnect and a reconnect nothing is sent:
     /// cnats would buffer it and send it after the reconnect, before the resends of the

@@ -56,17 +56,19 @@ import XCTest
         setenv("LOGCAST_NATS_WINDOW", "3", 1)
         #expect(NatsEdge.windowSetting() == 3)
         setenv("LOGCAST_NATS_WINDOW", "0", 1)
-        #expect(NatsEdge.windowSetting() == 8, "out of range: the default")
+        #expect(NatsEdge.windowSetting() == 1, "out of range: the default, one batch in flight")
         setenv("LOGCAST_NATS_WINDOW", "many", 1)
-        #expect(NatsEdge.windowSetting() == 8)
+        #expect(NatsEdge.windowSetting() == 1)
         unsetenv("LOGCAST_NATS_WINDOW")
-        #expect(NatsEdge.windowSetting() == 8)
+        #expect(NatsEdge.windowSetting() == 1)
     }
 }
 
-/// The window against a real 3-node cluster: with several batches in flight, a killed
-/// stream leader must leave every line once and each file's lines in file order by
-/// stream sequence.
+/// A window of 8 (`LOGCAST_NATS_WINDOW=8`, not the default) against a real 3-node
+/// cluster: with several batches in flight, a killed stream leader must leave every line
+/// once; a batch stored before an earlier one of its file (what a window can do under a
+/// leader change, see `NatsEdge.windowSetting`) must be said by the edge, never silent.
+/// The default window of 1, strictly in order, meets the same kills in NatsFaultTests.
 final class NatsWindowTests: XCTestCase {
     var servers: NATSTestServers?
     var processes: [LogcastProcess] = []
@@ -101,7 +103,7 @@ final class NatsWindowTests: XCTestCase {
             "--publish", servers.urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.test",
             "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--batch-bytes", "8192",
             "--stream-replicas", "3",
-        ])
+        ], wrapper: ["/usr/bin/env", "LOGCAST_NATS_WINDOW=8"])
         processes.append(edge)
         _ = try edge.waitUntilListening()
         let reader = try StreamOrderReader(urls: servers.urls, stream: "LOGS", timeout: 180)
@@ -138,8 +140,11 @@ final class NatsWindowTests: XCTestCase {
         XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
         let said = edge.errors.split(separator: "\n").filter { !$0.contains("was already in the stream") }.suffix(60).joined(separator: "\n")
         XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5)); the edge said: \(said)")
-        XCTAssertEqual(reader.inversions.count, 0, "out of file order by stream sequence: first \(reader.inversions.prefix(3))")
-        XCTAssertFalse(edge.errors.contains("(out of order)"), "the edge saw a batch stored out of order")
+        // Order: whatever the stream holds out of file order, the edge noticed and said.
+        let toldOrder = edge.errors.contains("(out of order)")
+        XCTAssertEqual(reader.inversions.isEmpty, !toldOrder,
+                       "the stream holds \(reader.inversions.count) lines out of file order (first \(reader.inversions.prefix(3))); the edge said so: \(toldOrder)")
+        print("NatsWindowTests: window 8, two leader kills: \(reader.inversions.count) lines out of file order (the edge said so: \(toldOrder))")
     }
 }
 
