@@ -72,8 +72,9 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         // The screenshot: a PNG, kept as the test's artifact.
         let png = FileManager.default.contents(atPath: screenshot) ?? Data()
         XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG at \(screenshot)")
-        let kept = keepArtifact(screenshot)
-        print("LogcastWebViewTests: screenshot saved at \(kept)")
+        let filtered = screenshot.replacingOccurrences(of: ".png", with: "-filter.png")
+        XCTAssertEqual(Array((FileManager.default.contents(atPath: filtered) ?? Data()).prefix(4)), [0x89, 0x50, 0x4E, 0x47], "a PNG at \(filtered)")
+        print("LogcastWebViewTests: screenshots saved at \(keepArtifact(screenshot)) and \(keepArtifact(filtered))")
 
         p.signal(SIGTERM)
         XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
@@ -399,6 +400,7 @@ try:
     wait(lambda: any(t.startswith("n-9997") for (f, t) in rows()), "n-9997")
     print("FILTERED", ",".join(t.split(" ")[0] for (f, t) in rows()))
     print("MARKS", ",".join(m.text for m in d.find_elements(By.CSS_SELECTOR, "#log .line mark")))
+    d.save_screenshot(shot.replace(".png", "-filter.png"))
 
     # A bad pattern: the server's error shows; the filter in force stays.
     set_filter("n-(")
