@@ -485,12 +485,11 @@ final class TailFileReader {
         let want = Int(min(Int64(FileIdentity.fingerprintLength), size))
         if want < head.count { return true }  // shorter than its known head: truncated
         var now = [UInt8](repeating: 0, count: want)
+        // A read that fails is taken as no change, as before the wrapper.
         let n = now.withUnsafeMutableBytes { raw in
-            var got: Int
-            repeat { got = pread(fd, raw.baseAddress, want, 0) } while got < 0 && errno == EINTR
-            return got
+            try? systemCall("read", on: path) { pread(fd, raw.baseAddress, want, 0) }
         }
-        if n < 0 { return false }
+        guard let n else { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
         if now.count > head.count { follower.store?.headGrew(identity, to: now) }

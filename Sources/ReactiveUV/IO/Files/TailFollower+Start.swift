@@ -247,12 +247,17 @@ extension TailFollower {
         while end > 0 {
             let length = Int(min(Int64(chunk), end))
             let from = end - Int64(length)
-            let n = buffer.withUnsafeMutableBytes { raw in
-                var got: Int
-                repeat { got = pread(fd, raw.baseAddress, length, off_t(from)) } while got < 0 && errno == EINTR
-                return got
+            let n: Int
+            do {
+                // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
+                n = try buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(UVError) in
+                        try systemCall("read", on: describe(descriptor: fd)) { pread(fd, raw.baseAddress, length, off_t(from)) }
+                    }
+                }.get()
+            } catch {
+                return .failure(error)
             }
-            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
             if n < length { return .success(0) }  // shrank meanwhile: truncation handling sorts it out
             if first {
                 first = false
@@ -281,12 +286,17 @@ extension TailFollower {
         let chunk = 64 * 1024
         var buffer = [UInt8](repeating: 0, count: chunk)
         while remaining > 0 && position < size {
-            let n = buffer.withUnsafeMutableBytes { raw in
-                var got: Int
-                repeat { got = pread(fd, raw.baseAddress, chunk, off_t(position)) } while got < 0 && errno == EINTR
-                return got
+            let n: Int
+            do {
+                // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
+                n = try buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(UVError) in
+                        try systemCall("read", on: describe(descriptor: fd)) { pread(fd, raw.baseAddress, chunk, off_t(position)) }
+                    }
+                }.get()
+            } catch {
+                return .failure(error)
             }
-            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
             if n == 0 { break }
             var index = 0
             while index < n && remaining > 0 {
