@@ -54,3 +54,26 @@ func systemCall<Count: BinaryInteger>(
 /// - Parameter fd: the descriptor.
 /// - Returns: its name for ``UVError/target``.
 func describe(descriptor fd: Int32) -> String { "fd \(fd)" }
+
+/// A `pread` through ``systemCall(_:on:_:)`` into the start of `buffer`: at most `count`
+/// bytes (and no more than `buffer` holds) from `offset`, the error naming the descriptor.
+///
+/// The one place the file code's positioned reads cross `withUnsafeMutableBytes`, which
+/// rethrows untyped errors: the error crosses it as a `Result`, so callers keep `UVError`.
+///
+/// - Parameters:
+///   - fd: the descriptor.
+///   - buffer: where the bytes go.
+///   - count: how many bytes to read at most.
+///   - offset: where in the file to read from.
+/// - Returns: how many bytes were read (0 at the end of the file).
+/// - Throws: a ``UVError`` for `read` on the descriptor.
+func readAt(_ fd: Int32, into buffer: inout [UInt8], count: Int, at offset: Int64) throws(UVError) -> Int {
+    try buffer.withUnsafeMutableBytes { raw in
+        Result { () throws(UVError) in
+            try systemCall("read", on: describe(descriptor: fd)) {
+                pread(fd, raw.baseAddress, min(count, raw.count), off_t(offset))
+            }
+        }
+    }.get()
+}

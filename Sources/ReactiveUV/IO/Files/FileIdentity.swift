@@ -120,14 +120,7 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
         do {
             try systemCall("fstat", on: describe(descriptor: fd)) { fstat(fd, &info) }
             isDir = info.st_mode & S_IFMT == S_IFDIR
-            if !isDir {
-                // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
-                n = try head.withUnsafeMutableBytes { raw in
-                    Result { () throws(UVError) in
-                        try systemCall("read", on: describe(descriptor: fd)) { pread(fd, raw.baseAddress, raw.count, 0) }
-                    }
-                }.get()
-            }
+            if !isDir { n = try readAt(fd, into: &head, count: head.count, at: 0) }
         } catch {
             return .failure(error)
         }

@@ -486,10 +486,7 @@ final class TailFileReader {
         if want < head.count { return true }  // shorter than its known head: truncated
         var now = [UInt8](repeating: 0, count: want)
         // A read that fails is taken as no change, as before the wrapper.
-        let n = now.withUnsafeMutableBytes { raw in
-            try? systemCall("read", on: path) { pread(fd, raw.baseAddress, want, 0) }
-        }
-        guard let n else { return false }
+        guard let n = try? readAt(fd, into: &now, count: want, at: 0) else { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
         if now.count > head.count { follower.store?.headGrew(identity, to: now) }

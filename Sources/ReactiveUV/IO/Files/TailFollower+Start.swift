@@ -248,16 +248,7 @@ extension TailFollower {
             let length = Int(min(Int64(chunk), end))
             let from = end - Int64(length)
             let n: Int
-            do {
-                // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
-                n = try buffer.withUnsafeMutableBytes { raw in
-                    Result { () throws(UVError) in
-                        try systemCall("read", on: describe(descriptor: fd)) { pread(fd, raw.baseAddress, length, off_t(from)) }
-                    }
-                }.get()
-            } catch {
-                return .failure(error)
-            }
+            do { n = try readAt(fd, into: &buffer, count: length, at: from) } catch { return .failure(error) }
             if n < length { return .success(0) }  // shrank meanwhile: truncation handling sorts it out
             if first {
                 first = false
@@ -287,16 +278,7 @@ extension TailFollower {
         var buffer = [UInt8](repeating: 0, count: chunk)
         while remaining > 0 && position < size {
             let n: Int
-            do {
-                // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
-                n = try buffer.withUnsafeMutableBytes { raw in
-                    Result { () throws(UVError) in
-                        try systemCall("read", on: describe(descriptor: fd)) { pread(fd, raw.baseAddress, chunk, off_t(position)) }
-                    }
-                }.get()
-            } catch {
-                return .failure(error)
-            }
+            do { n = try readAt(fd, into: &buffer, count: chunk, at: position) } catch { return .failure(error) }
             if n == 0 { break }
             var index = 0
             while index < n && remaining > 0 {
