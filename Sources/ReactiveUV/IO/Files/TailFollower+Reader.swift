@@ -485,7 +485,7 @@ final class TailFileReader {
         let want = Int(min(Int64(FileIdentity.fingerprintLength), size))
         if want < head.count { return true }  // shorter than its known head: truncated
         var now = [UInt8](repeating: 0, count: want)
-        // A read that fails is taken as no change, as before the wrapper.
+        // A read that fails counts as no change (what this check has always done).
         guard let n = try? readAt(fd, into: &now, count: want, at: 0) else { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
