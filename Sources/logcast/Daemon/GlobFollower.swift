@@ -4,10 +4,75 @@ import ReactiveUV
 
 /// The files every pattern has read, by identity, shared by all patterns of one logcast:
 /// a file is followed by one follow only, whatever paths and patterns name it.
+///
+/// A device and inode name a file only while it exists: file systems give a freed inode to
+/// the next file made, at once (logrotate's delete of `app.log.5` and create of a new log
+/// a millisecond later). So each file is also known by its first bytes (up to 64), and a
+/// file at a known inode is the known file only if one of the two heads begins the other.
 final class GlobRegistry {
     // Main loop only.
-    /// Identity → the path whose follow read (or reads) that file.
-    var owners: [GlobFileKey: String] = [:]
+    struct Owner {
+        /// The path whose follow read (or reads) the file.
+        let path: String
+        /// The file's first bytes when last looked at (empty: it was empty then).
+        var head: [UInt8]
+    }
+
+    /// Identity → who read it.
+    private(set) var owners: [GlobFileKey: Owner] = [:]
+
+    /// Bytes of a file's head compared.
+    static let headLength = 64
+
+    /// The path that read the file `key` names now, if that file is one a follow read.
+    ///
+    /// - Parameters:
+    ///   - key: the file's device and inode.
+    ///   - head: its first bytes now (``head(of:)``), or nil when unknown.
+    /// - Returns: the owning path, or nil for a file no follow read.
+    func owner(of key: GlobFileKey, head: [UInt8]?) -> String? {
+        guard let owner = owners[key] else { return nil }
+        guard let head else { return owner.path }
+        // The known file was not empty and this one is (a new file given its inode), or
+        // their first bytes differ: another file.
+        if !owner.head.isEmpty && head.isEmpty { return nil }
+        let shorter = min(owner.head.count, head.count)
+        return owner.head.prefix(shorter) == head.prefix(shorter) ? owner.path : nil
+    }
+
+    /// Records that `path`'s follow reads the file `key`, with its first bytes.
+    func own(_ key: GlobFileKey, path: String, head: [UInt8]) {
+        if let known = owners[key], known.path == path, known.head.count > head.count,
+            known.head.starts(with: head)
+        {
+            return  // what is known says more
+        }
+        owners[key] = Owner(path: path, head: head)
+    }
+
+    /// Whether some follow read a file with this device and inode (maybe another file).
+    func knows(_ key: GlobFileKey) -> Bool { owners[key] != nil }
+
+    /// Forgets `key` (the file is gone).
+    func forget(_ key: GlobFileKey) { owners[key] = nil }
+
+    /// Whether the head known for `key` is shorter than ``headLength`` (worth reading again).
+    func headIsShort(_ key: GlobFileKey) -> Bool { (owners[key]?.head.count ?? 0) < GlobRegistry.headLength }
+
+    /// The first bytes (up to ``headLength``) of the regular file at `path`, or nil when it
+    /// cannot be read. Opened non-blocking (the scan saw a regular file, but something else
+    /// may be there by now: a FIFO must not hold the loop).
+    static func head(of path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: headLength)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, headLength, 0) }
+        guard n >= 0 else { return nil }
+        return Array(bytes.prefix(n))
+    }
 }
 
 /// Follows every file a ``GlobPattern`` matches, as files appear and disappear: one
@@ -72,6 +137,8 @@ final class GlobFollower {
     private var failed: [String: GlobFileKey] = [:]
     /// How many matching paths were left out for the limit when that was last said.
     private var saidOverLimit = 0
+    /// Matching paths left alone as rotated siblings, with the file they held when said.
+    private var siblings: [String: GlobFileKey] = [:]
     private var saidTruncated = false
     private var timer: Disposable?
     private var scanned = false
@@ -129,7 +196,7 @@ final class GlobFollower {
             // Still there (not a regular file now, or beyond a truncated scan): its follow
             // says what it is and waits, as a FILE's does.
             if stat(path, &info) == 0 { continue }
-            let read = mine.filter { registry.owners[$0] == path }
+            let read = mine.filter { registry.owners[$0]?.path == path }
             if read.isDisjoint(with: openKeys()) {
                 end(path, entry, why: "is gone and was read to its end")
             }
@@ -137,16 +204,24 @@ final class GlobFollower {
 
         var left: [String] = []
         for (path, key) in found.files.sorted(by: { $0.key < $1.key }) {
-            if var entry = followed[path] {
-                if entry.current != key {
-                    entry.current = key
-                    followed[path] = entry
-                    own(key, path)
+            if followed[path] != nil {
+                // Usually the follow's notice said so first; a scan between a rename and
+                // the follow's look at it sees it first.
+                if followed[path]?.current != key {
+                    arrived(key, head: GlobRegistry.head(of: path), at: path)
+                } else if registry.headIsShort(key), let head = GlobRegistry.head(of: path) {
+                    registry.own(key, path: path, head: head)  // the file has grown since
                 }
                 continue
             }
             if named.contains(path) { continue }
-            if registry.owners[key] != nil { continue }  // read under another path: a rotated sibling
+            if siblings[path] == key { continue }  // decided when first seen
+            if registry.knows(key), let owner = registry.owner(of: key, head: GlobRegistry.head(of: path)) {
+                // Read under another path: a rotated sibling (said once per path and file).
+                siblings[path] = key
+                logger.notice("pattern '\(pattern)': \(path) holds the file read as \(owner) (rotated); not followed again")
+                continue
+            }
             if let was = failed[path] {
                 if was == key { continue }
                 failed[path] = nil
@@ -155,7 +230,7 @@ final class GlobFollower {
                 left.append(path)
                 continue
             }
-            start(path, key, from: first ? .end : .beginning)
+            start(path, key, head: GlobRegistry.head(of: path) ?? [], from: first ? .end : .beginning)
         }
         if left.count != saidOverLimit {
             saidOverLimit = left.count
@@ -167,11 +242,12 @@ final class GlobFollower {
         if first && found.files.isEmpty {
             Output.err("logcast: pattern '\(pattern)' matches no file yet; waiting for files to appear\n")
         }
+        siblings = siblings.filter { found.files[$0.key] == $0.value }
         forget(matched: Set(found.files.values), open: openKeys)
     }
 
-    private func start(_ path: String, _ key: GlobFileKey, from start: TailStart) {
-        own(key, path)
+    private func start(_ path: String, _ key: GlobFileKey, head: [UInt8], from start: TailStart) {
+        own(key, path, head: head)
         logger.notice("pattern '\(pattern)': following \(path)\(start == .end ? " from its end" : " from its start")")
         // Set before the follow starts: its notices may come at once.
         followed[path] = Entry(follow: Disposable {}, current: key)
@@ -196,15 +272,22 @@ final class GlobFollower {
         case .resumed(_, let resumed, _): identity = resumed
         default: return
         }
-        let key = GlobFileKey(device: identity.device, inode: identity.inode)
+        arrived(GlobFileKey(device: identity.device, inode: identity.inode), head: identity.fingerprint, at: path)
+    }
+
+    /// Another file is at a followed path: one more file its follow reads, or one another
+    /// follow has read (a rotation moved it here), which ends this path's follow before it
+    /// reads a byte of it (a notice comes before the chunks of its file).
+    private func arrived(_ key: GlobFileKey, head: [UInt8]?, at path: String) {
         guard let entry = followed[path] else { return }
-        if let owner = registry.owners[key], owner != path {
+        if let owner = registry.owner(of: key, head: head), owner != path {
             logger.notice("pattern '\(pattern)': \(path) now holds the file read as \(owner) (rotated); no longer followed under this name")
             followed[path] = nil
             entry.follow.dispose()
             return
         }
-        own(key, path)
+        followed[path]?.current = key
+        own(key, path, head: head ?? [])
     }
 
     private func failed(_ path: String, _ reason: String) {
@@ -220,8 +303,8 @@ final class GlobFollower {
         entry.follow.dispose()
     }
 
-    private func own(_ key: GlobFileKey, _ path: String) {
-        registry.owners[key] = path
+    private func own(_ key: GlobFileKey, _ path: String, head: [UInt8]) {
+        registry.own(key, path: path, head: head)
         mine.insert(key)
     }
 
@@ -234,7 +317,7 @@ final class GlobFollower {
         let stillOpen = open()
         for key in candidates where !stillOpen.contains(key) {
             mine.remove(key)
-            registry.owners[key] = nil
+            registry.forget(key)
         }
     }
 }
