@@ -119,6 +119,10 @@ final class GlobFollower {
     /// Starts one path's follow: `(path, start, notices, ended)` → its disposable.
     let follow: (String, TailStart, @escaping (TailNotice) -> Void, @escaping (String) -> Void) -> Disposable
 
+    /// Where a file found by the first scan starts (`.end`, or with kept positions
+    /// `.beginning` for a file that appeared while logcast was down: GlobSources.swift).
+    var firstStart: (GlobFileKey) -> TailStart = { _ in .end }
+
     /// Seconds between scans.
     static let interval = 1.0
 
@@ -230,7 +234,7 @@ final class GlobFollower {
                 left.append(path)
                 continue
             }
-            start(path, key, head: GlobRegistry.head(of: path) ?? [], from: first ? .end : .beginning)
+            start(path, key, head: GlobRegistry.head(of: path) ?? [], from: first ? firstStart(key) : .beginning)
         }
         if left.count != saidOverLimit {
             saidOverLimit = left.count

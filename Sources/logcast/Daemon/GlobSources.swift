@@ -21,7 +21,18 @@ extension LogcastServer {
 
     /// Starts every pattern's scans. A pattern is a source that never ends (it waits for
     /// files as a missing FILE does), so it counts once among the live sources.
+    ///
+    /// With kept positions (`--state-dir`) the store resumes the files it knows; a file it
+    /// does not know, found when logcast restarts (the store holds positions), appeared
+    /// while logcast was down: it is read from its start, as a file that appears while
+    /// logcast runs is. On a first start (nothing kept) files start at their end.
     func startGlobs() {
+        if let store = positions?.store {
+            let known = Set(store.checkpoints.map { GlobFileKey(device: $0.identity.device, inode: $0.identity.inode) })
+            for glob in globs where !known.isEmpty {
+                glob.firstStart = { known.contains($0) ? .end : .beginning }
+            }
+        }
         for glob in globs {
             liveSources += 1
             glob.start()

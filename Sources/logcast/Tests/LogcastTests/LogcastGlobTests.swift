@@ -204,6 +204,51 @@ final class LogcastGlobTests: LogcastProcessTestCase {
         XCTAssertFalse(p.errors.contains("error"), "no error: \(p.errors)")
     }
 
+    /// With `--state-dir`, each file a pattern follows keeps its position as a FILE does:
+    /// after a restart the first client gets exactly what was written while logcast was
+    /// down — to files followed before, and all of a file that appeared meanwhile — and
+    /// nothing read before.
+    func testStateDirKeepsEachFilesPositionAcrossARestart() throws {
+        XCTAssertEqual(mkdir(dir + "/logs", 0o755), 0)
+        let (a, b, later) = (dir + "/logs/a.log", dir + "/logs/b.log", dir + "/logs/c.log")
+        appendLines(a, ["old-a"])
+        let options = [dir + "/logs/*.log", "--listen", "127.0.0.1:0", "--heartbeat", "0", "--state-dir", dir + "/state"]
+        let first = try start(options)
+        let c1 = try attachedClient(first)
+        var seen: [String] = []
+        var k = 0
+        var synced = false
+        while !synced && k < 300 {
+            appendLines(a, ["sync-\(k)"])
+            synced = read(c1, into: &seen, until: "\(a): sync-\(k)", timeout: 0.3)
+            k += 1
+        }
+        XCTAssertTrue(synced, "a.log was never followed")
+        appendLines(b, numbered("b", 0..<100))
+        XCTAssertTrue(read(c1, into: &seen, until: "\(b): b-99"))
+        first.signal(SIGTERM)
+        XCTAssertEqual(first.waitForExit(timeout: 30), 0)
+
+        // While it is down: lines to both files, and a new file.
+        appendLines(a, numbered("down-a", 0..<100))
+        appendLines(b, numbered("down-b", 0..<100))
+        appendLines(later, numbered("down-c", 0..<100))
+
+        let second = try start(options)
+        let c2 = try LineClient(port: second.port)
+        var again: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        let last = ["\(a): down-a-99", "\(b): down-b-99", "\(later): down-c-99"]
+        while !last.allSatisfy(again.contains) && Date() < deadline {
+            again += c2.readLines(timeout: 1) { _ in false }
+        }
+        XCTAssertEqual(lines(of: a, in: again), numbered("down-a", 0..<100), "a.log resumed where it was")
+        XCTAssertEqual(lines(of: b, in: again), numbered("down-b", 0..<100), "b.log resumed where it was")
+        XCTAssertEqual(lines(of: later, in: again), numbered("down-c", 0..<100), "the file made while down, from its start")
+        appendLines(later, ["after"])
+        XCTAssertTrue(read(c2, into: &again, until: "\(later): after"), "and it follows on")
+    }
+
     /// Patterns that cannot work are refused at start with a message naming them.
     func testBadPatternsAreRefused() throws {
         let cases: [([String], String)] = [
