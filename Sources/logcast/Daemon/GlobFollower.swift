@@ -247,6 +247,7 @@ final class GlobFollower {
             Output.err("logcast: pattern '\(pattern)' matches no file yet; waiting for files to appear\n")
         }
         siblings = siblings.filter { found.files[$0.key] == $0.value }
+        failed = failed.filter { found.files[$0.key] != nil }
         forget(matched: Set(found.files.values), open: openKeys)
     }
 
