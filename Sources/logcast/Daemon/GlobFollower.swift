@@ -94,8 +94,8 @@ final class GlobRegistry {
 /// renames `app.log` to `app.log.1`: a new path, but a file the follow of `app.log` has
 /// read and reads to its end. The rule: *a file (device and inode) that a follow has read
 /// is not followed again under another path* as long as it exists (it is forgotten once no
-/// matching path holds it and no descriptor of the process has it open, so an inode the
-/// file system gives to a later file is not mistaken for it). It applies to a followed
+/// matching path holds it and no descriptor of the process has it open; and a file at a
+/// known inode whose first bytes differ is another file, ``GlobRegistry``). It applies to a followed
 /// path too: when a rotation moves an already followed file onto it (`app.log.1` →
 /// `app.log.2`, then `app.log` → `app.log.1`), that path's follow ends before it reads a
 /// byte of the moved file, which the follow of `app.log` has read.
@@ -158,9 +158,6 @@ final class GlobFollower {
         self.logger = logger
         self.follow = follow
     }
-
-    /// The paths followed now (for tests through the log, and `STATS`-like reports).
-    var followedCount: Int { followed.count }
 
     /// Scans now (files there now are followed from their end) and every second after.
     func start() {
