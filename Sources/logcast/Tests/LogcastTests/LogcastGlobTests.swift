@@ -86,7 +86,8 @@ final class LogcastGlobTests: LogcastProcessTestCase {
     /// line, then its follow ends (said in the log, no error); the other files go on, and a
     /// new file at the same name later is followed from its start.
     func testDeletedFileIsReadToItsEndThenNoLongerFollowed() throws {
-        let p = try start([dir + "/*.log", "--listen", "127.0.0.1:0"])
+        // A queue this client cannot fill: no line dropped for a slow test client.
+        let p = try start([dir + "/*.log", "--listen", "127.0.0.1:0", "--queue-limit", "268435456"])
         let c = try attachedClient(p)
         let doomed = dir + "/doomed.log"
         let other = dir + "/other.log"
@@ -95,12 +96,13 @@ final class LogcastGlobTests: LogcastProcessTestCase {
         var seen: [String] = []
         XCTAssertTrue(read(c, into: &seen, until: "\(doomed): d-9"))
         XCTAssertTrue(read(c, into: &seen, until: "\(other): o-9"))
-        // Many lines, then the file goes at once: they are read from the deleted file.
-        appendLines(doomed, numbered("d", 10..<20_000))
+        // Many lines (more than are read in the second until the next scan), then the file
+        // goes at once: they are read from the deleted file before its follow ends.
+        appendLines(doomed, numbered("d", 10..<100_000))
         XCTAssertEqual(unlink(doomed), 0)
-        XCTAssertTrue(read(c, into: &seen, until: "\(doomed): d-19999"), "the deleted file's last line never came")
+        XCTAssertTrue(read(c, into: &seen, until: "\(doomed): d-99999", timeout: 120), "the deleted file's last line never came")
         XCTAssertTrue(waitForLog(p, "\(doomed) is gone and was read to its end; no longer followed"), p.errors)
-        XCTAssertEqual(lines(of: doomed, in: seen), numbered("d", 0..<20_000), "every line of the deleted file once, in order")
+        XCTAssertEqual(lines(of: doomed, in: seen), numbered("d", 0..<100_000), "every line of the deleted file once, in order")
         appendLines(other, ["o-10"])
         XCTAssertTrue(read(c, into: &seen, until: "\(other): o-10"), "the other file is still followed")
         // A new file by the same name is a new file: followed from its first line.
