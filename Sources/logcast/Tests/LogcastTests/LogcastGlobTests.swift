@@ -265,9 +265,16 @@ final class LogcastGlobTests: LogcastProcessTestCase {
             XCTAssertTrue(p.errors.contains(message), "\(arguments): '\(message)' in \(p.errors)")
         }
         appendLines(dir + "/plain", ["x"])
-        let p = try LogcastProcess([dir + "/plain/*.log", "--listen", "127.0.0.1:0"])
-        processes.append(p)
-        XCTAssertEqual(p.waitForExit(timeout: 30), 1)
-        XCTAssertTrue(p.errors.contains("\(dir)/plain is not a directory"), p.errors)
+        let refusedAtRun: [([String], String)] = [
+            ([dir + "/plain/*.log"], "pattern '\(dir)/plain/*.log': \(dir)/plain is not a directory"),
+            // Nothing listens on port 1: refused before any connection is tried.
+            ([dir + "/*.log", "--publish", "nats://127.0.0.1:1"], "FILE patterns ('\(dir)/*.log') are not supported with --publish yet"),
+        ]
+        for (arguments, message) in refusedAtRun {
+            let p = try LogcastProcess(arguments + ["--listen", "127.0.0.1:0", "--state-dir", dir + "/state"])
+            processes.append(p)
+            XCTAssertEqual(p.waitForExit(timeout: 30), 1, "\(arguments) exits 1")
+            XCTAssertTrue(p.errors.contains("logcast: error: " + message), "\(arguments): '\(message)' in \(p.errors)")
+        }
     }
 }
