@@ -14,19 +14,19 @@ struct FileSource {
     /// chunks. The server logs them.
     let notice: (TailNotice) -> Void
 
-    /// Follows the file from its end (a missing file is waited for and read from its
-    /// start). `deliver` gets each chunk; `failed` the error that ends the file.
+    /// Follows the file from `start` (its end for a FILE; a missing file is waited for and
+    /// read from its start). `deliver` gets each chunk; `failed` the error that ends the file.
     ///
     /// With `checkpoints` (plain mode's `--state-dir`) the files the store remembers are
     /// resumed from their positions instead (rotated-away ones first), and each chunk's
     /// position is acknowledged once `deliver` has it.
-    func start(checkpoints: TailCheckpointStore? = nil, deliver: @escaping ([UInt8]) -> Void,
+    func start(from start: TailStart = .end, checkpoints: TailCheckpointStore? = nil, deliver: @escaping ([UInt8]) -> Void,
                failed: @escaping (any Error) -> Void) -> Disposable {
         guard let checkpoints else {
-            return File.tailChunks(path, from: .end, options: FileSource.options, notices: notice)
+            return File.tailChunks(path, from: start, options: FileSource.options, notices: notice)
                 .subscribe(next: deliver, error: failed)
         }
-        return File.follow(path, from: .end, checkpoints: checkpoints, options: FileSource.options, notices: notice)
+        return File.follow(path, from: start, checkpoints: checkpoints, options: FileSource.options, notices: notice)
             .subscribe(
                 next: { chunk in
                     deliver(chunk.bytes)

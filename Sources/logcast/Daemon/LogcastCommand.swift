@@ -42,7 +42,7 @@ struct LogcastCommand: ParsableCommand {
         version: "logcast \(version)")
 
     @Argument(help: ArgumentHelp(
-        "Files to tail (like tail -F: rotation and truncation are followed; missing files are waited for).",
+        "Files to tail (like tail -F: rotation and truncation are followed; missing files are waited for). A quoted pattern ('/var/log/app/*.log', '/srv/**/*.log': *, ? and [...] within a name, ** for any depth of directories) follows every file it matches, each with its own position, as files appear (read from their start) and go away (after their last line); a file rotated to a matching name is not followed twice. See --glob-max-files.",
         valueName: "file"))
     var files: [String] = []
 
@@ -52,6 +52,9 @@ struct LogcastCommand: ParsableCommand {
     // the rest of the command reads them as before.
     @OptionGroup(title: "Files, clients and filters")
     var serving: ServingOptions
+
+    @OptionGroup(title: "Files by pattern")
+    var globOptions: GlobOptions
 
     @OptionGroup(title: "Security")
     var security: SecurityOptions
@@ -82,6 +85,7 @@ struct LogcastCommand: ParsableCommand {
     var logLevel: String? { serving.logLevel }
 
     func validate() throws {
+        _ = try GlobOptions.split(files)
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
         if let syslogUDP { _ = try Self.parseAddress(syslogUDP, option: "--syslog-udp") }
@@ -168,16 +172,28 @@ struct LogcastCommand: ParsableCommand {
             Output.err("logcast: error: Hyperscan (the GREP engine) cannot run on this processor: it needs x86-64 with SSSE3\n")
             throw ExitCode.failure
         }
-        for path in files {
+        let (plainFiles, patterns) = try GlobOptions.split(files)
+        if nats.publish != nil && !patterns.isEmpty {
+            Output.err("logcast: error: FILE patterns ('\(patterns[0])') are not supported with --publish yet; name the files\n")
+            throw ExitCode.failure
+        }
+        for pattern in patterns {
+            var info = stat()
+            if stat(pattern.base, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR {
+                Output.err("logcast: error: pattern '\(pattern)': \(pattern.base) is not a directory\n")
+                throw ExitCode.failure
+            }
+        }
+        for path in plainFiles {
             if let problem = Self.unusable(path) {
                 Output.err("logcast: error: \(problem)\n")
                 throw ExitCode.failure
             }
         }
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
-        var paths = nats.publish != nil ? [] : files
+        var paths = nats.publish != nil ? [] : plainFiles
         var demo: Disposable?
-        if paths.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
+        if paths.isEmpty && patterns.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -202,6 +218,7 @@ struct LogcastCommand: ParsableCommand {
             server.positions = PlainPositions(store: try StateDirectory.open(directory)) { logger.error("\($0)") }
         }
         server.beforeFatalExit = { demo?.dispose() }
+        server.addGlobs(patterns, maxFiles: globOptions.maxFiles)
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         try alertOptions.start(server: server, publishing: nats.publish != nil)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())

@@ -54,6 +54,10 @@ final class LogcastServer: @unchecked Sendable {
     var bound: SocketAddress?
     /// `--alert`s (AlertOptions.swift), if any.
     var alerts: AlertEngine?
+    /// FILE patterns (GlobSources.swift), started with the files.
+    var globs: [GlobFollower] = []
+    /// With kept positions, the patterns wait for the first client too.
+    var globsWaitingForAClient = false
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -96,8 +100,10 @@ final class LogcastServer: @unchecked Sendable {
         if positions != nil {
             filesWaitingForAClient = config.files
             liveSources += config.files.count
+            globsWaitingForAClient = !globs.isEmpty
         } else {
             for path in config.files { startFile(path) }
+            startGlobs()
         }
 
         if let certificate = config.tlsCertificate, let key = config.tlsKey {
@@ -119,7 +125,15 @@ final class LogcastServer: @unchecked Sendable {
     }
 
     /// Follows one FILE into the fan-out (and the forwarder).
-    func startFile(_ path: String) {
+    ///
+    /// A pattern's file (GlobFollower) starts where the pattern says, sees the follow's
+    /// notices, and ends on its own (`ended`) instead of as a FILE does; its follow is the
+    /// pattern's to dispose of.
+    @discardableResult
+    func startFile(
+        _ path: String, from start: TailStart = .end, onNotice: ((TailNotice) -> Void)? = nil,
+        ended: ((String) -> Void)? = nil
+    ) -> Disposable {
         let prefix = Array((path + ": ").utf8)
         let fanOut = self.fanOut
         let forwarder = self.forwarder
@@ -129,16 +143,21 @@ final class LogcastServer: @unchecked Sendable {
             // Rotation, truncation, appearing and disappearing are the file's normal life:
             // notice level; bytes that could not be read are a loss: a warning.
             if case .lost = notice { logger.warning("\(notice)") } else { logger.notice("\(notice)") }
+            onNotice?(notice)
         }
-        if positions == nil { liveSources += 1 }
-        running += source.start(
-            checkpoints: positions?.store,
+        if positions == nil && ended == nil { liveSources += 1 }
+        let follow = source.start(
+            from: start, checkpoints: positions?.store,
             deliver: { chunk in
                 counters.delivered(chunk)
                 fanOut.ingest(prefix: prefix, chunk: chunk)
                 if let forwarder { Self.forEachLine(chunk) { forwarder.send(TaggedLine(file: path, text: $0)) } }
             },
-            failed: { [weak self] error in self?.sourceEnded("\(path): \(error)") })
+            failed: { [weak self] error in
+                if let ended { ended("\(error)") } else { self?.sourceEnded("\(path): \(error)") }
+            })
+        if ended == nil { running += follow }
+        return follow
     }
 
     /// A source can produce no more lines; when none is left there is nothing to serve.
@@ -193,9 +212,13 @@ final class LogcastServer: @unchecked Sendable {
     /// after the client's feed exists and is unpaused, so what was written while logcast
     /// was down (read first) reaches it.
     func clientAdmitted() {
-        guard !filesWaitingForAClient.isEmpty, let positions else { return }
+        guard !filesWaitingForAClient.isEmpty || globsWaitingForAClient, let positions else { return }
         for path in filesWaitingForAClient { startFile(path) }
         filesWaitingForAClient = []
+        if globsWaitingForAClient {
+            globsWaitingForAClient = false
+            startGlobs()
+        }
         positions.start()
     }
 
