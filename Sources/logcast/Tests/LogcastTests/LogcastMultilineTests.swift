@@ -181,7 +181,7 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
     /// goes on as new events, no line lost, and each cut is counted in STATS and /metrics.
     func testEventOverTheMaximumIsCutAndCounted() throws {
         let file = dir + "/app.log"
-        let (p, client) = try startLogcast(file, ["--multiline-max-bytes", "1024"])
+        let (p, client) = try startLogcast(file, ["--multiline-max-bytes", "1024", "--http", "127.0.0.1:0"])
         let before = Int(try stats(p.port)["multiline_cuts"] ?? "") ?? -1
         let continuation = (1...40).map { String(format: "\tat com.example.deep.Frame%02d.call(Frame.java:%d) padding-padding", $0, $0) }
         let event = ["2026-11-28 01:04:00.000 ERROR seq=1 deep recursion"] + continuation
@@ -201,6 +201,12 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         for piece in pieces { XCTAssertLessThanOrEqual(piece.joined(separator: "\n\t").utf8.count, 1024, "each piece within the maximum") }
         let cuts = (Int(try stats(p.port)["multiline_cuts"] ?? "") ?? -1) - before
         XCTAssertEqual(cuts, pieces.count - 1, "each cut counted")
+        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
+            return XCTFail("no 'http on' line: \(p.output)")
+        }
+        let samples = try metrics(Int(p.output[range].split(separator: ":").last!.dropLast())!)
+        XCTAssertEqual(samples["logcast_multiline_cuts_total"], Double(cuts + before), "/metrics counts the cuts as STATS does")
+        XCTAssertGreaterThanOrEqual(samples["logcast_multiline_events_total"] ?? 0, Double(pieces.count))
     }
 
     /// GREP with a word that only a continuation line holds returns the whole event, and
@@ -230,6 +236,52 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         XCTAssertEqual(taken.count, 1)
         XCTAssertEqual(taken.first?["file"], file)
         XCTAssertEqual(taken.first?["line"], event.joined(separator: "\n\t"))
+    }
+
+    /// SIGTERM sends an event still waiting for its next line (a timeout of 600 s) before the
+    /// client's `BYE`: it was read (the file's read counter in `/metrics` says so), then
+    /// the drain delivers it.
+    func testShutdownSendsThePendingEvent() throws {
+        let file = dir + "/app.log"
+        let (p, client) = try startLogcast(file, ["--multiline-timeout", "600", "--http", "127.0.0.1:0"])
+        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
+            return XCTFail("no 'http on' line: \(p.output)")
+        }
+        let http = Int(p.output[range].split(separator: ":").last!.dropLast())!
+        let key = "logcast_file_lines_read_total{file=\"\(file)\"}"
+        let before = try metrics(http)[key] ?? -1
+        XCTAssertGreaterThan(before, 0)
+        let event = Self.javaTrace(9)
+        appendLines(file, event)
+        let deadline = Date().addingTimeInterval(60)
+        while try metrics(http)[key] ?? -1 < before + Double(event.count) && Date() < deadline { usleep(50_000) }
+        XCTAssertEqual(try metrics(http)[key], before + Double(event.count), "the event was read")
+        p.signal(SIGTERM)
+        let lines = client.readLines { $0.last?.hasPrefix("BYE") == true }
+        XCTAssertEqual(lines.last, "BYE shutting down")
+        let prefix = file + ": "
+        let received = lines.dropLast().drop { !$0.contains("seq=9 ") }
+            .map { $0.hasPrefix(prefix) ? String($0.dropFirst(prefix.count)) : String($0.dropFirst()) }
+        XCTAssertEqual(Array(received), event)
+        XCTAssertEqual(p.waitForExit(timeout: 60), 0)
+    }
+
+    /// The samples of a `/metrics` scrape (curl, bounded), keyed `name{labels}` as written.
+    func metrics(_ port: Int) throws -> [String: Double] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-S", "--max-time", "30", "http://127.0.0.1:\(port)/metrics"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        var samples: [String: Double] = [:]
+        for row in String(decoding: data, as: UTF8.self).split(separator: "\n") where !row.hasPrefix("#") {
+            guard let space = row.lastIndex(of: " "), let value = Double(row[row.index(after: space)...]) else { continue }
+            samples[String(row[..<space])] = value
+        }
+        return samples
     }
 
     /// A start pattern Hyperscan refuses, or that is not a regex, is a clear error at
