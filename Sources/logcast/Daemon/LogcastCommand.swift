@@ -207,7 +207,7 @@ struct LogcastCommand: ParsableCommand {
         server.beforeFatalExit = { demo?.dispose() }
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         try alertOptions.start(server: server, publishing: nats.publish != nil)
-        try multilineOptions.start(server: server, publishing: nats.publish != nil)
+        try multilineOptions.start(server: server)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in

@@ -39,6 +39,9 @@ final class MultilineAssembler {
     let counters: MultilineCounters
     /// Gets each complete event's text (the wire form above, without a trailing `\n`).
     let emit: ([UInt8]) -> Void
+    /// Every chunk ends with a whole event (an edge's runs, ``MultilineEdgeGate``): its
+    /// last event is emitted at once, no timer armed.
+    var wholeEvents = false
 
     private var pending: [UInt8] = []
     private var hasPending = false
@@ -108,7 +111,7 @@ final class MultilineAssembler {
                 }
             }
         }
-        if hasPending { arm() }
+        if wholeEvents { complete() } else if hasPending { arm() }
     }
 
     /// Emits the pending event now (shutdown: nothing is held back from the drain).
@@ -126,7 +129,8 @@ final class MultilineAssembler {
     }
 
     private func begin(_ line: UnsafeBufferPointer<UInt8>) {
-        pending.removeAll(keepingCapacity: pending.capacity <= 2 * maxBytes)
+        // (Its capacity is kept unless an event grew it past twice the maximum.)
+        pending.removeAll(keepingCapacity: pending.capacity / 2 <= maxBytes)
         pending.append(contentsOf: line)
         hasPending = true
     }

@@ -55,15 +55,14 @@ struct MultilineOptions: ParsableArguments {
     /// - Parameters:
     ///   - server: the daemon whose files are joined (``LogcastServer/startFile(_:)`` asks
     ///     the rules for each file's assembler).
-    ///   - publishing: logcast is a NATS edge (`--publish`): refused for now, so events are
-    ///     never silently split (the edge's batches are cut by bytes read, not by events).
+    /// A NATS edge (`--publish`) finds the rules on the server (NatsOptions.swift gives its
+    /// edge a ``MultilineEdgeGate``), so this runs before the edge starts.
+    ///
+    /// - Parameter server: the daemon whose files are joined (``LogcastServer/startFile(_:)``
+    ///   asks the rules for each file's assembler).
     /// - Throws: `ExitCode.failure` once the error is on standard error.
-    func start(server: LogcastServer, publishing: Bool) throws {
+    func start(server: LogcastServer) throws {
         guard isActive else { return }
-        if publishing {
-            Output.err("logcast: error: --multiline-start is not supported with --publish yet (the edge ships bytes as read; its batches are not cut at event bounds)\n")
-            throw ExitCode.failure
-        }
         var rules: [(glob: String?, matcher: MultilineMatcher)] = []
         func compile(_ pattern: String, _ option: String) throws -> MultilineMatcher {
             switch MultilineMatcher.compile(pattern) {
@@ -115,9 +114,39 @@ final class MultilineRules {
         return made
     }
 
+    /// Assemblers for bytes that arrive as whole events (an edge's runs), by path; their
+    /// counters are not reported (the edge's gate counted the events).
+    private var whole: [String: MultilineAssembler] = [:]
+    private let wholeCounters = MultilineCounters()
+
+    /// Joins `bytes` of `path`, whole events (``MultilineEdgeGate``), into the fan-out at
+    /// once: nothing is held for a next line.
+    ///
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - bytes: whole lines, starting with an event's first line.
+    ///   - fanOut: where the events go.
+    /// - Returns: `false` when no rule applies to `path` (the caller ingests the lines).
+    func ingestWhole(path: String, bytes: [UInt8], into fanOut: LineFanOut) -> Bool {
+        if whole[path] == nil {
+            guard let matcher = matcher(for: path) else { return false }
+            let prefix = Array((path + ": ").utf8)
+            let made = MultilineAssembler(matcher: matcher, timeout: timeout, maxBytes: Int.max, counters: wholeCounters) {
+                fanOut.ingest(prefix: prefix, line: $0)
+            }
+            made.wholeEvents = true
+            whole[path] = made
+        }
+        whole[path]?.feed(bytes)
+        return true
+    }
+
     /// Emits every pending event (shutdown, before the clients drain).
     func flush() { for a in assemblers { a.flush() } }
 
     /// Stops every assembler (their timers cancelled).
-    func stop() { for a in assemblers { a.stop() } }
+    func stop() {
+        for a in assemblers { a.stop() }
+        for a in whole.values { a.stop() }
+    }
 }
