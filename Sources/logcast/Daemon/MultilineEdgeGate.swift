@@ -121,6 +121,13 @@ final class MultilineEdgeGate {
                               endOffset: start + Int64(run.upperBound), bytes: Array(data[run])))
             run = run.upperBound ..< run.upperBound
         }
+        // Adds an event's bytes to the run, passing the run on first when the event would
+        // take it past one batch. (A local function, not one taking `run` inout: flushing
+        // inside an inout access of `run` is an exclusivity violation, a trap.)
+        func addToRun(_ event: Range<Int>) {
+            if run.count + event.count > batchBytes { flushRun() }
+            run = run.isEmpty ? event : run.lowerBound ..< event.upperBound
+        }
         for i in 0..<eventStarts.count {
             let from = eventStarts[i], to = i + 1 < eventStarts.count ? eventStarts[i + 1] : data.count
             var pieceFrom = from
@@ -131,13 +138,13 @@ final class MultilineEdgeGate {
                     cut = (data[pieceFrom...].firstIndex(of: 10) ?? (data.count - 1)) + 1
                 }
                 if cut >= to { break }
-                addToRun(pieceFrom ..< cut, &run, flushRun)
+                addToRun(pieceFrom ..< cut)
                 rules.counters.cuts += 1
                 rules.counters.events += 1
                 pieceFrom = cut
             }
             if i + 1 < eventStarts.count {
-                addToRun(pieceFrom ..< to, &run, flushRun)
+                addToRun(pieceFrom ..< to)
                 rules.counters.events += 1
             } else {
                 flushRun()
@@ -148,13 +155,6 @@ final class MultilineEdgeGate {
         let h = Held(identity: chunk.identity, path: chunk.path, offset: start + Int64(cursor), bytes: Array(data[cursor...]))
         held[key] = h
         arm(key, h, after: rules.timeout)
-    }
-
-    /// Adds an event's bytes to the run, passing the run on first when the event would take
-    /// it past one batch.
-    private func addToRun(_ event: Range<Int>, _ run: inout Range<Int>, _ flush: () -> Void) {
-        if run.count + event.count > batchBytes { flush() }
-        if run.isEmpty { run = event.lowerBound ..< event.upperBound } else { run = run.lowerBound ..< event.upperBound }
     }
 
     private func releaseHeld(_ key: String) {
