@@ -48,6 +48,8 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
 
     // The delivering thread's token (or 0) is the subclass word of `Disposable`'s inline
     // storage, and `closed` a bit of its state word: no allocation besides this object.
+    // (That C's atomics reach these words in a `BlockSubscriber` too is pinned by
+    // `DisposableLayoutTests`.)
 
     @inlinable
     init(next: ((Value) -> Void)?, error: ((any Error) -> Void)?, completed: (() -> Void)?) {

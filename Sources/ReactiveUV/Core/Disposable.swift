@@ -33,6 +33,10 @@ open class Disposable: @unchecked Sendable {
     @usableFromInline static var lockBit: Int { 2 }
 
     /// The three atomic words of ``storage``.
+    ///
+    /// Right only while ``storage`` is the first stored property of this root class (see
+    /// its comment): `DisposableLayoutTests` (Tests/ReactiveUVTests/Core/) fails when that
+    /// assumption breaks, for this class and its subclasses, `BlockSubscriber` among them.
     @inlinable
     final var words: UnsafeMutablePointer<csys_atomic_int> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: csys_atomic_int.self)

@@ -63,6 +63,10 @@ extension Subject {
 
         /// Serializes sends and guards everything else here and the subject's latched
         /// terminal event: a view of ``lockWords``.
+        ///
+        /// Right only while ``lockWords`` is this root class's first stored property:
+        /// `SubjectRosterLayoutTests` (Tests/ReactiveUVTests/Core/) fails when that
+        /// assumption breaks.
         @inlinable
         final var lock: RecursiveSpinLock {
             let words = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(self))

@@ -4,11 +4,11 @@ import ReactiveUVHTTP
 import ReactiveUVNATS
 
 /// logcast's HTTP endpoint (`--http HOST:PORT`): Prometheus metrics at `/metrics`,
-/// liveness at `/healthz`, readiness at `/readyz`. An option group of its own, so
+/// liveness at `/healthz`, readiness at `/readyz`, the live web view at `/` (WebView.swift). An option group of its own, so
 /// LogcastCommand only names it and starts it.
 struct HTTPOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Serve GET /metrics (Prometheus), /healthz and /readyz on HOST:PORT (port 0 picks a free one). A non-loopback address follows --listen's protected mode; with --auth-token-file, /metrics asks for 'Authorization: Bearer <token>' (the health endpoints stay open for probes).",
+        "Serve GET /metrics (Prometheus), /healthz, /readyz and a live web view at / (lines over a WebSocket at /ws: filter, pause, file chooser; embedded, no network) on HOST:PORT (port 0 picks a free one). A non-loopback address follows --listen's protected mode; with --auth-token-file, /metrics asks for 'Authorization: Bearer <token>', the web view for /?token=<token> once (then a cookie), and the health endpoints stay open for probes.",
         valueName: "host:port"))
     var http: String?
 
@@ -30,7 +30,7 @@ struct HTTPOptions: ParsableArguments {
         if !SecurityOptions.isLoopback(address.host) && security.authTokenFile == nil && !security.allowUnauthenticated {
             Output.err("""
                 logcast: error: --http \(address.host) is not a loopback address and no --auth-token-file is configured: \
-                anyone who reaches the port would read the metrics (file paths, client counts). Use --auth-token-file, \
+                anyone who reaches the port would read the metrics (file paths, client counts) and every log line in the web view. Use --auth-token-file, \
                 serve --http on 127.0.0.1, or pass --allow-unauthenticated.
 
                 """)
@@ -72,8 +72,10 @@ final class MetricsEndpoint: @unchecked Sendable {
 
     /// Answers one request.
     func answer(_ request: HTTPRequest) {
+        // The live web view (`/`, `/ws`, its script and style): WebView.swift.
+        if WebView.answer(request, server: server) { return }
         guard let endpoint = Self.routes.first(where: { $0.0.match(request) != nil })?.1 else {
-            _ = request.respond(status: 404, text: "not found: /metrics, /healthz and /readyz are served\n")
+            _ = request.respond(status: 404, text: "not found: /, /ws, /metrics, /healthz and /readyz are served\n")
             return
         }
         guard request.method == "GET" || request.method == "HEAD" else {

@@ -140,9 +140,15 @@ final class NatsHub {
             next: { [weak self, fanOut] message in
                 replay.position.took(message)
                 // Through the client's own filter, as the live feed would be.
-                if !fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload) {
+                // A web view resumes after a reconnect from the message after the last one
+                // it got (`SEQ n` follows the message's lines: WebViewTransport.swift); the
+                // replay is held back before that reply could cross the queue limit.
+                let sequence = (session.transport as? WebViewTransport)?.reportsSequences == true ? message.streamSequence : nil
+                if !fanOut.replay(session.feed, prefix: NatsHub.prefix(message), chunk: message.payload)
+                    || (sequence != nil && session.feed.outbox.count + 32 > fanOut.queueLimit) {
                     self?.holdBack(replay, for: session)
                 }
+                if let sequence { session.reply("SEQ \(sequence)") }
             },
             error: { [weak self] error in self?.interrupted(replay, for: session, by: error) },
             completed: { [weak self] in self?.interrupted(replay, for: session, by: nil) }))

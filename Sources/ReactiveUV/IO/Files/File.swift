@@ -113,11 +113,11 @@ public enum File {
                     observer(error.map { .error($0) } ?? .completed)
                     lifetime.dispose()
                 })
-            lifetime.add(Disposable { loop.performOnLoop { reader.stop() } })
+            lifetime.add(Disposable { loop.perform { reader.stop() } })
             // A `send` subscribing to us (a file sent to a socket, a child's input) can
             // pause the reads while its peer is slow.
             FlowControl.current?.add(reader)
-            loop.performOnLoop { reader.start() }
+            loop.perform { reader.start() }
         }
     }
 }

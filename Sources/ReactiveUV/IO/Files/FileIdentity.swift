@@ -110,22 +110,21 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     /// thread calls: the subscribing thread at subscription, the loop thread when a new
     /// file appears — one small read of a page the writer just wrote).
     ///
-    /// - Returns: the identity and the file's size then, or a negative libuv code.
+    /// - Returns: the identity and the file's size then, or the error (`fstat` or `read` on
+    ///   the descriptor; a caller that knows the path puts it in).
     static func of(descriptor fd: Int32) -> Result<(FileIdentity, Int64, isDirectory: Bool), UVError> {
         var info = stat()
-        if fstat(fd, &info) != 0 { return .failure(UVError(code: errno, operation: "fstat")) }
-        let isDir = info.st_mode & S_IFMT == S_IFDIR
         var head = [UInt8](repeating: 0, count: fingerprintLength)
         var n = 0
-        if !isDir {
-            n = head.withUnsafeMutableBytes { raw in
-                var got: Int
-                repeat { got = pread(fd, raw.baseAddress, raw.count, 0) } while got < 0 && errno == EINTR
-                return got
-            }
-            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
+        let isDir: Bool
+        do {
+            try systemCall("fstat", on: describe(descriptor: fd)) { fstat(fd, &info) }
+            isDir = info.st_mode & S_IFMT == S_IFDIR
+            if !isDir { n = try readAt(fd, into: &head, count: head.count, at: 0) }
+        } catch {
+            return .failure(error)
         }
-        head.removeSubrange(max(0, n)...)
+        head.removeSubrange(n...)
         let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), fingerprint: head)
         return .success((identity, Int64(info.st_size), isDir))
     }

@@ -11,7 +11,7 @@ import Glibc
 /// one, is sent after the file is closed.
 ///
 /// Thread-safety: loop-thread confined. ``File`` reaches the loop with
-/// ``EventLoop/performOnLoop(_:)`` for `start` and `stop`.
+/// ``EventLoop/perform(_:)`` for `start` and `stop`.
 final class FileReader: LoopResource, PausableSource, @unchecked Sendable {
     let loop: EventLoop
     let path: String
@@ -121,7 +121,7 @@ final class FileReader: LoopResource, PausableSource, @unchecked Sendable {
     /// Pauses or resumes reading, from any thread: a paused reader finishes the read in
     /// flight and delivers it, then issues no other until resumed.
     func setPaused(_ paused: Bool) {
-        loop.performOnLoop { [self] in
+        loop.perform { [self] in
             self.paused = paused
             if !paused && waitingForResume && !stopped {
                 waitingForResume = false

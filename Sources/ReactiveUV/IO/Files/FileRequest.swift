@@ -318,10 +318,13 @@ final class ArrayRead: @unchecked Sendable {
             if withoutWaiting {
                 n = csys_pread_nowait(fd, base + prefix.count, count, offset)
             } else {
-                repeat {
-                    n = pread(fd, base + prefix.count, count, off_t(offset))
-                } while n < 0 && errno == EINTR
-                if n < 0 { n = -Int(errno) }  // libuv's codes are negated errnos on Linux
+                do throws(UVError) {
+                    n = try systemCall("read", on: describe(descriptor: fd)) {
+                        pread(fd, base + prefix.count, count, off_t(offset))
+                    }
+                } catch {
+                    n = Int(error.code)  // negative: libuv's codes are negated errnos on Linux
+                }
             }
             if n < 0 { return }
             let total = prefix.count + n

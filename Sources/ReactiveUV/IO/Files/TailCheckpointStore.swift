@@ -407,11 +407,12 @@ public final class TailCheckpointStore: @unchecked Sendable {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw UVError(code: errno, operation: "read", target: file)
-            }
+            // (`withUnsafeMutableBytes` rethrows untyped: the error crosses it as a `Result`.)
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(UVError) in
+                    try systemCall("read", on: file) { read(fd, raw.baseAddress, raw.count) }
+                }
+            }.get()
             if n == 0 { break }
             bytes.append(contentsOf: buffer[0..<n])
         }
@@ -483,12 +484,16 @@ public final class TailCheckpointStore: @unchecked Sendable {
         var bytes = Array(text.utf8)
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let code = errno
+            let n: Int
+            do {
+                n = try bytes.withUnsafeMutableBytes { raw in
+                    Result { () throws(UVError) in
+                        try systemCall("write", on: temporary) { write(fd, raw.baseAddress! + done, raw.count - done) }
+                    }
+                }.get()
+            } catch {
                 close(fd)
-                throw UVError(code: code, operation: "write", target: temporary)
+                throw error
             }
             done += n
         }

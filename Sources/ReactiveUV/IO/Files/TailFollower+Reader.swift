@@ -485,12 +485,8 @@ final class TailFileReader {
         let want = Int(min(Int64(FileIdentity.fingerprintLength), size))
         if want < head.count { return true }  // shorter than its known head: truncated
         var now = [UInt8](repeating: 0, count: want)
-        let n = now.withUnsafeMutableBytes { raw in
-            var got: Int
-            repeat { got = pread(fd, raw.baseAddress, want, 0) } while got < 0 && errno == EINTR
-            return got
-        }
-        if n < 0 { return false }
+        // A read that fails counts as no change (what this check has always done).
+        guard let n = try? readAt(fd, into: &now, count: want, at: 0) else { return false }
         now.removeSubrange(n...)
         if !now.starts(with: head) { return true }
         if now.count > head.count { follower.store?.headGrew(identity, to: now) }

@@ -247,12 +247,8 @@ extension TailFollower {
         while end > 0 {
             let length = Int(min(Int64(chunk), end))
             let from = end - Int64(length)
-            let n = buffer.withUnsafeMutableBytes { raw in
-                var got: Int
-                repeat { got = pread(fd, raw.baseAddress, length, off_t(from)) } while got < 0 && errno == EINTR
-                return got
-            }
-            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
+            let n: Int
+            do { n = try readAt(fd, into: &buffer, count: length, at: from) } catch { return .failure(error) }
             if n < length { return .success(0) }  // shrank meanwhile: truncation handling sorts it out
             if first {
                 first = false
@@ -281,12 +277,8 @@ extension TailFollower {
         let chunk = 64 * 1024
         var buffer = [UInt8](repeating: 0, count: chunk)
         while remaining > 0 && position < size {
-            let n = buffer.withUnsafeMutableBytes { raw in
-                var got: Int
-                repeat { got = pread(fd, raw.baseAddress, chunk, off_t(position)) } while got < 0 && errno == EINTR
-                return got
-            }
-            if n < 0 { return .failure(UVError(code: errno, operation: "read")) }
+            let n: Int
+            do { n = try readAt(fd, into: &buffer, count: chunk, at: position) } catch { return .failure(error) }
             if n == 0 { break }
             var index = 0
             while index < n && remaining > 0 {

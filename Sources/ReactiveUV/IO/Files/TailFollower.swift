@@ -37,7 +37,7 @@ import Glibc
 /// watch, poll and next-turn handles, and stops every reader (each closes its descriptor
 /// once its request in flight, if any, is back); the last one unregisters from the loop.
 ///
-/// Thread-safety: loop-thread confined; reached through ``EventLoop/performOnLoop(_:)``.
+/// Thread-safety: loop-thread confined; reached through ``EventLoop/perform(_:)``.
 final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
     /// Bytes per read on libuv's pool: large, because a catch-up from storage is dominated
     /// by how many requests (each a trip through the pool and back) it needs.

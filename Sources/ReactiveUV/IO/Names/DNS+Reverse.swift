@@ -49,8 +49,8 @@ extension DNS {
                 }
                 lifetime.dispose()
             }
-            lifetime.add(Disposable { loop.performOnLoop { request.stop() } })
-            loop.performOnLoop { request.start() }
+            lifetime.add(Disposable { loop.perform { request.stop() } })
+            loop.perform { request.start() }
         }
     }
 
@@ -73,7 +73,7 @@ extension DNS {
 /// One `uv_getnameinfo` request (loop-thread confined), through the Loop's one request
 /// owner (`UVRequest`): it holds this object while in flight; the callback takes it back.
 final class ReverseResolver: LoopResource, @unchecked Sendable {
-    // Thread-safety: loop thread only (started and stopped through performOnLoop).
+    // Thread-safety: loop thread only (started and stopped through `EventLoop.perform`).
     let loop: EventLoop
     let address: SocketAddress
     let requireName: Bool

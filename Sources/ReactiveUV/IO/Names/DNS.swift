@@ -92,8 +92,8 @@ public enum DNS {
                     }
                     lifetime.dispose()
                 })
-            lifetime.add(Disposable { loop.performOnLoop { resolver.stop() } })
-            loop.performOnLoop { resolver.start() }
+            lifetime.add(Disposable { loop.perform { resolver.stop() } })
+            loop.perform { resolver.start() }
         }
     }
 }

@@ -284,7 +284,8 @@ final class SubprocessRun: @unchecked Sendable {
         if exit == nil && pid > 0 {
             kill(pid, SIGKILL)
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            // Reaped or not, the loop is going: a failure (`ECHILD`) leaves nothing to do.
+            _ = try? systemCall("waitpid", on: "pid \(pid)") { waitpid(pid, &status, 0) }
         }
         closeProcess()
     }

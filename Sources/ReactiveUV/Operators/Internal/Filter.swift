@@ -1,3 +1,7 @@
+// `filter`'s operator machinery in one place: its signal (`FilterSignal`, both paths)
+// and its fused-path stage (`FilterSink`). The public method is `Signal.filter(_:)` in
+// `Operators/Signal+Filtering.swift`.
+
 /// The signal of ``Signal/filter(_:)``: one object holding the source and the predicate,
 /// for the reasons ``MapSignal`` gives.
 @usableFromInline
@@ -35,5 +39,24 @@ final class FilterSignal<Value>: Signal<Value>, @unchecked Sendable {
     where S.Value == Value {
         guard _isConcrete(S.self) else { return run(upstream, isIncluded, closing(sink), lifetime) }
         upstream.attach(sink: FilterSink(isIncluded, sink), closing: { s in { s.receive($0) } }, lifetime)
+    }
+}
+
+/// `filter`'s stage of a fused chain: passes on the values that pass `isIncluded`.
+@usableFromInline
+struct FilterSink<Downstream: EventSink>: EventSink {
+    @usableFromInline let isIncluded: (Downstream.Value) -> Bool
+    @usableFromInline let downstream: Downstream
+
+    @inlinable
+    init(_ isIncluded: @escaping (Downstream.Value) -> Bool, _ downstream: Downstream) {
+        self.isIncluded = isIncluded
+        self.downstream = downstream
+    }
+
+    @inlinable
+    func receive(_ event: Event<Downstream.Value>) {
+        if case .next(let v) = event, !isIncluded(v) { return }
+        downstream.receive(event)
     }
 }

@@ -1,7 +1,8 @@
 import CLibUV
 
-// How the loop-sourced signals (files, tail, fs watch, unix signals, DNS) pick their loop
-// and reach it: shared by every one of them so they agree on the rule.
+// How an IO signal picks its loop and starts its subscription there: shared by the stream,
+// file, tail, watch, signal and DNS signals, so they all follow one rule. The hop itself is
+// `EventLoop.perform(_:)` (`Loop/EventLoop+Perform.swift`).
 
 extension EventLoop {
     /// The loop an IO signal runs on when its caller names none: the calling thread's own
@@ -14,14 +15,26 @@ extension EventLoop {
         loop ?? EventLoop.currentThreadLoop ?? EventLoop.main
     }
 
-    /// Runs `work` on the loop's thread: inline when the caller is already there (so a
-    /// subscription on the loop thread starts its handle before `subscribe` returns, and a
-    /// dispose there takes effect at once), otherwise queued with ``execute(_:)``.
-    func performOnLoop(_ work: @escaping @Sendable () -> Void) {
-        if isCurrentThread {
-            work()
-        } else {
-            execute(work)
+    /// Starts an IO subscription on this loop: runs `start` on the loop's thread unless the
+    /// subscription was disposed before it got there (a dispose from another thread can
+    /// overtake the hop). On a loop that ``close()`` has closed nothing could ever run, so
+    /// the subscription fails at once with `closedLoopError(operation, target)` instead of
+    /// waiting forever. A subscription still running when the loop closes is disposed then
+    /// (``endAtClose(_:)``).
+    func start<Value>(
+        _ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable,
+        operation: String, target: String?, _ start: @escaping () -> Void
+    ) {
+        if isClosed {
+            observer(.error(closedLoopError(operation, target)))
+            lifetime.dispose()
+            return
+        }
+        IOProcessSetup.once()
+        perform { [self] in
+            if lifetime.isDisposed { return }
+            endAtClose(lifetime)
+            start()
         }
     }
 }
@@ -30,12 +43,6 @@ extension EventLoop {
 /// has already closed: nothing could ever run there, and silence would hang the subscriber.
 func closedLoopError(_ operation: String, _ target: String?) -> UVError {
     UVError(code: UV_EINVAL.rawValue, operation: "\(operation) on a closed EventLoop", target: target)
-}
-
-/// Whether `text` holds a NUL byte, which C would silently read as the end of the string:
-/// such a path or host name is refused with `EINVAL` instead of naming something else.
-func containsNUL(_ text: String) -> Bool {
-    text.utf8.contains(0)
 }
 
 /// A loop-confined source of one subscription (a file watch, a signal watch, a tail): started
@@ -70,7 +77,7 @@ extension EventLoop {
                 observer(.error(error))
                 lifetime.dispose()
             })
-        lifetime.add(Disposable { loop.performOnLoop { watcher.stop() } })
+        lifetime.add(Disposable { loop.perform { watcher.stop() } })
         loop.start(observer, lifetime, operation: operation, target: target) { watcher.start() }
     }
 }

@@ -1,3 +1,7 @@
+// `map`'s operator machinery in one place: its signal (`MapSignal`, both paths) and its
+// fused-path stage (`MapSink`). The public method is `Signal.map(_:)` in
+// `Operators/Signal+Transforming.swift`.
+
 /// The signal of ``Signal/map(_:)``: one object holding the source and the transform.
 ///
 /// Why not an ``AnonymousSignal``: that is the signal plus its closure's context (which
@@ -45,5 +49,27 @@ final class MapSignal<Upstream, Value>: Signal<Value>, @unchecked Sendable {
     where S.Value == Value {
         guard _isConcrete(S.self) else { return run(upstream, transform, closing(sink), lifetime) }
         upstream.attach(sink: MapSink(transform, sink), closing: { s in { s.receive($0) } }, lifetime)
+    }
+}
+
+/// `map`'s stage of a fused chain: transforms values on their way to `downstream`.
+@usableFromInline
+struct MapSink<Upstream, Downstream: EventSink>: EventSink {
+    @usableFromInline let transform: (Upstream) -> Downstream.Value
+    @usableFromInline let downstream: Downstream
+
+    @inlinable
+    init(_ transform: @escaping (Upstream) -> Downstream.Value, _ downstream: Downstream) {
+        self.transform = transform
+        self.downstream = downstream
+    }
+
+    @inlinable
+    func receive(_ event: Event<Upstream>) {
+        switch event {
+        case .next(let v): downstream.receive(.next(transform(v)))
+        case .error(let e): downstream.receive(.error(e))
+        case .completed: downstream.receive(.completed)
+        }
     }
 }
