@@ -213,6 +213,9 @@ final class MetricsEndpoint: @unchecked Sendable {
         "replay_retries": ("logcast_nats_hub_replay_retries_total", "counter", "Times a failed replay consumer was made again."),
         "alerts_sent": ("logcast_alerts_sent_total", "counter", "Alert events acknowledged by their receivers, every alert together."),
         "alerts_dropped": ("logcast_alerts_dropped_total", "counter", "Alert events dropped, every alert and reason together."),
+        "multiline_events": ("logcast_multiline_events_total", "counter", "Events made of joined lines (--multiline-start), one-line events included."),
+        "multiline_cuts": ("logcast_multiline_cuts_total", "counter", "Events cut at --multiline-max-bytes (the rest went on as a new event)."),
+        "multiline_timeouts": ("logcast_multiline_timeouts_total", "counter", "Events sent by --multiline-timeout (their file was quiet)."),
     ]
 
     /// A client's class, from its identity.

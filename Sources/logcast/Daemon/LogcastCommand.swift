@@ -65,6 +65,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Alerts to webhooks")
     var alertOptions: AlertOptions
 
+    @OptionGroup(title: "Multi-line events")
+    var multilineOptions: MultilineOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -221,6 +224,7 @@ struct LogcastCommand: ParsableCommand {
         server.addGlobs(patterns, maxFiles: globOptions.maxFiles)
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         try alertOptions.start(server: server, publishing: nats.publish != nil)
+        try multilineOptions.start(server: server)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in

@@ -58,6 +58,8 @@ final class LogcastServer: @unchecked Sendable {
     var globs: [GlobFollower] = []
     /// With kept positions, the patterns wait for the first client too.
     var globsWaitingForAClient = false
+    /// `--multiline-start`/`--multiline-file` (MultilineOptions.swift), if any.
+    var multiline: MultilineRules?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -74,6 +76,7 @@ final class LogcastServer: @unchecked Sendable {
         var line = stats.line(now: Scheduler.main.now, patterns: compiler.current?.patterns.count ?? 0, compiles: compiler.compiles)
         var extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "") + (hubFields?() ?? "")
         extra += alerts?.statsFields ?? ""
+        extra += multiline?.counters.statsFields ?? ""
         if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
         return line
     }
@@ -146,11 +149,13 @@ final class LogcastServer: @unchecked Sendable {
             onNotice?(notice)
         }
         if positions == nil && ended == nil { liveSources += 1 }
+        // With a start pattern, lines reach the fan-out as events (MultilineAssembler.swift).
+        let events = multiline?.assembler(for: path) { fanOut.ingest(prefix: prefix, line: $0) }
         let follow = source.start(
             from: start, checkpoints: positions?.store,
             deliver: { chunk in
                 counters.delivered(chunk)
-                fanOut.ingest(prefix: prefix, chunk: chunk)
+                if let events { events.feed(chunk) } else { fanOut.ingest(prefix: prefix, chunk: chunk) }
                 if let forwarder { Self.forEachLine(chunk) { forwarder.send(TaggedLine(file: path, text: $0)) } }
             },
             failed: { [weak self] error in
@@ -258,6 +263,8 @@ final class LogcastServer: @unchecked Sendable {
         // A compile in flight must not hold the exit (its watchdog timer kept the loop
         // alive for up to --grep-timeout).
         compiler.stop()
+        // Events still waiting for their next line go out before the drain.
+        multiline?.stop()
         // Each client is told BYE after what is queued for it, as QUIT does.
         let drains = Array(sessions.values).map { $0.closeForShutdown() }
         // Bounded: a client that never reads cannot hold the exit past the deadline.

@@ -84,6 +84,8 @@ final class NatsEdge {
     /// cnats would buffer it and send it after the reconnect, before the resends of the
     /// batches lost with the old socket, i.e. out of order).
     var linkUp = true
+    /// `--multiline-start`: whole events only into batches (MultilineEdgeGate.swift).
+    var multiline: MultilineEdgeGate?
 
     init(target: NatsTarget, subject: String, batchBytes: Int, replicas: Int, dedupeWindow: Double,
          stateDirectory: String, paths: [String], logger: Logger, local: ((String, [UInt8]) -> Void)?) throws {
@@ -120,6 +122,7 @@ final class NatsEdge {
     }
 
     func stop() {
+        multiline?.stop()
         save()
         for d in follows.values { d.dispose() }
         follows = [:]
@@ -143,7 +146,7 @@ final class NatsEdge {
                                     })
             .subscribe(next: { [weak self] chunk in
                            counters?.delivered(chunk.bytes)
-                           self?.received(chunk)
+                           if let gate = self?.multiline { gate.feed(chunk) } else { self?.received(chunk) }
                        },
                        error: { [weak self] error in self?.logger.error("\(path): \(error); no longer followed") })
     }
@@ -158,6 +161,8 @@ final class NatsEdge {
         }
         switch notice {
         case .truncated(_, let identity, _), .lost(_, let identity?, _, .truncatedWhileStopped):
+            // An event held back from the old content goes out with it, before the new one.
+            multiline?.truncated(device: identity.device, inode: identity.inode)
             // Every reader of this inode so far read content that is gone: what they queued
             // still goes out under its own ids, the positions now belong to the new content.
             for file in files.values where file.identity.device == identity.device && file.identity.inode == identity.inode {

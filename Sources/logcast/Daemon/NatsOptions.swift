@@ -84,14 +84,22 @@ struct NatsOptions: ParsableArguments {
         if let publish {
             let fanOut = server.fanOut
             // Without a hub in this process the edge's own lines still reach local clients.
+            // (With --multiline-start they are whole events: MultilineRules.ingestWhole.)
+            let multiline = server.multiline
             let local: ((String, [UInt8]) -> Void)? = from == nil
-                ? { path, bytes in fanOut.ingest(prefix: Array((path + ": ").utf8), chunk: bytes) } : nil
+                ? { path, bytes in
+                    if multiline?.ingestWhole(path: path, bytes: bytes, into: fanOut) == true { return }
+                    fanOut.ingest(prefix: Array((path + ": ").utf8), chunk: bytes)
+                } : nil
             let edge = try NatsEdge(
                 target: try target(publish, option: "--publish", credentials: credentials), subject: subject ?? "logs.\(NatsTarget.hostName)",
                 batchBytes: batchBytes, replicas: streamReplicas, dedupeWindow: dedupeWindow,
                 stateDirectory: stateDirectory, paths: files, logger: logger, local: local)
             let stats = server.stats
             edge.counters = { stats.counters(for: $0) }
+            if let multiline {
+                edge.multiline = MultilineEdgeGate(rules: multiline, batchBytes: batchBytes) { [weak edge] in edge?.received($0) }
+            }
             edge.start()
             running.edge = edge
         }
