@@ -159,7 +159,11 @@ struct LogcastCommand: ParsableCommand {
         }
         var logger = Logger(label: "logcast")
         logger.logLevel = level
-        let address = try Self.parseAddress(listen, option: "--listen")
+        // Sockets systemd passed (socket activation) stand for their options: SystemdSockets.swift.
+        let systemd = try SystemdSockets.start(tls: tlsCert != nil)
+        let address = try systemd.address(.listen) ?? Self.parseAddress(listen, option: "--listen")
+        let udpAddress = try systemd.address(.syslogUDP) ?? syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") }
+        let tcpAddress = try systemd.address(.syslogTCP) ?? syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
 
         guard lcs_platform_ok() != 0 else {
             Output.err("logcast: error: Hyperscan (the GREP engine) cannot run on this processor: it needs x86-64 with SSSE3\n")
@@ -174,7 +178,7 @@ struct LogcastCommand: ParsableCommand {
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
         var paths = nats.publish != nil ? [] : files
         var demo: Disposable?
-        if paths.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
+        if paths.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -210,13 +214,11 @@ struct LogcastCommand: ParsableCommand {
             }
         }
         try security.startUnix(server)
-        try httpOptions.start(server: server, security: security, nats: natsRunning)
-        server.startSyslog(
-            udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
-            tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
-        ) { kind, bound in
+        try systemd.adopting(httpOptions).start(server: server, security: security, nats: natsRunning)
+        server.startSyslog(udp: udpAddress, tcp: tcpAddress) { kind, bound in
             Output.out("logcast: syslog \(kind) on \(bound)\n")
         }
+        try SystemdSockets.notify(server: server, nats: natsRunning, logger: logger)
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)
         }
