@@ -36,6 +36,13 @@ struct LogcastCommand: ParsableCommand {
 
             Then, in another terminal: nc 127.0.0.1 7070 (and type HELP, or GREP error)
 
+            Under systemd (Type=notify): READY=1 once every listener listens and every FILE is \
+            opened or waited on, a one-line STATUS= (files, clients, NATS), WATCHDOG=1 every \
+            WatchdogSec/2 from the event loop, STOPPING=1 at SIGTERM; nothing without \
+            NOTIFY_SOCKET. Socket activation: sockets passed by a .socket unit are served in \
+            place of the option their FileDescriptorName= names: listen, http, syslog-tcp, \
+            syslog-udp (--listen-unix, and listen with --tls-cert, are not activated yet).
+
             LOGCAST_DEBUG=1 in the environment is the same as --log-level debug. The guide: \
             Sources/logcast/README.md in ReactiveUV's repository.
             """,
