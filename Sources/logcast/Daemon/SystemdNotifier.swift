@@ -75,6 +75,10 @@ final class SystemdNotifier: @unchecked Sendable {
         for signum in [SIGTERM, SIGINT] {
             server.running += UnixSignal.signal(signum).take(1).subscribeNext { [self] _ in stopped() }
         }
+        // The server's own watch of the signal was made first and may be told first: with
+        // no client to drain it finishes at once, disposing `running` (and the watches
+        // above) before they hear of the signal. Finishing is the stop, so it says so too.
+        server.running += Disposable { [self] in stopped() }
         // Readiness is checked when a listener starts listening and each second (a TLS
         // listener on a name is not one of SystemdSockets' listeners); the status line
         // each second, sent only when it changed: at most one STATUS= a second.
