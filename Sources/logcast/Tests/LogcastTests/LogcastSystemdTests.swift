@@ -87,6 +87,29 @@ final class LogcastSystemdTests: LogcastProcessTestCase {
         return Int(p.output[range].split(separator: ":").last!.dropLast())
     }
 
+    /// CSystemd.h copies five prototypes from libsystemd's sd-daemon.h (it says why): a C
+    /// compiler given both headers refuses any that drifted (conflicting types).
+    func testTheCopiedPrototypesAreLibsystemdsOwn() throws {
+        let header = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../CSystemd/CSystemd.h").standardized.path
+        guard access("/usr/include/systemd/sd-daemon.h", R_OK) == 0 else {
+            throw XCTSkip("libsystemd-dev is not installed (scripts/ensure-deps.sh installs it)")
+        }
+        let source = dir + "/check.c"
+        try "#include <systemd/sd-daemon.h>\n#include \"\(header)\"\nint main(void) { return sd_notify(0, \"\") + SD_LISTEN_FDS_START; }\n"
+            .write(toFile: source, atomically: true, encoding: .utf8)
+        let compiler = access("/usr/bin/cc", X_OK) == 0 ? "/usr/bin/cc" : "/usr/bin/clang"
+        let command = "\(compiler) -fsyntax-only -Wall -Werror \(source) > \(dir)/cc.out 2>&1"
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ), 0)
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(pid, &status, 0), pid)
+        let output = (try? String(contentsOfFile: dir + "/cc.out", encoding: .utf8)) ?? ""
+        XCTAssertEqual(status, 0, "CSystemd.h and sd-daemon.h disagree: \(output)")
+    }
+
     func testReadyOnlyOnceEveryListenerAnswersThenStatusUpdatesAndStoppingAtSIGTERM() throws {
         let notify = try NotifySocket(directory: dir)
         self.notify = notify
