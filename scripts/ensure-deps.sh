@@ -35,6 +35,10 @@ if ! pkg-config --exists zlib 2>/dev/null; then need+=(zlib1g-dev); fi
 # and libevent's event_base (C programs built with `pkg-config glib-2.0 libevent`).
 if ! pkg-config --exists glib-2.0 2>/dev/null; then need+=(libglib2.0-dev); fi
 if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
+# logcast under systemd: libsystemd (sd_notify, socket activation); its tests start logcast
+# through systemd-socket-activate (Debian package systemd; no running systemd needed).
+if ! pkg-config --exists libsystemd 2>/dev/null; then need+=(libsystemd-dev); fi
+command -v systemd-socket-activate >/dev/null 2>&1 || [ -x /usr/bin/systemd-socket-activate ] || need+=(systemd)
 # The ported coreutils tail tests run ruv-tail as another user with setpriv(1).
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # logcast's namespaced NATS fault tests: ip(8) (network namespaces, veth, a bridge) and
@@ -87,4 +91,5 @@ pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by p
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
 ensure_python_websockets
 ensure_python_prometheus_client
+pkg-config --exists libsystemd || { echo "ensure-deps: libsystemd still not found by pkg-config" >&2; exit 1; }
 pkg-config --exists glib-2.0 libevent || { echo "ensure-deps: glib-2.0 or libevent still not found by pkg-config" >&2; exit 1; }

@@ -30,6 +30,14 @@ let package = Package(
             pkgConfig: "libhs",
             providers: [.apt(["libhyperscan-dev"])]
         ),
+        // libsystemd (Debian libsystemd-dev): readiness, status, watchdog and socket
+        // activation under systemd (Daemon/Systemd*.swift).
+        .systemLibrary(
+            name: "CSystemd",
+            path: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         // Scans many lines per call into (line, pattern) pairs (a C match callback).
         .target(
             name: "LogcastScan",
@@ -41,6 +49,7 @@ let package = Package(
             name: "logcast",
             dependencies: [
                 "CHyperscan",
+                "CSystemd",
                 "LogcastScan",
                 .product(name: "ReactiveUV", package: rootIdentity),
                 .product(name: "ReactiveUVNATS", package: rootIdentity),

@@ -38,7 +38,7 @@ struct HTTPOptions: ParsableArguments {
         }
         let token = server.security.token
         let endpoint = MetricsEndpoint(server: server, nats: nats, token: token)
-        server.running += HTTP.listen(host: address.host, port: address.port, onListening: { bound in
+        server.running += SystemdSockets.shared.http(host: address.host, port: address.port, onListening: { bound in
             endpoint.bound = true
             Output.out("logcast: http on \(bound); metrics at http://\(bound)/metrics\n")
         })

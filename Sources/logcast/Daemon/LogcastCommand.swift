@@ -36,6 +36,13 @@ struct LogcastCommand: ParsableCommand {
 
             Then, in another terminal: nc 127.0.0.1 7070 (and type HELP, or GREP error)
 
+            Under systemd (Type=notify): READY=1 once every listener listens and every FILE is \
+            opened or waited on, a one-line STATUS= (files, clients, NATS), WATCHDOG=1 every \
+            WatchdogSec/2 from the event loop, STOPPING=1 at SIGTERM; nothing without \
+            NOTIFY_SOCKET. Socket activation: sockets passed by a .socket unit are served in \
+            place of the option their FileDescriptorName= names: listen, http, syslog-tcp, \
+            syslog-udp (--listen-unix, and listen with --tls-cert, are not activated yet).
+
             LOGCAST_DEBUG=1 in the environment is the same as --log-level debug. The guide: \
             Sources/logcast/README.md in ReactiveUV's repository.
             """,
@@ -169,7 +176,11 @@ struct LogcastCommand: ParsableCommand {
         }
         var logger = Logger(label: "logcast")
         logger.logLevel = level
-        let address = try Self.parseAddress(listen, option: "--listen")
+        // Sockets systemd passed (socket activation) stand for their options: SystemdSockets.swift.
+        let systemd = try SystemdSockets.start(tls: tlsCert != nil)
+        let address = try systemd.address(.listen) ?? Self.parseAddress(listen, option: "--listen")
+        let udpAddress = try systemd.address(.syslogUDP) ?? syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") }
+        let tcpAddress = try systemd.address(.syslogTCP) ?? syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
 
         guard lcs_platform_ok() != 0 else {
             Output.err("logcast: error: Hyperscan (the GREP engine) cannot run on this processor: it needs x86-64 with SSSE3\n")
@@ -196,7 +207,7 @@ struct LogcastCommand: ParsableCommand {
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
         var paths = nats.publish != nil ? [] : plainFiles
         var demo: Disposable?
-        if paths.isEmpty && patterns.isEmpty && !nats.isActive && syslogUDP == nil && syslogTCP == nil {
+        if paths.isEmpty && patterns.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -235,13 +246,11 @@ struct LogcastCommand: ParsableCommand {
             }
         }
         try security.startUnix(server)
-        try httpOptions.start(server: server, security: security, nats: natsRunning)
-        server.startSyslog(
-            udp: try syslogUDP.map { try Self.parseAddress($0, option: "--syslog-udp") },
-            tcp: try syslogTCP.map { try Self.parseAddress($0, option: "--syslog-tcp") }
-        ) { kind, bound in
+        try systemd.adopting(httpOptions).start(server: server, security: security, nats: natsRunning)
+        server.startSyslog(udp: udpAddress, tcp: tcpAddress) { kind, bound in
             Output.out("logcast: syslog \(kind) on \(bound)\n")
         }
+        try SystemdSockets.notify(server: server, nats: natsRunning, logger: logger)
         while !server.finished {
             _ = EventLoop.main.run(until: { server.finished }, timeout: 3600)
         }

@@ -115,7 +115,7 @@ final class LogcastServer: @unchecked Sendable {
             listening = listenTLS(
                 certificate: certificate, key: key, clientCA: config.tlsClientCA, tlsStats: tlsStats, onListening: onListening)
         } else {
-            listening = TCP.listen(host: config.host, port: config.port, backlog: 4096, onListening: onListening)
+            listening = SystemdSockets.shared.tcpListen(.listen, host: config.host, port: config.port, backlog: 4096, onListening: onListening)
                 .subscribe(
                     next: { [weak self] connection in self?.accept(connection) },
                     error: { [weak self] error in

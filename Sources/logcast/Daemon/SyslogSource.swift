@@ -69,7 +69,7 @@ final class SyslogSource: @unchecked Sendable {
     ///   - onBound: the bound address (the real port for 0).
     ///   - failed: binding or receiving failed for good.
     func listenUDP(host: String, port: Int, onBound: @escaping (SocketAddress) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
-        UDP.bind(host: host, port: port, options: UDPOptions(receiveBatch: 16), onBound: { [stats] bound in
+        SystemdSockets.shared.udpBind(.syslogUDP, host: host, port: port, options: UDPOptions(receiveBatch: 16), onBound: { [stats] bound in
             stats.truncatedDatagrams = { [weak bound] in bound?.truncatedDatagrams ?? 0 }
             onBound(bound.localAddress)
         })
@@ -87,7 +87,7 @@ final class SyslogSource: @unchecked Sendable {
     /// Accepts TCP senders on `host:port`; each connection's frames are messages (RFC 6587:
     /// octet counting, `LEN SP MSG`, or LF-terminated, told apart by their first byte).
     func listenTCP(host: String, port: Int, onBound: @escaping (SocketAddress) -> Void, failed: @escaping (any Error) -> Void) -> Disposable {
-        TCP.listen(host: host, port: port, onListening: onBound)
+        SystemdSockets.shared.tcpListen(.syslogTCP, host: host, port: port, onListening: onBound)
             .flattenMap { [self] connection -> Signal<Void> in
                 guard let sender = connection.remoteAddress else { return .empty() }
                 stats.tcpSenders += 1

@@ -220,6 +220,7 @@ final class NatsFaultTests: XCTestCase {
         XCTAssertEqual(reader.inversions.count, 0, "out of file order: first \(reader.inversions.prefix(3))")
         XCTAssertFalse(edge?.errors.contains("(out of order)") ?? false, "the edge saw a batch stored out of order")
         XCTAssertEqual(recoveries.count, 6)
+        print("NatsFaultTests: the stream reader's consumer was made again after a silent stall \(reader.stallRestarts) times")
         print("NatsFaultTests: \(total) lines, 0 lost, 0 duplicated, 0 out of order expected; lost \(missing.count), duplicated \(duplicated.count), out of order \(reader.inversions.count)")
         for (name, seconds) in recoveries {
             print("NatsFaultTests: \(name): every line written before the heal stored \(String(format: "%.2f", seconds)) s after it")

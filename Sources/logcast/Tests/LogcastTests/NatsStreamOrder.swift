@@ -24,6 +24,16 @@ final class StreamOrderReader {
     /// When each number was first read (for the time a backlog took to be stored).
     private(set) var firstSeen: [Int: Date] = [:]
     private(set) var consumerErrors: [String] = []
+    /// Times the consumer was made again because it had delivered nothing for
+    /// ``stallLimit`` seconds while the stream held messages past the last one read.
+    private(set) var stallRestarts = 0
+    /// Why: once in the namespaced fault test (2026-11-28) this reader's ordered consumer
+    /// delivered nothing more after the stream leader was cut off and healed, with no
+    /// error, while the edge went on storing every line; the test then failed on the
+    /// reader, not on the stream. The same silence is the hub's known defect (a hub
+    /// stopped serving after a fault, nothing in its log). Until the library's `consume`
+    /// notices it itself, the reader does, and prints each time it did.
+    static let stallLimit = 15.0
     /// The least number not yet read: every number below it was (kept as lines arrive, so
     /// a wait for "everything written before a moment is stored" costs nothing per event).
     private(set) var contiguous = 0
@@ -63,13 +73,28 @@ final class StreamOrderReader {
     }
 
     /// The stream's current leader (server name), or nil when the servers do not answer.
-    func leader() -> String? {
+    func leader() -> String? { streamInfo()?.leader }
+
+    /// The stream's info, or nil when the servers do not answer within 30 s.
+    private func streamInfo() -> JetStreamInfo? {
         guard let js else { return nil }
         let info = ReplayBox<JetStreamInfo>()
         let sub = js.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
         defer { sub.dispose() }
         _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30)
-        return info.value?.leader
+        return info.value
+    }
+
+    /// Makes the consumer again from the message after the last one read when it has been
+    /// silent for ``stallLimit`` seconds while the stream holds more (see ``stallRestarts``).
+    private func restartIfStalled(silentFor seconds: Double) {
+        guard seconds >= StreamOrderReader.stallLimit, !closed, let info = streamInfo(),
+              info.lastSequence > lastSequence else { return }
+        stallRestarts += 1
+        print("StreamOrderReader: nothing delivered for \(Int(seconds)) s while the stream holds up to #\(info.lastSequence) (read up to #\(lastSequence)): consumer made again (\(stallRestarts) so far)")
+        restart?.dispose()
+        consumer?.dispose()
+        startConsumer()
     }
 
     private func startConsumer() {
@@ -117,13 +142,18 @@ final class StreamOrderReader {
         let deadline = Date().addingTimeInterval(timeout)
         var seen = lines
         var lastProgress = Date()
+        var lastCheck = Date()
         while Date() < deadline {
             if EventLoop.main.run(until: done, timeout: 2) { return true }
             if lines != seen {
                 seen = lines
                 lastProgress = Date()
+                lastCheck = lastProgress
             } else if Date().timeIntervalSince(lastProgress) > stall {
                 return false
+            } else if Date().timeIntervalSince(lastCheck) >= StreamOrderReader.stallLimit {
+                lastCheck = Date()
+                restartIfStalled(silentFor: lastCheck.timeIntervalSince(lastProgress))
             }
         }
         return false
