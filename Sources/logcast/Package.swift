@@ -31,7 +31,7 @@ let package = Package(
             providers: [.apt(["libhyperscan-dev"])]
         ),
         // libsystemd (Debian libsystemd-dev): readiness, status, watchdog and socket
-        // activation under systemd (Daemon/Systemd*.swift).
+        // activation under systemd (Daemon/App/Systemd*.swift).
         .systemLibrary(
             name: "CSystemd",
             path: "CSystemd",

@@ -1,1 +1,1 @@
-../../../Sources/logcast/Daemon/ClientCommand.swift
+../../../Sources/logcast/Daemon/Clients/ClientCommand.swift

@@ -1,1 +1,1 @@
-../../../Sources/logcast/Daemon/ClientLines.swift
+../../../Sources/logcast/Daemon/Clients/ClientLines.swift

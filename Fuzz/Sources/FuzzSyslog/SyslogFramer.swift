@@ -1,1 +1,1 @@
-../../../Sources/logcast/Daemon/SyslogFramer.swift
+../../../Sources/logcast/Daemon/Input/SyslogFramer.swift

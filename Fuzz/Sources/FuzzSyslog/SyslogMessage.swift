@@ -1,1 +1,1 @@
-../../../Sources/logcast/Daemon/SyslogMessage.swift
+../../../Sources/logcast/Daemon/Input/SyslogMessage.swift
