@@ -356,83 +356,119 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     /// Looks at what the path names now: a new file is opened at once and read from 0;
     /// the file that was there becomes a rotated one.
+    ///
+    /// The steps, in order: nothing (or nothing we may look at) at the path
+    /// (``pathCannotBeStated(_:)``); still the current file (nothing to do); something that
+    /// is not a regular file (``cannotFollow(_:)``); a rotated file renamed back
+    /// (``takeBackRotatedFile(_:)``); else a new file (``openNewFile()``, ``followNewFile(_:)``).
     func checkPath() {
         if stopped { return }
         var info = stat()
-        if stat(path, &info) != 0 {
-            let code = errno
-            if code == ENOENT {
-                if let old = current {
-                    old.leftPath()
-                    current = nil
-                }
-                saidUnfollowable = nil
-                if !saidMissing {
-                    saidMissing = true
-                    notify(.missing(path: path))
-                }
-                if watch != nil { restartWatch() }
-                return
-            }
-            if code == EACCES { return cannotFollow(TailFollower.unreadableReason(code)) }
-            return readerFailed(UVError(code: code, operation: "stat", target: path))
-        }
+        if stat(path, &info) != 0 { return pathCannotBeStated(errno) }
         if let current, current.identity.device == UInt64(info.st_dev) && current.identity.inode == UInt64(info.st_ino) {
             return
         }
         if info.st_mode & S_IFMT != S_IFREG { return cannotFollow(TailFollower.kindReason(info.st_mode)) }
-        if let back = readers.first(where: {
-            $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino)
-        }) {
-            // A rotated file renamed back to the path.
-            current?.leftPath()
-            back.returnedToPath()
-            current = back
+        if takeBackRotatedFile(info) { return }
+        guard let file = openNewFile() else { return }
+        followNewFile(file)
+    }
+
+    /// What `stat` of the path failing with `code` means: nothing there (the current file
+    /// left the path; ``TailNotice/missing(path:)`` once, and the watch is set again so the
+    /// next file's creation is seen), a path we may not look into (waited on), or an error
+    /// that ends the tail.
+    private func pathCannotBeStated(_ code: Int32) {
+        if code == ENOENT {
+            if let old = current {
+                old.leftPath()
+                current = nil
+            }
+            saidUnfollowable = nil
+            if !saidMissing {
+                saidMissing = true
+                notify(.missing(path: path))
+            }
+            if watch != nil { restartWatch() }
             return
         }
+        if code == EACCES { return cannotFollow(TailFollower.unreadableReason(code)) }
+        readerFailed(UVError(code: code, operation: "stat", target: path))
+    }
+
+    /// Whether the path names a rotated file we still read (`info`: the path's `stat`):
+    /// one renamed back to the path, which becomes the current file again.
+    private func takeBackRotatedFile(_ info: stat) -> Bool {
+        guard let back = readers.first(where: {
+            $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino)
+        }) else { return false }
+        current?.leftPath()
+        back.returnedToPath()
+        current = back
+        return true
+    }
+
+    /// Opens the new file at the path and takes its identity and size.
+    ///
+    /// - Returns: the file, or `nil` when there is nothing new to follow: the path is
+    ///   empty again or names a file we read (both between our `stat` and `open`; the next
+    ///   event says what came instead), it cannot be followed for now (noticed), or an
+    ///   error ended the tail.
+    private func openNewFile() -> (fd: Int32, identity: FileIdentity, size: Int64)? {
         let fd: Int32
         switch TailFollower.openRegularFile(path) {
         case .opened(let opened): fd = opened
-        case .missing: return  // gone again: the next event says what came instead
-        case .unfollowable(let reason): return cannotFollow(reason)
-        case .failed(let code): return readerFailed(UVError(code: code, operation: "open", target: path))
+        case .missing: return nil  // gone again: the next event says what came instead
+        case .unfollowable(let reason):
+            cannotFollow(reason)
+            return nil
+        case .failed(let code):
+            readerFailed(UVError(code: code, operation: "open", target: path))
+            return nil
         }
-        let identity: FileIdentity
-        let size: Int64
         switch FileIdentity.of(descriptor: fd) {
         case .failure(let error):
             _ = Glibc.close(fd)
-            return readerFailed(UVError(code: error.code, operation: error.operation, target: path))
-        case .success(let (found, foundSize, _)):
-            identity = found
-            size = foundSize
+            readerFailed(UVError(code: error.code, operation: error.operation, target: path))
+            return nil
+        case .success(let (identity, size, _)):
+            if readers.contains(where: { $0.isOpen && $0.identity.sameInode(identity) }) {
+                // The path changed back to a file we read between our stat and open.
+                _ = Glibc.close(fd)
+                return nil
+            }
+            return (fd, identity, size)
         }
-        if readers.contains(where: { $0.isOpen && $0.identity.sameInode(identity) }) {
-            // The path changed back to a file we read between our stat and open.
-            _ = Glibc.close(fd)
-            return
-        }
+    }
+
+    /// Follows a new file found at the path: says so (``TailNotice/replaced(path:old:new:)``
+    /// or ``TailNotice/appeared(path:identity:)``), makes it the current file (the one that
+    /// was there is read to its end as a rotated one), then reads first the files rotated
+    /// away before we looked, and then it.
+    ///
+    /// It is read from 0, or from its position when the store knows it (it was here before).
+    private func followNewFile(_ file: (fd: Int32, identity: FileIdentity, size: Int64)) {
         relocate()
         if let old = current {
             // The files rotated away before are replaced once more: done at their end.
             for reader in readers where reader !== old { reader.superseded = true }
             old.leftPath()
-            notify(.replaced(path: path, old: old.identity, new: identity))
+            notify(.replaced(path: path, old: old.identity, new: file.identity))
         } else {
-            notify(.appeared(path: path, identity: identity))
+            notify(.appeared(path: path, identity: file.identity))
         }
         saidMissing = false
         saidUnfollowable = nil
         if stopped {
-            _ = Glibc.close(fd)
+            _ = Glibc.close(file.fd)
             return
         }
         // A file the store knows (it was here before) goes on from its position.
-        let offset = store?.offset(for: identity) ?? 0
-        store?.register(identity, path: path, offset: offset)
+        let offset = store?.offset(for: file.identity) ?? 0
+        store?.register(file.identity, path: path, offset: offset)
         let reader = TailFileReader(
-            follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
-            sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
+            follower: self, fd: file.fd, identity: file.identity, path: path, offset: offset, size: file.size,
+            skipLines: 0, sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
             maxLineLength: options.maxLineLength)
         reader.held = readers.contains { $0.isOpen && $0.held }
         readers.append(reader)
