@@ -538,8 +538,45 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     /// One look of ``adoptMissedFiles(named:)``; returns whether the directory changed
     /// under it (look again).
+    ///
+    /// The steps: a steady snapshot of the siblings (``steadySiblings(prefix:)``), their
+    /// rotation order (``rotationRanks(of:ordered:)``), then, oldest first, each sibling
+    /// that is a missed file (``openMissedFile(_:expected:)``) is announced and placed
+    /// among the readers (``readMissedFile(_:age:ranks:)``).
     private func adoptMissedFilesOnce(prefix: String) -> Bool {
-        func snapshot() -> [(name: String, device: UInt64, inode: UInt64)] {
+        let siblings = steadySiblings(prefix: prefix)
+        // Every rotated sibling in the order it was at the path (oldest first): a missed
+        // file goes among the readers before the first file younger than it, so files are
+        // read in that order even when some rotated ones were seen and others missed.
+        let ordered = TailFollower.oldestFirst(siblings.map(\.name), prefix: prefix)
+        let (rank, keyOf) = TailFollower.rotationRanks(of: siblings, ordered: ordered)
+        for candidate in ordered {
+            if stopped { return false }
+            let file: (fd: Int32, identity: FileIdentity, size: Int64)
+            switch openMissedFile(candidate, expected: keyOf[candidate]) {
+            case .notMissed: continue
+            case .directoryChanged: return true
+            case .opened(let fd, let identity, let size): file = (fd, identity, size)
+            }
+            guard let age = rank[SiblingKey(device: file.identity.device, inode: file.identity.inode)] else {
+                _ = Glibc.close(file.fd)
+                return true  // another file by now
+            }
+            notify(.appeared(path: candidate, identity: file.identity))
+            if stopped {
+                _ = Glibc.close(file.fd)
+                return false
+            }
+            readMissedFile(file, age: age, ranks: rank)
+        }
+        return false
+    }
+
+    /// The directory's entries named like the path plus a suffix, listed until two
+    /// listings in a row agree (at most 16 more times): a writer may be renaming while we
+    /// look, and ranks taken from a moving listing would misplace files.
+    private func steadySiblings(prefix: String) -> [TailDirectoryEntry] {
+        func snapshot() -> [TailDirectoryEntry] {
             TailFollower.directoryEntries(directory).filter { $0.name != prefix && $0.name.hasPrefix(prefix) }
         }
         var siblings = snapshot()
@@ -550,57 +587,66 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             siblings = again
             if same { break }
         }
-        // Every rotated sibling in the order it was at the path (oldest first): a missed
-        // file goes among the readers before the first file younger than it, so files are
-        // read in that order even when some rotated ones were seen and others missed.
-        let ordered = TailFollower.oldestFirst(siblings.map(\.name), prefix: prefix)
+        return siblings
+    }
+
+    /// Each sibling's place in rotation order (by its file, so a reader finds its own), and
+    /// the file each name named in the snapshot.
+    static func rotationRanks(
+        of siblings: [TailDirectoryEntry], ordered: [String]
+    ) -> (rank: [SiblingKey: Int], keyOf: [String: SiblingKey]) {
         var rank: [SiblingKey: Int] = [:]
         var keyOf: [String: SiblingKey] = [:]
         for entry in siblings { keyOf[entry.name] = SiblingKey(device: entry.device, inode: entry.inode) }
         for (index, name) in ordered.enumerated() {
             if let key = keyOf[name] { rank[key] = index }
         }
-        for candidate in ordered {
-            if stopped { return false }
-            if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { continue }
-            var info = stat()
-            guard stat(candidate, &info) == 0 else { return true }
-            if SiblingKey(info) != keyOf[candidate] { return true }  // renamed meanwhile
-            guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
-                siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
-                !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
-            else { continue }
-            let fd = open(candidate, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { continue }
-            guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir,
-                !finishedFiles.contains(where: { $0.isSameFile(as: identity) }),
-                !isKnownContent(identity.fingerprint)
-            else {
-                _ = Glibc.close(fd)
-                continue
-            }
-            guard let age = rank[SiblingKey(device: identity.device, inode: identity.inode)] else {
-                _ = Glibc.close(fd)
-                return true  // another file by now
-            }
-            notify(.appeared(path: candidate, identity: identity))
-            if stopped {
-                _ = Glibc.close(fd)
-                return false
-            }
-            // Before the first reader of a younger file: a sibling ranked younger, or the
-            // current file if it is still at the path (a current file found among the
-            // siblings was rotated away before we noticed, and is ranked like them).
-            // Readers of files gone from the directory are older.
-            let index = readers.firstIndex { reader in
-                if let theirs = rank[SiblingKey(device: reader.identity.device, inode: reader.identity.inode)] {
-                    return theirs > age
-                }
-                return reader === current
-            } ?? readers.count
-            readRotated(fd, identity, size: size, from: store?.offset(for: identity) ?? 0, at: index, limitingOpenFiles: true)
+        return (rank, keyOf)
+    }
+
+    /// Opens `candidate` if it is a missed file: a regular file (not a compressed one)
+    /// modified since we started following and changed since the plan's listing, that is
+    /// no file we read, have read, or whose content we have seen (a copy).
+    ///
+    /// - Parameters:
+    ///   - expected: the file the name named in the snapshot; another one now means the
+    ///     directory changed under the look.
+    private func openMissedFile(_ candidate: String, expected: SiblingKey?) -> MissedFileLook {
+        if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { return .notMissed }
+        var info = stat()
+        guard stat(candidate, &info) == 0 else { return .directoryChanged }
+        if SiblingKey(info) != expected { return .directoryChanged }  // renamed meanwhile
+        guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
+            siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
+            !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
+        else { return .notMissed }
+        let fd = open(candidate, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return .notMissed }
+        guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir,
+            !finishedFiles.contains(where: { $0.isSameFile(as: identity) }),
+            !isKnownContent(identity.fingerprint)
+        else {
+            _ = Glibc.close(fd)
+            return .notMissed
         }
-        return false
+        return .opened(fd, identity, size)
+    }
+
+    /// Reads a missed file as a rotated one, from its stored position or 0, placed before
+    /// the first reader of a younger file: a sibling ranked younger, or the current file if
+    /// it is still at the path (a current file found among the siblings was rotated away
+    /// before we noticed, and is ranked like them). Readers of files gone from the
+    /// directory are older.
+    private func readMissedFile(_ file: (fd: Int32, identity: FileIdentity, size: Int64), age: Int, ranks rank: [SiblingKey: Int]) {
+        let index = readers.firstIndex { reader in
+            if let theirs = rank[SiblingKey(device: reader.identity.device, inode: reader.identity.inode)] {
+                return theirs > age
+            }
+            return reader === current
+        } ?? readers.count
+        readRotated(
+            file.fd, file.identity, size: file.size, from: store?.offset(for: file.identity) ?? 0, at: index,
+            limitingOpenFiles: true)
     }
 
     /// Whether a file starting with `fingerprint` holds content we have seen: the start of
@@ -804,4 +850,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             reader.turnCame()
         }
     }
+}
+
+/// What ``TailFollower`` found looking at a sibling for a missed rotated file.
+private enum MissedFileLook {
+    /// Not a missed file (or it cannot be opened): look at the next one.
+    case notMissed
+    /// The name names another file than in the snapshot, or nothing: look again.
+    case directoryChanged
+    /// A missed file, opened; the caller owns the descriptor.
+    case opened(Int32, FileIdentity, Int64)
 }
