@@ -230,6 +230,13 @@ final class TailFileReader {
         }
     }
 
+    /// A read came back: its lines are delivered, then the reader reads on or waits.
+    ///
+    /// The steps, in order: the reader stopping, an error or the end of the file end it
+    /// here; a file cut under our first read is read again from its new position
+    /// (``truncatedUnderFirstRead()``); else the chunk is split into lines
+    /// (``acceptLines(_:)``), delivered (``deliverAccepted(_:at:skipped:)``), and the
+    /// reader goes on (``readOnAfterChunk(onLoop:)``).
     private func readDone(_ read: ArrayReadResult, requested: Int, onLoop: Bool) {
         let n = read.count
         if stopping {
@@ -244,48 +251,64 @@ final class TailFileReader {
             lines.restorePartialLine(read.bytes)
             return atEnd()
         }
-        if checksFirstRead {
-            checksFirstRead = false
-            if let size = sizeIfTruncated() {
-                // Read on from our position, these bytes were (most likely) the middle of
-                // the new content: the tail of some line, then lines read again from 0.
-                truncated(size: size)
-                return readNext(onPool: false)
-            }
-        }
+        if truncatedUnderFirstRead() { return readNext(onPool: false) }
         offset += Int64(n)
         lastData = csys_monotonic_ns()
-        var whole: [UInt8]?
-        var skipped: [SkippedLineStep] = []
         let wholeStart = lineStart
-        if skippingLongLineFrom != nil {
-            skipped = acceptSkippingLongLines(read)
-        } else {
-            do {
-                if let partial = read.partialLine {
-                    whole = try lines.acceptWholeLines(read.bytes, partial: partial)
-                } else {
-                    whole = try lines.acceptWholeLines([], partial: read.bytes)
-                }
-                if let whole { lineStart += Int64(whole.count) }
-            } catch {
-                if follower.options.longLines == .skip {
-                    skipped = acceptSkippingLongLines(read)
-                } else {
-                    // The lines before the one over the limit are delivered first, as a line
-                    // reader would have sent them one by one before meeting it.
-                    let valid = TailFileReader.prefixOfLines(read.bytes[...], within: lines.maxLength)
-                    if valid > 0 { deliver(Array(read.bytes[..<valid]), at: lineStart) }
-                    busy = false
-                    return follower.readerFailed(error)
-                }
-            }
-        }
+        guard let accepted = acceptLines(read) else { return }
         // A full read on the pool: more is very likely there, so the next read starts
         // before this chunk is delivered (a pool thread reads while the loop delivers).
         let readAhead = !onLoop && n == requested
         if readAhead { startReadAhead() }
-        if let whole { deliver(whole, at: wholeStart) }
+        deliverAccepted(accepted.whole, at: wholeStart, skipped: accepted.skipped)
+        if readAhead { return }  // the read-ahead's completion carries on (or closes)
+        readOnAfterChunk(onLoop: onLoop)
+    }
+
+    /// Whether the file was cut under the first read after an open or a truncation: then
+    /// the truncation is handled here and the bytes just read are dropped. Read on from
+    /// our position, they were (most likely) the middle of the new content: the tail of
+    /// some line, then lines read again from 0. Checked once per such read.
+    private func truncatedUnderFirstRead() -> Bool {
+        guard checksFirstRead else { return false }
+        checksFirstRead = false
+        guard let size = sizeIfTruncated() else { return false }
+        truncated(size: size)
+        return true
+    }
+
+    /// Splits a chunk into the whole lines to deliver (and the steps over lines too long
+    /// to keep, when those are skipped); the unfinished rest stays in the line buffer.
+    ///
+    /// - Returns: the lines, or `nil` when a line over the limit ended the tail (the lines
+    ///   before it were delivered first, as a line reader would have sent them one by one
+    ///   before meeting it).
+    private func acceptLines(_ read: ArrayReadResult) -> (whole: [UInt8]?, skipped: [SkippedLineStep])? {
+        if skippingLongLineFrom != nil { return (nil, acceptSkippingLongLines(read)) }
+        do {
+            let whole: [UInt8]?
+            if let partial = read.partialLine {
+                whole = try lines.acceptWholeLines(read.bytes, partial: partial)
+            } else {
+                whole = try lines.acceptWholeLines([], partial: read.bytes)
+            }
+            if let whole { lineStart += Int64(whole.count) }
+            return (whole, [])
+        } catch {
+            if follower.options.longLines == .skip { return (nil, acceptSkippingLongLines(read)) }
+            let valid = TailFileReader.prefixOfLines(read.bytes[...], within: lines.maxLength)
+            if valid > 0 { deliver(Array(read.bytes[..<valid]), at: lineStart) }
+            busy = false
+            follower.readerFailed(error)
+            return nil
+        }
+    }
+
+    /// Delivers what ``acceptLines(_:)`` found: the whole lines starting at `start`, then
+    /// the lines and skipped ranges around lines too long (each skip a
+    /// ``TailLossReason/lineTooLong`` loss), until the reader stops.
+    private func deliverAccepted(_ whole: [UInt8]?, at start: Int64, skipped: [SkippedLineStep]) {
+        if let whole { deliver(whole, at: start) }
         for step in skipped where !stopping {
             switch step {
             case .lines(let bytes, let at): deliver(bytes, at: at)
@@ -293,7 +316,12 @@ final class TailFileReader {
                 follower.lost(.lost(path: path, identity: identity, range: range, reason: .lineTooLong))
             }
         }
-        if readAhead { return }  // the read-ahead's completion carries on (or closes)
+    }
+
+    /// After a chunk was delivered (and no read-ahead carries on): close if stopping; after
+    /// a read on the loop, read on at the next turn (more may be cached); after one on the
+    /// pool, the file's end was reached.
+    private func readOnAfterChunk(onLoop: Bool) {
         if stopping {
             busy = false
             return closeWhenIdle()

@@ -53,6 +53,11 @@ extension TailFollower {
     /// Opens what `path` holds now (and, with a store, the files it remembers for the
     /// path) and works out where each is read from.
     ///
+    /// The phases, in order, each a step of its own (their notices keep this order): find
+    /// the file at the path (`TailPlan.findCurrentFile`), resume what the store remembers
+    /// (`TailPlan.resumeRemembered`), then decide where the current file is read from
+    /// (`TailPlan.addCurrent`).
+    ///
     /// - Returns: the plan, or the error that ends the subscription at once (`ENOTDIR
     ///   during stat`, an I/O error, ...). Something that cannot be followed for now (a
     ///   directory, FIFO, socket or device, a file we may not read) is no error: the plan
@@ -63,152 +68,116 @@ extension TailFollower {
         var plan = TailPlan()
         plan.startedAt = Int(time(nil)) - 1
         plan.siblings = siblingStamps(ofFileAt: fileLocation(of: path))
-        var current: (fd: Int32, identity: FileIdentity, size: Int64)?
-        switch openRegularFile(path) {
+        let current: TailPlan.Current?
+        switch plan.findCurrentFile(path) {
+        case .failure(let error): return .failure(error)
+        case .success(let found): current = found
+        }
+        let remembered = store?.records(for: path) ?? []
+        let resumedAt = plan.resumeRemembered(remembered, current: current, path: path, store: store)
+        guard let current else { return .success(plan) }
+        if case .failure(let error) = plan.addCurrent(
+            current, resumedAt: resumedAt, storeKnowsPath: { !remembered.isEmpty || store?.hasFollowed(path) == true },
+            path: path, start: start, store: store, sendsUnfinishedLastLine: sendsUnfinishedLastLine)
+        {
+            return .failure(error)
+        }
+        return .success(plan)
+    }
+}
+
+extension TailPlan {
+    /// The file at the path when the plan is made, before it is known where it is read from.
+    struct Current {
+        let fd: Int32
+        let identity: FileIdentity
+        let size: Int64
+    }
+
+    /// Finds the file a tail starts on: opens what `path` holds now and takes its identity
+    /// and size.
+    ///
+    /// Nothing there, or something that cannot be followed for now, is no error: it is a
+    /// notice and no current file, and the follower waits, as `tail -F` does (it looks
+    /// again at each change).
+    ///
+    /// - Returns: the file, `nil` (with a notice), or the error that ends the subscription
+    ///   (`ENOTDIR` during `stat`, an I/O error, ...).
+    mutating func findCurrentFile(_ path: String) -> Result<Current?, UVError> {
+        switch TailFollower.openRegularFile(path) {
         case .opened(let fd):
             switch FileIdentity.of(descriptor: fd) {
             case .failure(let error):
-                _ = close(fd)
+                _ = Glibc.close(fd)
                 return .failure(UVError(code: error.code, operation: error.operation, target: path))
             case .success(let (identity, size, _)):
-                current = (fd, identity, size)
+                return .success(Current(fd: fd, identity: identity, size: size))
             }
         case .missing:
-            plan.notices.append(.missing(path: path))
+            notices.append(.missing(path: path))
         case .unfollowable(let reason):
-            // Waited on, as `tail -F` does: the follower looks again at each change.
-            plan.notices.append(.unfollowable(path: path, reason: reason))
+            notices.append(.unfollowable(path: path, reason: reason))
         case .failed(let code):
             // ENOTDIR: a path through something that is not a directory.
             return .failure(UVError(code: code, operation: code == ENOTDIR ? "stat" : "open", target: path))
         }
+        return .success(nil)
+    }
 
-        let remembered = store?.records(for: path) ?? []
-        // Files a copy is never taken from: the current one, and those remembered (read
-        // under their own records).
-        func keep(_ current: FileIdentity?) -> [(UInt64, UInt64)] {
-            remembered.map { ($0.identity.device, $0.identity.inode) } + (current.map { [($0.device, $0.inode)] } ?? [])
-        }
-        var currentOffset: Int64?
-        var siblings: [(name: String, device: UInt64, inode: UInt64)]?
-        for record in remembered {
-            if let finalOffset = record.finalOffset, record.offset >= finalOffset { continue }
-            if let current, record.describes(current.identity) {
-                // Truncated while followed, and found by its new content: the record is
-                // this file's under the identity taken now (its chunks carry it).
-                if !record.identity.isSameFile(as: current.identity) { store?.rekey(record.identity, to: current.identity) }
-                if record.offset > current.size {
-                    // What was not read yet is in copytruncate's copy, if it made one: then
-                    // nothing is lost, and the notice says only that the file was cut.
-                    let before = plan.notices.count
-                    if plan.resumeCopy(of: record, path: path, store: store, excluded: keep(current.identity)) {
-                        plan.notices.insert(.truncated(path: path, identity: current.identity, at: record.offset), at: before)
-                    } else {
-                        plan.notices.append(.lost(
-                            path: path, identity: current.identity, range: TailByteRange(current.size, record.offset),
-                            reason: .truncatedWhileStopped))
-                    }
-                    // Cut while stopped: what it holds now is another content, known from now
-                    // on by its first bytes as they are (empty, say; they grow as the tail reads
-                    // them). Kept under the old content's fingerprint, the record matched the
-                    // empty file only, and the next start took the rewritten file for an
-                    // unknown one and read it again.
-                    // (Looked up by the file as it is now: the record, rekeyed above or not.)
-                    if record.identity.fingerprint != current.identity.fingerprint {
-                        store?.rekey(current.identity, to: current.identity)
-                    }
-                    store?.truncated(current.identity, whileFollowed: false)
-                    currentOffset = 0
-                } else {
-                    currentOffset = record.offset
-                }
-                plan.notices.append(.resumed(path: path, identity: current.identity, offset: currentOffset ?? 0))
-                continue
-            }
-            // Rotated away while we were down: look for it among the directory's entries.
-            if siblings == nil { siblings = directoryEntries(parentDirectory(of: fileLocation(of: path))) }
-            var found: TailPlan.Opened?
-            for entry in siblings ?? [] where entry.device == record.identity.device && entry.inode == record.identity.inode {
-                let siblingFD = open(entry.name, O_RDONLY | O_CLOEXEC)
-                if siblingFD < 0 { continue }
-                guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: siblingFD),
-                    !isDir, record.describes(identity)
-                else {
-                    _ = close(siblingFD)
-                    continue
-                }
-                var offset = record.offset
-                if offset > size {
-                    plan.notices.append(.lost(
-                        path: entry.name, identity: identity, range: TailByteRange(size, offset),
-                        reason: .truncatedWhileStopped))
-                    store?.truncated(record.identity, whileFollowed: false)
-                    offset = 0
-                }
-                // Keep the identity the store knows (and chunks were acknowledged under),
-                // unless the file is known by its content since a truncation: then the
-                // record becomes this file's under the identity taken now.
-                var resumed = record.identity
-                if !record.identity.isSameFile(as: identity) {
-                    store?.rekey(record.identity, to: identity)
-                    resumed = identity
-                }
-                found = TailPlan.Opened(
-                    fd: siblingFD, identity: resumed, path: path, offset: offset, size: size, isCurrent: false)
-                plan.notices.append(.resumed(path: entry.name, identity: resumed, offset: offset))
-                break
-            }
-            if let found {
-                plan.files.append(found)
-            } else if plan.resumeCopy(
-                of: record, path: path, store: store, excluded: keep(current?.identity))
-            {
-                // Cut (and written again) or deleted while we were down, after a copy was
-                // made (copytruncate; `cp` then a delete): its unread rest is read from
-                // there, under the copy's own record.
-                store?.forget(record.identity)
-            } else {
-                plan.notices.append(.lost(
-                    path: path, identity: record.identity, range: TailByteRange(record.offset, record.finalOffset),
-                    reason: .deletedBeforeRead))
-                store?.forget(record.identity)
-            }
-        }
-
-        guard let current else { return .success(plan) }
-        var opened = TailPlan.Opened(
+    /// Decides where the current file is read from, registers it with the store and adds
+    /// it to the plan (after the rotated files, which are read first).
+    ///
+    /// Where: the offset its record resumes it at; else byte 0 when the store knew the path
+    /// but not this file (it appeared while we were down — also when every file the store
+    /// had of the path was done and dropped); else where `start` puts it.
+    ///
+    /// - Parameters:
+    ///   - storeKnowsPath: asked only when no record resumes the file.
+    /// - Returns: the error of reading the file to find `start`'s position; then every
+    ///   descriptor of the plan is closed.
+    mutating func addCurrent(
+        _ current: Current, resumedAt: Int64?, storeKnowsPath: () -> Bool, path: String, start: TailStart,
+        store: TailCheckpointStore?, sendsUnfinishedLastLine: Bool
+    ) -> Result<Void, UVError> {
+        var opened = Opened(
             fd: current.fd, identity: current.identity, path: path, offset: 0, size: current.size, isCurrent: true)
-        if let currentOffset {
-            opened.offset = currentOffset
-        } else if !remembered.isEmpty || store?.hasFollowed(path) == true {
-            // The store knew this path but not this file: it appeared while we were down
-            // (also when every file the store had of the path was done and dropped).
+        if let resumedAt {
+            opened.offset = resumedAt
+        } else if storeKnowsPath() {
             opened.offset = 0
         } else {
-            switch startOffset(current.fd, size: current.size, start: start, unfinishedCounts: sendsUnfinishedLastLine) {
+            switch TailFollower.startOffset(
+                current.fd, size: current.size, start: start, unfinishedCounts: sendsUnfinishedLastLine)
+            {
             case .failure(let error):
-                plan.closeAll()
-                _ = close(current.fd)
+                closeAll()
+                _ = Glibc.close(current.fd)
                 return .failure(UVError(code: error.code, operation: error.operation, target: path))
             case .success(let (offset, skip)):
                 opened.offset = offset
                 opened.skipLines = skip
-                // `tail -n N` counts an unfinished last line as a line and prints it;
-                // `tail -n +K` prints it too (it is past line K). `tail -n 0` does not.
-                if sendsUnfinishedLastLine {
-                    switch start {
-                    case .lastLines(let n): plan.unfinishedLineAtStart = n > 0
-                    case .line, .beginning: plan.unfinishedLineAtStart = true
-                    case .end: break
-                    }
-                }
+                if sendsUnfinishedLastLine { unfinishedLineAtStart = TailPlan.unfinishedLineCounts(from: start) }
             }
         }
         store?.register(current.identity, path: path, offset: opened.offset)
-        plan.files.append(opened)
-        return .success(plan)
+        files.append(opened)
+        return .success(())
     }
 
+    /// Whether an unfinished last line is sent when the tail starts at `start` (for a tail
+    /// that sends unfinished last lines at all): `tail -n N` counts it as a line and prints
+    /// it; `tail -n +K` prints it too (it is past line K). `tail -n 0` does not, nor does a
+    /// tail from the end.
+    static func unfinishedLineCounts(from start: TailStart) -> Bool {
+        switch start {
+        case .lastLines(let n): return n > 0
+        case .line, .beginning: return true
+        case .end: return false
+        }
+    }
+}
+
+extension TailFollower {
     /// Where `start` puts the first read of a file of `size` bytes, and how many line
     /// breaks are still to be skipped after it (`.line(k)` past the end).
     static func startOffset(

@@ -356,83 +356,119 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     /// Looks at what the path names now: a new file is opened at once and read from 0;
     /// the file that was there becomes a rotated one.
+    ///
+    /// The steps, in order: nothing (or nothing we may look at) at the path
+    /// (``pathCannotBeStated(_:)``); still the current file (nothing to do); something that
+    /// is not a regular file (``cannotFollow(_:)``); a rotated file renamed back
+    /// (``takeBackRotatedFile(_:)``); else a new file (``openNewFile()``, ``followNewFile(_:)``).
     func checkPath() {
         if stopped { return }
         var info = stat()
-        if stat(path, &info) != 0 {
-            let code = errno
-            if code == ENOENT {
-                if let old = current {
-                    old.leftPath()
-                    current = nil
-                }
-                saidUnfollowable = nil
-                if !saidMissing {
-                    saidMissing = true
-                    notify(.missing(path: path))
-                }
-                if watch != nil { restartWatch() }
-                return
-            }
-            if code == EACCES { return cannotFollow(TailFollower.unreadableReason(code)) }
-            return readerFailed(UVError(code: code, operation: "stat", target: path))
-        }
+        if stat(path, &info) != 0 { return pathCannotBeStated(errno) }
         if let current, current.identity.device == UInt64(info.st_dev) && current.identity.inode == UInt64(info.st_ino) {
             return
         }
         if info.st_mode & S_IFMT != S_IFREG { return cannotFollow(TailFollower.kindReason(info.st_mode)) }
-        if let back = readers.first(where: {
-            $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino)
-        }) {
-            // A rotated file renamed back to the path.
-            current?.leftPath()
-            back.returnedToPath()
-            current = back
+        if takeBackRotatedFile(info) { return }
+        guard let file = openNewFile() else { return }
+        followNewFile(file)
+    }
+
+    /// What `stat` of the path failing with `code` means: nothing there (the current file
+    /// left the path; ``TailNotice/missing(path:)`` once, and the watch is set again so the
+    /// next file's creation is seen), a path we may not look into (waited on), or an error
+    /// that ends the tail.
+    private func pathCannotBeStated(_ code: Int32) {
+        if code == ENOENT {
+            if let old = current {
+                old.leftPath()
+                current = nil
+            }
+            saidUnfollowable = nil
+            if !saidMissing {
+                saidMissing = true
+                notify(.missing(path: path))
+            }
+            if watch != nil { restartWatch() }
             return
         }
+        if code == EACCES { return cannotFollow(TailFollower.unreadableReason(code)) }
+        readerFailed(UVError(code: code, operation: "stat", target: path))
+    }
+
+    /// Whether the path names a rotated file we still read (`info`: the path's `stat`):
+    /// one renamed back to the path, which becomes the current file again.
+    private func takeBackRotatedFile(_ info: stat) -> Bool {
+        guard let back = readers.first(where: {
+            $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino)
+        }) else { return false }
+        current?.leftPath()
+        back.returnedToPath()
+        current = back
+        return true
+    }
+
+    /// Opens the new file at the path and takes its identity and size.
+    ///
+    /// - Returns: the file, or `nil` when there is nothing new to follow: the path is
+    ///   empty again or names a file we read (both between our `stat` and `open`; the next
+    ///   event says what came instead), it cannot be followed for now (noticed), or an
+    ///   error ended the tail.
+    private func openNewFile() -> (fd: Int32, identity: FileIdentity, size: Int64)? {
         let fd: Int32
         switch TailFollower.openRegularFile(path) {
         case .opened(let opened): fd = opened
-        case .missing: return  // gone again: the next event says what came instead
-        case .unfollowable(let reason): return cannotFollow(reason)
-        case .failed(let code): return readerFailed(UVError(code: code, operation: "open", target: path))
+        case .missing: return nil  // gone again: the next event says what came instead
+        case .unfollowable(let reason):
+            cannotFollow(reason)
+            return nil
+        case .failed(let code):
+            readerFailed(UVError(code: code, operation: "open", target: path))
+            return nil
         }
-        let identity: FileIdentity
-        let size: Int64
         switch FileIdentity.of(descriptor: fd) {
         case .failure(let error):
             _ = Glibc.close(fd)
-            return readerFailed(UVError(code: error.code, operation: error.operation, target: path))
-        case .success(let (found, foundSize, _)):
-            identity = found
-            size = foundSize
+            readerFailed(UVError(code: error.code, operation: error.operation, target: path))
+            return nil
+        case .success(let (identity, size, _)):
+            if readers.contains(where: { $0.isOpen && $0.identity.sameInode(identity) }) {
+                // The path changed back to a file we read between our stat and open.
+                _ = Glibc.close(fd)
+                return nil
+            }
+            return (fd, identity, size)
         }
-        if readers.contains(where: { $0.isOpen && $0.identity.sameInode(identity) }) {
-            // The path changed back to a file we read between our stat and open.
-            _ = Glibc.close(fd)
-            return
-        }
+    }
+
+    /// Follows a new file found at the path: says so (``TailNotice/replaced(path:old:new:)``
+    /// or ``TailNotice/appeared(path:identity:)``), makes it the current file (the one that
+    /// was there is read to its end as a rotated one), then reads first the files rotated
+    /// away before we looked, and then it.
+    ///
+    /// It is read from 0, or from its position when the store knows it (it was here before).
+    private func followNewFile(_ file: (fd: Int32, identity: FileIdentity, size: Int64)) {
         relocate()
         if let old = current {
             // The files rotated away before are replaced once more: done at their end.
             for reader in readers where reader !== old { reader.superseded = true }
             old.leftPath()
-            notify(.replaced(path: path, old: old.identity, new: identity))
+            notify(.replaced(path: path, old: old.identity, new: file.identity))
         } else {
-            notify(.appeared(path: path, identity: identity))
+            notify(.appeared(path: path, identity: file.identity))
         }
         saidMissing = false
         saidUnfollowable = nil
         if stopped {
-            _ = Glibc.close(fd)
+            _ = Glibc.close(file.fd)
             return
         }
         // A file the store knows (it was here before) goes on from its position.
-        let offset = store?.offset(for: identity) ?? 0
-        store?.register(identity, path: path, offset: offset)
+        let offset = store?.offset(for: file.identity) ?? 0
+        store?.register(file.identity, path: path, offset: offset)
         let reader = TailFileReader(
-            follower: self, fd: fd, identity: identity, path: path, offset: offset, size: size, skipLines: 0,
-            sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
+            follower: self, fd: file.fd, identity: file.identity, path: path, offset: offset, size: file.size,
+            skipLines: 0, sendsUnfinishedLine: false, readsCachedDataOnLoop: options.readsCachedDataOnLoop,
             maxLineLength: options.maxLineLength)
         reader.held = readers.contains { $0.isOpen && $0.held }
         readers.append(reader)
@@ -502,8 +538,45 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
 
     /// One look of ``adoptMissedFiles(named:)``; returns whether the directory changed
     /// under it (look again).
+    ///
+    /// The steps: a steady snapshot of the siblings (``steadySiblings(prefix:)``), their
+    /// rotation order (``rotationRanks(of:ordered:)``), then, oldest first, each sibling
+    /// that is a missed file (``openMissedFile(_:expected:)``) is announced and placed
+    /// among the readers (``readMissedFile(_:age:ranks:)``).
     private func adoptMissedFilesOnce(prefix: String) -> Bool {
-        func snapshot() -> [(name: String, device: UInt64, inode: UInt64)] {
+        let siblings = steadySiblings(prefix: prefix)
+        // Every rotated sibling in the order it was at the path (oldest first): a missed
+        // file goes among the readers before the first file younger than it, so files are
+        // read in that order even when some rotated ones were seen and others missed.
+        let ordered = TailFollower.oldestFirst(siblings.map(\.name), prefix: prefix)
+        let (rank, keyOf) = TailFollower.rotationRanks(of: siblings, ordered: ordered)
+        for candidate in ordered {
+            if stopped { return false }
+            let file: (fd: Int32, identity: FileIdentity, size: Int64)
+            switch openMissedFile(candidate, expected: keyOf[candidate]) {
+            case .notMissed: continue
+            case .directoryChanged: return true
+            case .opened(let fd, let identity, let size): file = (fd, identity, size)
+            }
+            guard let age = rank[SiblingKey(device: file.identity.device, inode: file.identity.inode)] else {
+                _ = Glibc.close(file.fd)
+                return true  // another file by now
+            }
+            notify(.appeared(path: candidate, identity: file.identity))
+            if stopped {
+                _ = Glibc.close(file.fd)
+                return false
+            }
+            readMissedFile(file, age: age, ranks: rank)
+        }
+        return false
+    }
+
+    /// The directory's entries named like the path plus a suffix, listed until two
+    /// listings in a row agree (at most 16 more times): a writer may be renaming while we
+    /// look, and ranks taken from a moving listing would misplace files.
+    private func steadySiblings(prefix: String) -> [TailDirectoryEntry] {
+        func snapshot() -> [TailDirectoryEntry] {
             TailFollower.directoryEntries(directory).filter { $0.name != prefix && $0.name.hasPrefix(prefix) }
         }
         var siblings = snapshot()
@@ -514,57 +587,66 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             siblings = again
             if same { break }
         }
-        // Every rotated sibling in the order it was at the path (oldest first): a missed
-        // file goes among the readers before the first file younger than it, so files are
-        // read in that order even when some rotated ones were seen and others missed.
-        let ordered = TailFollower.oldestFirst(siblings.map(\.name), prefix: prefix)
+        return siblings
+    }
+
+    /// Each sibling's place in rotation order (by its file, so a reader finds its own), and
+    /// the file each name named in the snapshot.
+    static func rotationRanks(
+        of siblings: [TailDirectoryEntry], ordered: [String]
+    ) -> (rank: [SiblingKey: Int], keyOf: [String: SiblingKey]) {
         var rank: [SiblingKey: Int] = [:]
         var keyOf: [String: SiblingKey] = [:]
         for entry in siblings { keyOf[entry.name] = SiblingKey(device: entry.device, inode: entry.inode) }
         for (index, name) in ordered.enumerated() {
             if let key = keyOf[name] { rank[key] = index }
         }
-        for candidate in ordered {
-            if stopped { return false }
-            if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { continue }
-            var info = stat()
-            guard stat(candidate, &info) == 0 else { return true }
-            if SiblingKey(info) != keyOf[candidate] { return true }  // renamed meanwhile
-            guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
-                siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
-                !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
-            else { continue }
-            let fd = open(candidate, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { continue }
-            guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir,
-                !finishedFiles.contains(where: { $0.isSameFile(as: identity) }),
-                !isKnownContent(identity.fingerprint)
-            else {
-                _ = Glibc.close(fd)
-                continue
-            }
-            guard let age = rank[SiblingKey(device: identity.device, inode: identity.inode)] else {
-                _ = Glibc.close(fd)
-                return true  // another file by now
-            }
-            notify(.appeared(path: candidate, identity: identity))
-            if stopped {
-                _ = Glibc.close(fd)
-                return false
-            }
-            // Before the first reader of a younger file: a sibling ranked younger, or the
-            // current file if it is still at the path (a current file found among the
-            // siblings was rotated away before we noticed, and is ranked like them).
-            // Readers of files gone from the directory are older.
-            let index = readers.firstIndex { reader in
-                if let theirs = rank[SiblingKey(device: reader.identity.device, inode: reader.identity.inode)] {
-                    return theirs > age
-                }
-                return reader === current
-            } ?? readers.count
-            readRotated(fd, identity, size: size, from: store?.offset(for: identity) ?? 0, at: index, limitingOpenFiles: true)
+        return (rank, keyOf)
+    }
+
+    /// Opens `candidate` if it is a missed file: a regular file (not a compressed one)
+    /// modified since we started following and changed since the plan's listing, that is
+    /// no file we read, have read, or whose content we have seen (a copy).
+    ///
+    /// - Parameters:
+    ///   - expected: the file the name named in the snapshot; another one now means the
+    ///     directory changed under the look.
+    private func openMissedFile(_ candidate: String, expected: SiblingKey?) -> MissedFileLook {
+        if TailFollower.compressedSuffixes.contains(where: { candidate.hasSuffix($0) }) { return .notMissed }
+        var info = stat()
+        guard stat(candidate, &info) == 0 else { return .directoryChanged }
+        if SiblingKey(info) != expected { return .directoryChanged }  // renamed meanwhile
+        guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_mtim.tv_sec) >= startedAt,
+            siblingsAtPlan[SiblingKey(info)] != SiblingStamp(info),
+            !readers.contains(where: { $0.isOpen && $0.identity.device == UInt64(info.st_dev) && $0.identity.inode == UInt64(info.st_ino) })
+        else { return .notMissed }
+        let fd = open(candidate, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return .notMissed }
+        guard case .success(let (identity, size, isDir)) = FileIdentity.of(descriptor: fd), !isDir,
+            !finishedFiles.contains(where: { $0.isSameFile(as: identity) }),
+            !isKnownContent(identity.fingerprint)
+        else {
+            _ = Glibc.close(fd)
+            return .notMissed
         }
-        return false
+        return .opened(fd, identity, size)
+    }
+
+    /// Reads a missed file as a rotated one, from its stored position or 0, placed before
+    /// the first reader of a younger file: a sibling ranked younger, or the current file if
+    /// it is still at the path (a current file found among the siblings was rotated away
+    /// before we noticed, and is ranked like them). Readers of files gone from the
+    /// directory are older.
+    private func readMissedFile(_ file: (fd: Int32, identity: FileIdentity, size: Int64), age: Int, ranks rank: [SiblingKey: Int]) {
+        let index = readers.firstIndex { reader in
+            if let theirs = rank[SiblingKey(device: reader.identity.device, inode: reader.identity.inode)] {
+                return theirs > age
+            }
+            return reader === current
+        } ?? readers.count
+        readRotated(
+            file.fd, file.identity, size: file.size, from: store?.offset(for: file.identity) ?? 0, at: index,
+            limitingOpenFiles: true)
     }
 
     /// Whether a file starting with `fingerprint` holds content we have seen: the start of
@@ -768,4 +850,14 @@ final class TailFollower: LoopResource, LoopSourceWatcher, @unchecked Sendable {
             reader.turnCame()
         }
     }
+}
+
+/// What ``TailFollower`` found looking at a sibling for a missed rotated file.
+private enum MissedFileLook {
+    /// Not a missed file (or it cannot be opened): look at the next one.
+    case notMissed
+    /// The name names another file than in the snapshot, or nothing: look again.
+    case directoryChanged
+    /// A missed file, opened; the caller owns the descriptor.
+    case opened(Int32, FileIdentity, Int64)
 }
