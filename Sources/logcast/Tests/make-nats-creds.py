@@ -16,6 +16,7 @@ writes into DIRECTORY:
   good.creds     a user of the trusted account
   foreign.creds  a user signed by an account the server does not know (same operator)
   expired.creds  a user of the trusted account whose JWT expired an hour ago
+  mismatched.creds  the good user's JWT with another user's seed (signs the nonce wrongly)
 and prints `ok` last. Exit status 2 when `nkeys` cannot be imported (the test skips).
 
 The JWT format is the one nats-io/jwt v2 decodes (`decoder.go`, `claims.go`):
@@ -145,6 +146,8 @@ def main():
     write(directory, "good.creds", creds(user_jwt(account, good, "edge"), good))
     write(directory, "foreign.creds", creds(user_jwt(stranger, foreign, "stranger"), foreign))
     write(directory, "expired.creds", creds(user_jwt(account, expired, "late", int(time.time()) - 3600), expired))
+    # The good user's JWT with another user's seed: the server's nonce check must fail.
+    write(directory, "mismatched.creds", creds(user_jwt(account, good, "edge"), foreign))
     print("ok")
     return 0
 
