@@ -189,6 +189,26 @@ final class NatsCredentialsFileTests: XCTestCase {
         XCTAssertTrue(EventLoop.main.run(until: { connection.isClosed }, timeout: 10))
     }
 
+    func testACredentialsFileReplacedOnDiskIsTakenAtTheNextAttempt() throws {
+        let servers = try startOperatorModeServer()
+        let log = directory + "/app.log"
+        let total = 1_000
+        appendText(log, (0..<total).map { NumberedLineWriter.line($0) }.joined() + "END\n")
+        let file = directory + "/edge.creds"
+        try FileManager.default.copyItem(atPath: directory + "/expired.creds", toPath: file)
+        let edge = try startEdge(log, url: servers.urls[0], creds: "edge.creds")
+        XCTAssertTrue(waitForLog(edge, "Authorization Violation"), edge.errors)
+        // An operator renews the user: a new file put in place by rename, as tools do.
+        try FileManager.default.copyItem(atPath: directory + "/good.creds", toPath: file + ".new")
+        XCTAssertEqual(rename(file + ".new", file), 0)
+        XCTAssertTrue(waitForLog(edge, "nats: stream LOGS ("), "the renewed file was taken without a restart: \(edge.errors)")
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS", options: goodUser)
+        guard let counter else { return XCTFail("no counter") }
+        XCTAssertTrue(counter.waitForAll(total), "stream holds \(counter.counts.count) of \(total) lines; edge: \(edge.errors.suffix(1500))")
+        XCTAssertEqual(counter.check(total).missing, [])
+        XCTAssertEqual(counter.check(total).duplicated, [])
+    }
+
     func testAHubWithACredentialsFileServesSinceOne() throws {
         let servers = try startOperatorModeServer()
         let log = directory + "/app.log"
