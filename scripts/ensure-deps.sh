@@ -72,7 +72,16 @@ ensure_python_prometheus_client() {
         || python3 -m pip install -q --user --break-system-packages prometheus-client
     python3 -c 'import prometheus_client.parser' || { echo "ensure-deps: prometheus-client still not importable" >&2; exit 1; }
 }
-[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; ensure_python_prometheus_client; exit 0; }
+# logcast's credentials-file tests make an operator, accounts, users and their JWTs with
+# PyPI's `nkeys` (Ed25519 NKeys; it brings PyNaCl), as nsc would (no nsc on the machine).
+ensure_python_nkeys() {
+    python3 -c 'import nkeys' 2>/dev/null && return 0
+    echo "ensure-deps: installing nkeys (PyPI) with pip" >&2
+    python3 -m pip install -q --user nkeys 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages nkeys
+    python3 -c 'import nkeys' || { echo "ensure-deps: nkeys still not importable" >&2; exit 1; }
+}
+[ ${#need[@]} -eq 0 ] && { ensure_python_websockets; ensure_python_prometheus_client; ensure_python_nkeys; exit 0; }
 
 echo "ensure-deps: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -91,5 +100,6 @@ pkg-config --exists libnats || { echo "ensure-deps: libnats still not found by p
 have_nats_server || { echo "ensure-deps: nats-server still not installed" >&2; exit 1; }
 ensure_python_websockets
 ensure_python_prometheus_client
+ensure_python_nkeys
 pkg-config --exists libsystemd || { echo "ensure-deps: libsystemd still not found by pkg-config" >&2; exit 1; }
 pkg-config --exists glib-2.0 libevent || { echo "ensure-deps: glib-2.0 or libevent still not found by pkg-config" >&2; exit 1; }

@@ -111,11 +111,12 @@ final class StreamLineCounter {
     private var closed = false
     var connection: NATSConnection?
 
-    /// Connects to `urls` and consumes `stream` (created by the edge: waits for it).
-    init(urls: [String], stream: String, timeout: Double = 120) throws {
+    /// Connects to `urls` (with `options`: credentials, for servers that ask) and consumes
+    /// `stream` (created by the edge: waits for it).
+    init(urls: [String], stream: String, timeout: Double = 120, options: NATSOptions = NATSOptions()) throws {
         self.stream = stream
         let box = ReplayBox<NATSConnection>()
-        subscriptions.append(NATS.connect(urls).subscribe(next: { box.value = $0 }, error: { box.error = $0 }))
+        subscriptions.append(NATS.connect(urls, options: options).subscribe(next: { box.value = $0 }, error: { box.error = $0 }))
         _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 30)
         if let error = box.error { throw error }
         guard let connection = box.value else { throw HarnessError.timedOut("no NATS connection") }
