@@ -7,7 +7,7 @@ import ReactiveUV
 // either refuse the file with an error or load positions that can be asked about.
 
 /// One state directory for the whole run (made once; the file in it is rewritten per input).
-nonisolated(unsafe) let stateDirectory: String = {
+let stateDirectory: String = {
     var template = Array("/tmp/ruv-fuzz-checkpoint-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
 }()

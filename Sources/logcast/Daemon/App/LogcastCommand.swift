@@ -146,8 +146,11 @@ struct LogcastCommand: ParsableCommand {
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
-    /// Why a FILE cannot be tailed at start (a missing one can: it is waited for).
-    static func unusable(_ path: String) -> String? {
+    /// Why a FILE cannot be read yet at start (a missing one can: it is waited for). Not an
+    /// error: as `tail -F` does, logcast says so and waits (the follower's notices say when
+    /// a readable file is there), so a directory or a file not yet readable at the path
+    /// never keeps the daemon from starting.
+    static func notYetReadable(_ path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { return nil }
@@ -199,9 +202,8 @@ struct LogcastCommand: ParsableCommand {
             }
         }
         for path in plainFiles {
-            if let problem = Self.unusable(path) {
-                Output.err("logcast: error: \(problem)\n")
-                throw ExitCode.failure
+            if let problem = Self.notYetReadable(path) {
+                Output.err("logcast: warning: \(problem); waiting for a readable file there\n")
             }
         }
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.

@@ -107,7 +107,7 @@ final class AlertReceiver: @unchecked Sendable {
         try process.run()
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            let out = Self.read(outPath)
+            let out = readFileText(outPath)
             if let line = out.split(separator: "\n").first(where: { $0.hasPrefix("listening ") }), let p = Int(line.dropFirst(10)) {
                 self.port = p
                 return
@@ -130,7 +130,7 @@ final class AlertReceiver: @unchecked Sendable {
 
     /// Every line recorded so far (a line being written is left for the next read).
     private func entries() -> [[String: Any]] {
-        let text = Self.read(recordsPath)
+        let text = readFileText(recordsPath)
         return text.split(separator: "\n", omittingEmptySubsequences: true).compactMap {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
         }
@@ -165,22 +165,6 @@ final class AlertReceiver: @unchecked Sendable {
         return condition(self)
     }
 
-    /// A file's text read with `read(2)` (`String(contentsOfFile:)` leaks a buffer per
-    /// empty file on Linux, which LeakSanitizer reports; these files start empty).
-    static func read(_ path: String) -> String {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 
     func stop() {
         if process.isRunning {

@@ -42,32 +42,14 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         return (p, Int(p.output[range].split(separator: ":").last!.dropLast())!)
     }
 
-    /// The samples of a `/metrics` scrape (curl, bounded), keyed `name{labels}` as written.
-    func metrics(_ port: Int) throws -> [String: Double] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-S", "--max-time", "30", "http://127.0.0.1:\(port)/metrics"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "curl failed")
-        var samples: [String: Double] = [:]
-        for row in String(decoding: data, as: UTF8.self).split(separator: "\n") where !row.hasPrefix("#") {
-            guard let space = row.lastIndex(of: " "), let value = Double(row[row.index(after: space)...]) else { continue }
-            samples[String(row[..<space])] = value
-        }
-        return samples
-    }
 
     /// Waits (bounded) until a scrape satisfies `condition`; the last scrape.
     func waitForMetrics(_ port: Int, timeout: Double = 60, until condition: ([String: Double]) -> Bool) throws -> [String: Double] {
         let deadline = Date().addingTimeInterval(timeout)
-        var last = try metrics(port)
+        var last = try scrapeMetrics(port)
         while !condition(last) && Date() < deadline {
             usleep(50_000)
-            last = try metrics(port)
+            last = try scrapeMetrics(port)
         }
         return last
     }
@@ -235,7 +217,7 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         XCTAssertEqual(posts.filter { $0.mode == "reject" }.count, 1, "a 400 was retried")
         XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, ["four ALERT"])
         XCTAssertTrue(p.errors.contains("answered 400"), "the refusal is logged: \(p.errors)")
-        XCTAssertEqual(try metrics(http)[#"logcast_alert_events_retried_total{alert="disk"}"#], 0)
+        XCTAssertEqual(try scrapeMetrics(http)[#"logcast_alert_events_retried_total{alert="disk"}"#], 0)
     }
 
     func testAFullQueueDropsTheOldestAndCountsThem() throws {

@@ -46,11 +46,29 @@ final class LogcastDaemonTests: LogcastProcessTestCase {
         XCTAssertFalse(out.contains("subcommand"), out)
     }
 
-    func testAFileThatIsADirectoryIsAnErrorAtStart() throws {
-        let (status, out, err) = try runToExit([dir, "--listen", "127.0.0.1:0"])
-        XCTAssertEqual(status, 1)
-        XCTAssertEqual(err, "logcast: error: \(dir) is a directory, not a file\n")
-        XCTAssertFalse(out.contains("listening"))
+    /// A directory named as a FILE is waited on, as `tail -F` does (issue 30, item 2): a
+    /// warning, logcast listens, and once a file replaces the directory its lines arrive.
+    func testAFileThatIsADirectoryAtStartIsWaitedOnUntilAFileIsThere() throws {
+        let path = dir + "/app.log"
+        XCTAssertEqual(mkdir(path, 0o755), 0)
+        let p = try LogcastProcess([path, "--listen", "127.0.0.1:0"])
+        defer { p.stop() }
+        let port = try p.waitUntilListening()
+        XCTAssertTrue(p.errors.contains("logcast: warning: \(path) is a directory, not a file; waiting for a readable file there"), p.errors)
+        let client = try LineClient(port: port)
+        XCTAssertEqual(rmdir(path), 0)
+        // Written until the follower (its next look at the path) has found the file.
+        var n = 0
+        var got: String?
+        let deadline = Date().addingTimeInterval(60)
+        while got == nil && Date() < deadline {
+            appendText(path, "line \(n)\n")
+            n += 1
+            got = client.readLines(timeout: 0.5) { !$0.isEmpty }.first
+        }
+        let first = try XCTUnwrap(got, "no line arrived once a file replaced the directory: \(p.errors)")
+        XCTAssertTrue(first.hasPrefix("\(path): line "), first)
+        XCTAssertTrue(p.process.isRunning)
     }
 
     func testAFailedStartSaysSoOnceAndRemovesTheDemoLog() throws {

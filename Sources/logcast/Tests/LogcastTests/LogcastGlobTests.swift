@@ -6,16 +6,6 @@ import XCTest
 /// (`*`, `**`) follows every file it matches as files appear and go away, each file's
 /// lines exactly once, rotated siblings not followed twice, within `--glob-max-files`.
 final class LogcastGlobTests: LogcastProcessTestCase {
-    /// Waits (bounded) until logcast's log holds `text`; whether it did.
-    func waitForLog(_ p: LogcastProcess, _ text: String, timeout: Double = 60) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if p.errors.contains(text) { return true }
-            if !p.process.isRunning { return false }
-            usleep(20_000)
-        }
-        return false
-    }
 
     /// A client taking every line, once the daemon has answered it (so it is being fed:
     /// lines read from now on reach it).

@@ -42,26 +42,8 @@ final class LogcastProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var output: String { readText(outPath) }
-    var errors: String { readText(errPath) }
-
-    /// A file's text read with `read(2)`: on Linux `String(contentsOfFile:)` leaks a 4 KiB
-    /// buffer for every empty file it reads (swift-foundation's `readBytesFromFile`), which
-    /// LeakSanitizer reports (`make sanitize`), and the output files start empty.
-    private func readText(_ path: String) -> String {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    var output: String { readFileText(outPath) }
+    var errors: String { readFileText(errPath) }
 
     /// Waits for "listening on HOST:PORT" and returns the port.
     func waitUntilListening(timeout: Double = 30) throws -> Int {
@@ -281,4 +263,52 @@ func runToExit(_ arguments: [String], timeout: Double = 30) throws -> (status: I
     let result = (status, p.output, p.errors)
     p.stop()
     return result
+}
+
+/// A file's text read with `read(2)`: on Linux `String(contentsOfFile:)` leaks a 4 KiB
+/// buffer for every empty file it reads (swift-foundation's `readBytesFromFile`), which
+/// LeakSanitizer reports (`make sanitize`), and the output files start empty.
+func readFileText(_ path: String) -> String {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        bytes.append(contentsOf: chunk[0..<n])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The samples of a `/metrics` scrape (curl, bounded), keyed `name{labels}` as written.
+func scrapeMetrics(_ port: Int) throws -> [String: Double] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = ["-s", "-S", "--max-time", "30", "http://127.0.0.1:\(port)/metrics"]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    XCTAssertEqual(process.terminationStatus, 0, "curl failed")
+    var samples: [String: Double] = [:]
+    for row in String(decoding: data, as: UTF8.self).split(separator: "\n") where !row.hasPrefix("#") {
+        guard let space = row.lastIndex(of: " "), let value = Double(row[row.index(after: space)...]) else { continue }
+        samples[String(row[..<space])] = value
+    }
+    return samples
+}
+
+/// Waits (bounded) until `process`'s log holds `text`; whether it did (false at once when it exited).
+func waitForLog(_ process: LogcastProcess, _ text: String, timeout: Double = 60) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if process.errors.contains(text) { return true }
+        if !process.process.isRunning { return false }
+        usleep(20_000)
+    }
+    return false
 }

@@ -204,7 +204,7 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
             return XCTFail("no 'http on' line: \(p.output)")
         }
-        let samples = try metrics(Int(p.output[range].split(separator: ":").last!.dropLast())!)
+        let samples = try scrapeMetrics(Int(p.output[range].split(separator: ":").last!.dropLast())!)
         XCTAssertEqual(samples["logcast_multiline_cuts_total"], Double(cuts + before), "/metrics counts the cuts as STATS does")
         XCTAssertGreaterThanOrEqual(samples["logcast_multiline_events_total"] ?? 0, Double(pieces.count))
     }
@@ -249,13 +249,13 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         }
         let http = Int(p.output[range].split(separator: ":").last!.dropLast())!
         let key = "logcast_file_lines_read_total{file=\"\(file)\"}"
-        let before = try metrics(http)[key] ?? -1
+        let before = try scrapeMetrics(http)[key] ?? -1
         XCTAssertGreaterThan(before, 0)
         let event = Self.javaTrace(9)
         appendLines(file, event)
         let deadline = Date().addingTimeInterval(60)
-        while try metrics(http)[key] ?? -1 < before + Double(event.count) && Date() < deadline { usleep(50_000) }
-        XCTAssertEqual(try metrics(http)[key], before + Double(event.count), "the event was read")
+        while try scrapeMetrics(http)[key] ?? -1 < before + Double(event.count) && Date() < deadline { usleep(50_000) }
+        XCTAssertEqual(try scrapeMetrics(http)[key], before + Double(event.count), "the event was read")
         p.signal(SIGTERM)
         let lines = client.readLines { $0.last?.hasPrefix("BYE") == true }
         XCTAssertEqual(lines.last, "BYE shutting down")
@@ -266,23 +266,6 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         XCTAssertEqual(p.waitForExit(timeout: 60), 0)
     }
 
-    /// The samples of a `/metrics` scrape (curl, bounded), keyed `name{labels}` as written.
-    func metrics(_ port: Int) throws -> [String: Double] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-S", "--max-time", "30", "http://127.0.0.1:\(port)/metrics"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        var samples: [String: Double] = [:]
-        for row in String(decoding: data, as: UTF8.self).split(separator: "\n") where !row.hasPrefix("#") {
-            guard let space = row.lastIndex(of: " "), let value = Double(row[row.index(after: space)...]) else { continue }
-            samples[String(row[..<space])] = value
-        }
-        return samples
-    }
 
     /// A start pattern Hyperscan refuses, or that is not a regex, is a clear error at
     /// start (exit 1, the option and the reason named), not a crash; so is a bad rule.

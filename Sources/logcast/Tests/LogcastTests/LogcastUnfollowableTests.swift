@@ -35,16 +35,6 @@ final class LogcastUnfollowableTests: XCTestCase {
     /// The library's notice for `path` (``TailNotice/unfollowable(path:reason:)``), as logged.
     func notice(_ path: String, _ reason: String) -> String { "'\(path)' \(reason); cannot follow it" }
 
-    /// Waits (bounded) until logcast's log holds `text`; whether it did.
-    func waitForLog(_ p: LogcastProcess, _ text: String, timeout: Double = 60) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if p.errors.contains(text) { return true }
-            if !p.process.isRunning { return false }
-            usleep(20_000)
-        }
-        return false
-    }
 
     /// Appends `sync` lines to `file` until `client` (whose filter takes them) sees one: from
     /// then on the file is followed and every appended line is delivered.
