@@ -186,12 +186,15 @@ enum WebView {
             _ = request.upgrade(headers: headers).subscribe(
                 next: { upgrade in
                     let ws = WebSocketConnection(upgrade: upgrade, role: .server, options: options, compression: compression, subprotocol: subprotocol)
-                    let transport = WebViewTransport(ws: ws, knownFiles: server.config.files, initialSince: since, logger: server.logger)
+                    // The named files and those the patterns follow now (a file a pattern
+                    // finds later still shows in the list of every line, not in the chooser).
+                    let files = server.config.files + server.globs.flatMap(\.followedPaths)
+                    let transport = WebViewTransport(ws: ws, knownFiles: files, initialSince: since, logger: server.logger)
                     // The token was checked above: the view is `token`, as after AUTH.
                     server.accept(transport, identity: token == nil ? nil : (name: "token", how: "web view"))
                     guard let session = server.sessions.values.first(where: { $0.transport === transport }), !session.ended else { return }
                     let access = session.feed.access
-                    transport.hello(files: server.config.files.filter { path in
+                    transport.hello(files: files.filter { path in
                         guard let access else { return true }
                         return Array(path.utf8).withUnsafeBufferPointer { access.allows($0) }
                     })

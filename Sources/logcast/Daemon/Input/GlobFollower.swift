@@ -134,6 +134,9 @@ final class GlobFollower {
 
     /// Path → its follow.
     private var followed: [String: Entry] = [:]
+
+    /// The paths this pattern follows now, sorted (the web view's file chooser lists them).
+    var followedPaths: [String] { followed.keys.sorted() }
     /// Identities this pattern's follows have read (a subset of the registry's).
     private var mine: Set<GlobFileKey> = []
     /// Paths whose follow failed, with the file they held then: not tried again until

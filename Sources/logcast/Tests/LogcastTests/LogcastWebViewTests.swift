@@ -92,9 +92,11 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
     }
 
     func testTheWebSocketProtocolFiltersRefusesABadPatternAndWhatAPageMayNotSend() throws {
-        let a = dir + "/app.log", b = dir + "/db.log"
+        // db.log is followed through a FILE pattern: the chooser lists it like a named file.
+        XCTAssertEqual(mkdir(dir + "/db", 0o755), 0)
+        let a = dir + "/app.log", b = dir + "/db/db.log"
         for path in [a, b] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        let (p, port) = try startWithHTTP([a, b])
+        let (p, port) = try startWithHTTP([a, dir + "/db/*.log"])
         let run = try python(webViewProtocolScript, [String(port), a, b, "filter"])
         let output = run.lines.joined(separator: "\n") + "\n" + run.errors
         XCTAssertEqual(run.status, 0, output)
