@@ -48,6 +48,12 @@ let package = Package(
             dependencies: [.product(name: "ReactiveUVHTTP", package: rootIdentity)],
             path: "Sources/FuzzHTTPRequest",
             swiftSettings: fuzzTarget),
+        // ReactiveUVHTTP's response parser, as the client uses it (length, chunks, close, limits).
+        .executableTarget(
+            name: "FuzzHTTPResponse",
+            dependencies: [.product(name: "ReactiveUVHTTP", package: rootIdentity)],
+            path: "Sources/FuzzHTTPResponse",
+            swiftSettings: fuzzTarget),
         // ReactiveUVHTTP's WebSocket frame reader (both roles, permessage-deflate).
         .executableTarget(
             name: "FuzzWebSocketFrames",

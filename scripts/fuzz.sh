@@ -16,6 +16,7 @@
 #   syslog           FuzzSyslog          RFC 6587 framing, RFC 5424 and RFC 3164 parsing
 #   checkpoint       FuzzCheckpoint      the library's tail checkpoint file (TailCheckpointStore)
 #   http-request     FuzzHTTPRequest     ReactiveUVHTTP's request parser (head, framing, limits)
+#   http-response    FuzzHTTPResponse    ReactiveUVHTTP's response parser, as the client reads answers
 #   websocket-frames FuzzWebSocketFrames ReactiveUVHTTP's WebSocket frame reader
 #
 # Layout of each target NAME:
@@ -46,6 +47,7 @@ TARGETS=(
     "syslog:FuzzSyslog"
     "checkpoint:FuzzCheckpoint"
     "http-request:FuzzHTTPRequest"
+    "http-response:FuzzHTTPResponse"
     "websocket-frames:FuzzWebSocketFrames"
 )
 

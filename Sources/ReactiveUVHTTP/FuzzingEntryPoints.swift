@@ -31,3 +31,20 @@
 @_spi(Fuzzing) public func fuzzWebSocketFrames(_ data: UnsafeRawBufferPointer) -> (delivered: Int, closeCode: UInt16) {
     webSocketFuzzFrames(data)
 }
+
+/// Feeds a fuzzer's input through the client's response parser, all of it as what a server
+/// sent (the seed corpus holds raw responses). The read size comes from the last byte, and
+/// one input in three is parsed under small limits, so the limit paths are reached quickly.
+///
+/// - Parameter data: the fuzzer's input.
+/// - Returns: how many responses were parsed completely (whatever the bytes, it returns).
+@_spi(Fuzzing) public func fuzzHTTPResponses(_ data: UnsafeRawBufferPointer) -> Int {
+    guard let last = data.last else { return 0 }
+    let small = data.count % 3 == 0
+    let maxBody = small ? 1024 : 1 << 20
+    let report = parseHTTPResponses(Array(data), readSize: Int(last & 0x3F) * 4 + 1,
+                                    maxHeadBytes: small ? 512 : 64 * 1024, maxBodyBytes: maxBody)
+    // Every parsed body respects the limit it was parsed under.
+    precondition(report.responses.allSatisfy { $0.bodyBytes <= maxBody }, "a body past its limit was accepted")
+    return report.responses.count
+}

@@ -82,3 +82,70 @@ package func parseHTTPRequests(
     }
     return report
 }
+
+/// What feeding bytes through the client's response parser produced: each response's
+/// status and body size, in order, and how the input ended.
+package struct HTTPResponseParseReport: Sendable {
+    /// The responses parsed completely, in order: status and body bytes.
+    package var responses: [(status: Int, bodyBytes: Int)] = []
+    /// The error that stopped parsing, if one did (nothing after it was parsed).
+    package var error: HTTPParseError?
+    /// Whether parsing stopped at a response switching protocols.
+    package var upgraded = false
+}
+
+/// Feeds `bytes` through the client's response parser (what a server, or a webhook
+/// receiver logcast posts to, might answer), in reads of `readSize` bytes, then signals
+/// EOF (which ends a response read until close). Never traps, whatever the bytes: every
+/// input ends in complete responses, an upgrade, or an ``HTTPParseError``; no body is
+/// taken past `maxBodyBytes`.
+///
+/// - Parameters:
+///   - bytes: the raw bytes a server might send.
+///   - readSize: how many bytes each simulated read holds (at least 1).
+///   - maxHeadBytes: the head limit.
+///   - maxBodyBytes: the body limit.
+/// - Returns: the responses parsed and how parsing ended.
+package func parseHTTPResponses(
+    _ bytes: [UInt8], readSize: Int = 65536, maxHeadBytes: Int = 64 * 1024, maxBodyBytes: Int = 1 << 20
+) -> HTTPResponseParseReport {
+    var report = HTTPResponseParseReport()
+    let parser = HTTPParser(.response, limits: .init(maxHeadBytes: maxHeadBytes, maxStartLineBytes: maxHeadBytes, maxBodyBytes: maxBodyBytes))
+    var status = 0
+    var body = 0
+    parser.onHead = { head in
+        status = head.status
+        body = 0
+    }
+    parser.onBody = { body += $0.count }
+    parser.onEnd = { _ in report.responses.append((status, body)) }
+    let step = max(1, readSize)
+    var start = 0
+    bytes.withUnsafeBytes { all in
+        while start < all.count {
+            var read = UnsafeRawBufferPointer(rebasing: all[start..<min(all.count, start + step)])
+            start += read.count
+            while !read.isEmpty {
+                let (consumed, outcome) = parser.parse(read)
+                switch outcome {
+                case .needMore:
+                    read = UnsafeRawBufferPointer(rebasing: read[read.count...])
+                case .messageEnd:
+                    read = UnsafeRawBufferPointer(rebasing: read[consumed...])
+                case .upgrade:
+                    report.upgraded = true
+                    return
+                case .error(let e):
+                    report.error = e
+                    return
+                }
+            }
+        }
+        switch parser.finish() {
+        case .error(let e): report.error = e
+        case .upgrade: report.upgraded = true
+        case .needMore, .messageEnd: break
+        }
+    }
+    return report
+}
