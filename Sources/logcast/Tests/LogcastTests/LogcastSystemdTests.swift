@@ -106,7 +106,7 @@ final class LogcastSystemdTests: LogcastProcessTestCase {
         XCTAssertEqual(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ), 0)
         var status: Int32 = 0
         XCTAssertEqual(waitpid(pid, &status, 0), pid)
-        let output = (try? String(contentsOfFile: dir + "/cc.out", encoding: .utf8)) ?? ""
+        let output = readFileText(dir + "/cc.out")  // not String(contentsOfFile:): LeakSanitizer (LogcastHarness)
         XCTAssertEqual(status, 0, "CSystemd.h and sd-daemon.h disagree: \(output)")
     }
 
