@@ -51,35 +51,7 @@ package func parseHTTPRequests(
         }
         current = nil
     }
-    let step = max(1, readSize)
-    var start = 0
-    bytes.withUnsafeBytes { all in
-        while start < all.count {
-            var read = UnsafeRawBufferPointer(rebasing: all[start..<min(all.count, start + step)])
-            start += read.count
-            // One read may hold several pipelined messages: resume after each one.
-            while !read.isEmpty {
-                let (consumed, outcome) = parser.parse(read)
-                switch outcome {
-                case .needMore:
-                    read = UnsafeRawBufferPointer(rebasing: read[read.count...])
-                case .messageEnd:
-                    read = UnsafeRawBufferPointer(rebasing: read[consumed...])
-                case .upgrade:
-                    report.upgraded = true
-                    return
-                case .error(let e):
-                    report.error = e
-                    return
-                }
-            }
-        }
-        switch parser.finish() {
-        case .error(let e): report.error = e
-        case .upgrade: report.upgraded = true
-        case .needMore, .messageEnd: break
-        }
-    }
+    (report.error, report.upgraded) = feed(parser, bytes, readSize: readSize)
     return report
 }
 
@@ -119,33 +91,37 @@ package func parseHTTPResponses(
     }
     parser.onBody = { body += $0.count }
     parser.onEnd = { _ in report.responses.append((status, body)) }
+    (report.error, report.upgraded) = feed(parser, bytes, readSize: readSize)
+    return report
+}
+
+/// Feeds `bytes` to `parser` in reads of `readSize` bytes (resuming after each message a
+/// read holds), then signals EOF, as a connection would: the one read loop of both parse
+/// functions above.
+///
+/// - Returns: the error that stopped parsing, if one did, and whether it stopped at an upgrade.
+private func feed(_ parser: HTTPParser, _ bytes: [UInt8], readSize: Int) -> (error: HTTPParseError?, upgraded: Bool) {
     let step = max(1, readSize)
     var start = 0
-    bytes.withUnsafeBytes { all in
+    return bytes.withUnsafeBytes { all -> (error: HTTPParseError?, upgraded: Bool) in
         while start < all.count {
             var read = UnsafeRawBufferPointer(rebasing: all[start..<min(all.count, start + step)])
             start += read.count
+            // One read may hold several pipelined messages: resume after each one.
             while !read.isEmpty {
                 let (consumed, outcome) = parser.parse(read)
                 switch outcome {
-                case .needMore:
-                    read = UnsafeRawBufferPointer(rebasing: read[read.count...])
-                case .messageEnd:
-                    read = UnsafeRawBufferPointer(rebasing: read[consumed...])
-                case .upgrade:
-                    report.upgraded = true
-                    return
-                case .error(let e):
-                    report.error = e
-                    return
+                case .needMore: read = UnsafeRawBufferPointer(rebasing: read[read.count...])
+                case .messageEnd: read = UnsafeRawBufferPointer(rebasing: read[consumed...])
+                case .upgrade: return (nil, true)
+                case .error(let e): return (e, false)
                 }
             }
         }
         switch parser.finish() {
-        case .error(let e): report.error = e
-        case .upgrade: report.upgraded = true
-        case .needMore, .messageEnd: break
+        case .error(let e): return (e, false)
+        case .upgrade: return (nil, true)
+        case .needMore, .messageEnd: return (nil, false)
         }
     }
-    return report
 }
