@@ -180,10 +180,16 @@ final class LogcastSystemdTests: LogcastProcessTestCase {
         // Stopped, the loop cannot ping: systemd would restart it after WatchdogSec.
         p.signal(SIGSTOP)
         XCTAssertTrue(waitForState(p, "T"), "stopped")
-        usleep(500_000)  // the reader takes what was sent before the stop
+        // Every ping sent before the stop is counted once our own marker, sent after it,
+        // has been read (datagrams arrive in order).
+        XCTAssertTrue(notify.mark("MARK=stopped"), "the reader took the marker")
         let beforeStop = notify.count("WATCHDOG=1")
-        usleep(2_000_000)  // more than six intervals
+        // What is checked here is an absence: a window of more than six intervals in which
+        // a running loop would have pinged (a stopped one cannot, so it cannot flake), then
+        // a second marker so a ping sent meanwhile would be counted.
+        usleep(2_000_000)
         XCTAssertTrue(waitForState(p, "T", timeout: 1), "still stopped")
+        XCTAssertTrue(notify.mark("MARK=still-stopped"), "the reader took the second marker")
         XCTAssertEqual(notify.count("WATCHDOG=1"), beforeStop, "no ping while stopped")
         // The positive marker: once continued, it pings again.
         p.signal(SIGCONT)

@@ -71,6 +71,29 @@ final class NotifySocket: @unchecked Sendable {
     /// A message's assignments, one per line (`READY=1`, `STATUS=…`).
     static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 
+    /// Sends `text` to this socket from the test and waits (bounded) until the reader has
+    /// it: datagrams on a Unix socket arrive in order, so every message queued before it
+    /// has been read then (the positive marker for "all the daemon sent so far is counted").
+    func mark(_ text: String, timeout: Double = 60) -> Bool {
+        let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard sender >= 0 else { return false }
+        defer { close(sender) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let sent = Array(text.utf8).withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(sender, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        guard sent == text.utf8.count else { return false }
+        return wait(timeout: timeout) { $0.contains(text) }
+    }
+
     /// Waits until `done(messages)` holds (bounded); whether it did.
     func wait(timeout: Double = 60, until done: ([String]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
