@@ -13,7 +13,8 @@ import ReactiveUV
 ///                            ClientFeed ──one write per turn──► ClientTransport (TCP, TLS…)
 /// ```
 ///
-/// **The path of one line, in the order of this file:**
+/// **The path of one line, in the order of this file** (then the clients' side: adding
+/// one, following its transitions, its replies, notices and a hub's replay):
 /// 1. A source hands it in on the main loop: ``ingest(prefix:chunk:)`` (a chunk of whole
 ///    lines: `FileSource` through `LogcastServer.startFile`, `NatsHub`) or
 ///    ``ingest(prefix:line:)`` (`SyslogSource`, a forwarder's `LINE`, `MultilineAssembler`).
@@ -107,6 +108,9 @@ final class LineFanOut {
     /// Seals closer together than this (seconds) mean lines are streaming in (lines that
     /// come further apart are written at once).
     static let busyGap = 0.01
+    /// The bytes a client's outbox may hold in the fan-out's own notices (`DROPPED`,
+    /// `HEARTBEAT`), on top of its queue limit (``notice(_:_:)``): about twenty of them.
+    static let noticeAllowance = 256
 
     init(stats: Stats, queueLimit: Int, disconnectSlowClients: Bool) {
         self.stats = stats
@@ -114,7 +118,7 @@ final class LineFanOut {
         self.disconnectSlowClients = disconnectSlowClients
     }
 
-    // MARK: Sources
+    // MARK: Sources, sealing and the scan (steps 1 to 3)
 
     /// Adds the whole lines of `chunk` (each ending in `\n`), each to be sent as
     /// `prefix + line`.
@@ -185,189 +189,7 @@ final class LineFanOut {
         stats.scanNanoseconds += UInt64(max(0, start.distance(to: SchedulerTime.monotonicNow)) * 1e9)
     }
 
-    // MARK: Clients
-
-    /// A new client: it gets the lines sealed from now on, once admitted.
-    ///
-    /// - Parameter transport: its connection.
-    /// - Returns: its feed, `authenticating`.
-    func add(_ transport: ClientTransport) -> ClientFeed {
-        seal()
-        let feed = ClientFeed(transport: transport, fanOut: self, nextSequence: nextSequence)
-        feedIndex[ObjectIdentifier(feed)] = feeds.count
-        feeds.append(feed)
-        return feed
-    }
-
-    /// Follows a transition `feed` made (``ClientFeed`` calls it after changing its state):
-    /// counts filtered clients, starts writing out a drain, lets a closed client go.
-    ///
-    /// - Parameters:
-    ///   - feed: the client.
-    ///   - previous: the state it left.
-    func clientChanged(_ feed: ClientFeed, from previous: ClientState) {
-        if (previous.filter == nil) != (feed.filter == nil) { filteredFeeds += feed.filter == nil ? -1 : 1 }
-        switch feed.state {
-        case .draining:
-            if !feed.writing && feed.outbox.isEmpty { feed.drained() } else { markReady(feed) }
-        case .closed:
-            remove(feed)
-        case .authenticating, .following:
-            break
-        }
-    }
-
-    /// The client is gone: nothing more is written to it.
-    private func remove(_ feed: ClientFeed) {
-        guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
-        let last = feeds.removeLast()
-        if index < feeds.count {
-            feeds[index] = last
-            feedIndex[ObjectIdentifier(last)] = index
-        }
-        if feeds.isEmpty {
-            blocks.removeAll()
-            firstSequence = nextSequence
-            roundRemaining = 0
-        }
-    }
-
-    /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
-    ///
-    /// Replies count against the same queue limit as lines: a client that sends commands
-    /// (`HELP`, `STATS`, anything answered) and never reads the answers would otherwise grow
-    /// its outbox without bound (a megabyte of `HELP`s is a few hundred megabytes of
-    /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
-    /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
-    /// the client's memory stays within the limit plus one reply. While a hub's replay
-    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
-    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
-    /// get a second limit's worth on top of both. The fan-out's own notices are not
-    /// counted here (``notice(_:_:)``).
-    ///
-    /// - Parameters:
-    ///   - feed: the client (served: a draining or closed client is sent nothing more).
-    ///   - text: the reply, without its line feed.
-    func reply(_ feed: ClientFeed, _ text: String) {
-        guard feed.state.isServed, enqueue(feed, text) else { return }
-        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
-        let queued = feed.outbox.count - feed.noticeBytes
-        if queued > limit {
-            // Its bytes are no longer kept: the session ends without writing them.
-            feed.outbox = []
-            feed.outboxLines = 0
-            feed.noticeBytes = 0
-            feed.close("not reading its replies: \(queued) bytes queued (limit \(queueLimit))")
-            return
-        }
-        markReady(feed)
-    }
-
-    /// The bytes a client's outbox may hold in the fan-out's own notices, on top of its
-    /// queue limit.
-    static let noticeAllowance = 256
-
-    /// Queues a notice of the fan-out's own (`DROPPED n`, `HEARTBEAT t`, `\n` added) for
-    /// `feed`, after every line sealed before it, if its allowance has room.
-    ///
-    /// Why notices are not replies: a client whose socket is full is sent them without
-    /// asking, every tick while it stalls (`DROPPED` as it loses lines, `HEARTBEAT` as
-    /// nothing reaches it). Counted as replies, they pushed a client a few bytes under the
-    /// limit over it and ended it as "not reading its replies", and a long stall ended
-    /// every stalled client that way. They do not count against the queue limit (nor in
-    /// how far behind it is): they have ``noticeAllowance`` bytes of their own while unwritten,
-    /// and a notice that does not fit is not queued (the caller says it again later:
-    /// `DROPPED` counts every line lost so far, and a client with bytes waiting is not idle).
-    ///
-    /// - Parameters:
-    ///   - feed: the client (served).
-    ///   - text: the notice, without its line feed.
-    /// - Returns: whether it was queued.
-    @discardableResult
-    func notice(_ feed: ClientFeed, _ text: String) -> Bool {
-        guard feed.state.isServed, feed.noticeBytes + text.utf8.count + 1 <= Self.noticeAllowance,
-              enqueue(feed, text) else { return false }
-        feed.noticeBytes += text.utf8.count + 1
-        markReady(feed)
-        return true
-    }
-
-    /// Appends `text` and a line feed to `feed`'s outbox, after the lines sealed so far;
-    /// whether it did (catching up may have ended a client too far behind).
-    private func enqueue(_ feed: ClientFeed, _ text: String) -> Bool {
-        catchUp(feed)
-        guard feed.state.isServed else { return false }
-        feed.outbox.append(contentsOf: text.utf8)
-        feed.outbox.append(10)
-        return true
-    }
-
-    /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
-    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered and
-    /// counted as the shared lines are.
-    ///
-    /// Why here and not as replies: a replay replaces the client's share of the fan-out
-    /// (its feed is paused meanwhile), so its `GREP` must go on applying.
-    ///
-    /// Replayed lines are never dropped, whatever the slow-client policy: they are stored,
-    /// so the replay can wait for the client instead. Returns `false` once more than the
-    /// queue limit waits for `feed`; the caller then holds the replay back until
-    /// ``whenRoom(_:_:)`` says the client caught up (what arrives meanwhile is still queued).
-    @discardableResult
-    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) -> Bool {
-        guard feed.state.isServed else { return true }
-        var builder = LineBlockBuilder()
-        builder.append(prefix: prefix, chunk: chunk)
-        guard !builder.isEmpty else { return true }
-        let block = builder.seal(sequence: 0)
-        if let pattern = feed.filter {
-            // The set in force holds every live client's pattern (a client switches to a
-            // pattern only once a set with it is installed).
-            guard let filters, filters.patterns.contains(pattern) else { return true }
-            scan(block, with: filters)
-        }
-        catchUp(feed)
-        guard feed.state.isServed else { return true }
-        feed.outboxLines += block.append(for: feed.filter, access: feed.access, to: &feed.outbox)
-        markReady(feed)
-        return feed.outbox.count - feed.noticeBytes <= queueLimit
-    }
-
-    /// Runs `action` once, when a write to `feed` completes with at most half the queue
-    /// limit still waiting for it (replaces an action not yet run).
-    func whenRoom(_ feed: ClientFeed, _ action: @escaping () -> Void) {
-        feed.onRoom = action
-    }
-
-    /// Moves the lines sealed so far that `feed` takes into its outbox (not following, or
-    /// paused: skips them), so what is queued next, or the state it enters next, comes after
-    /// them. A client whose socket is full is held to the queue limit first, so replies
-    /// asked for while it does not read cannot pile its lines up in the outbox.
-    ///
-    /// - Parameter feed: the client (a transition of its own calls this first).
-    func catchUp(_ feed: ClientFeed) {
-        seal()
-        if feed.writing { enforceLimit(feed) }
-        guard feed.nextSequence < nextSequence, !feed.state.isClosed else { return }
-        if feed.state.takesLines { feed.outboxLines += gather(feed, into: &feed.outbox) }
-        feed.nextSequence = nextSequence
-    }
-
-    /// Appends the lines `feed` takes from every block it has not passed to `bytes`.
-    ///
-    /// - Returns: how many lines.
-    private func gather(_ feed: ClientFeed, into bytes: inout [UInt8]) -> Int {
-        var lines = 0
-        for sequence in feed.nextSequence..<nextSequence {
-            lines += block(sequence).append(for: feed.filter, access: feed.access, to: &bytes)
-        }
-        return lines
-    }
-
-    /// The kept block with `sequence` (some feed has not passed it).
-    private func block(_ sequence: Int) -> LineBlock { blocks[sequence - firstSequence] }
-
-    // MARK: Writing
+    // MARK: Writing (steps 4 to 6)
 
     private func markReady(_ feed: ClientFeed) {
         guard !feed.queued, !feed.state.isClosed else { return }
@@ -494,6 +316,20 @@ final class LineFanOut {
         return true
     }
 
+    /// Appends the lines `feed` takes from every block it has not passed to `bytes`.
+    ///
+    /// - Returns: how many lines.
+    private func gather(_ feed: ClientFeed, into bytes: inout [UInt8]) -> Int {
+        var lines = 0
+        for sequence in feed.nextSequence..<nextSequence {
+            lines += block(sequence).append(for: feed.filter, access: feed.access, to: &bytes)
+        }
+        return lines
+    }
+
+    /// The kept block with `sequence` (some feed has not passed it).
+    private func block(_ sequence: Int) -> LineBlock { blocks[sequence - firstSequence] }
+
     /// Hands `bytes` to the feed's transport; when the write completes, the feed is visited
     /// again if more waits for it (or its drain ends), and a replay waiting for room goes on.
     private func write(_ feed: ClientFeed, _ bytes: [UInt8], lines: Int) {
@@ -547,6 +383,170 @@ final class LineFanOut {
         guard passed > 0 else { return }
         blocks.removeFirst(min(passed, blocks.count))
         firstSequence = oldest
+    }
+
+    // MARK: Clients: joining, transitions, replies, notices, replays
+
+    /// A new client: it gets the lines sealed from now on, once admitted.
+    ///
+    /// - Parameter transport: its connection.
+    /// - Returns: its feed, `authenticating`.
+    func add(_ transport: ClientTransport) -> ClientFeed {
+        seal()
+        let feed = ClientFeed(transport: transport, fanOut: self, nextSequence: nextSequence)
+        feedIndex[ObjectIdentifier(feed)] = feeds.count
+        feeds.append(feed)
+        return feed
+    }
+
+    /// Follows a transition `feed` made (``ClientFeed`` calls it after changing its state):
+    /// counts filtered clients, starts writing out a drain, lets a closed client go.
+    ///
+    /// - Parameters:
+    ///   - feed: the client.
+    ///   - previous: the state it left.
+    func clientChanged(_ feed: ClientFeed, from previous: ClientState) {
+        if (previous.filter == nil) != (feed.filter == nil) { filteredFeeds += feed.filter == nil ? -1 : 1 }
+        switch feed.state {
+        case .draining:
+            if !feed.writing && feed.outbox.isEmpty { feed.drained() } else { markReady(feed) }
+        case .closed:
+            remove(feed)
+        case .authenticating, .following:
+            break
+        }
+    }
+
+    /// The client is gone: nothing more is written to it.
+    private func remove(_ feed: ClientFeed) {
+        guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
+        let last = feeds.removeLast()
+        if index < feeds.count {
+            feeds[index] = last
+            feedIndex[ObjectIdentifier(last)] = index
+        }
+        if feeds.isEmpty {
+            blocks.removeAll()
+            firstSequence = nextSequence
+            roundRemaining = 0
+        }
+    }
+
+    /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
+    ///
+    /// Replies count against the same queue limit as lines: a client that sends commands
+    /// (`HELP`, `STATS`, anything answered) and never reads the answers would otherwise grow
+    /// its outbox without bound (a megabyte of `HELP`s is a few hundred megabytes of
+    /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
+    /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
+    /// the client's memory stays within the limit plus one reply. While a hub's replay
+    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
+    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
+    /// get a second limit's worth on top of both. The fan-out's own notices are not
+    /// counted here (``notice(_:_:)``).
+    ///
+    /// - Parameters:
+    ///   - feed: the client (served: a draining or closed client is sent nothing more).
+    ///   - text: the reply, without its line feed.
+    func reply(_ feed: ClientFeed, _ text: String) {
+        guard feed.state.isServed, enqueue(feed, text) else { return }
+        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
+        let queued = feed.outbox.count - feed.noticeBytes
+        if queued > limit {
+            // Its bytes are no longer kept: the session ends without writing them.
+            feed.outbox = []
+            feed.outboxLines = 0
+            feed.noticeBytes = 0
+            feed.close("not reading its replies: \(queued) bytes queued (limit \(queueLimit))")
+            return
+        }
+        markReady(feed)
+    }
+
+    /// Queues a notice of the fan-out's own (`DROPPED n`, `HEARTBEAT t`, `\n` added) for
+    /// `feed`, after every line sealed before it, if its allowance has room.
+    ///
+    /// Why notices are not replies: a client whose socket is full is sent them without
+    /// asking, every tick while it stalls (`DROPPED` as it loses lines, `HEARTBEAT` as
+    /// nothing reaches it). Counted as replies, they pushed a client a few bytes under the
+    /// limit over it and ended it as "not reading its replies", and a long stall ended
+    /// every stalled client that way. They do not count against the queue limit (nor in
+    /// how far behind it is): they have ``noticeAllowance`` bytes of their own while unwritten,
+    /// and a notice that does not fit is not queued (the caller says it again later:
+    /// `DROPPED` counts every line lost so far, and a client with bytes waiting is not idle).
+    ///
+    /// - Parameters:
+    ///   - feed: the client (served).
+    ///   - text: the notice, without its line feed.
+    /// - Returns: whether it was queued.
+    @discardableResult
+    func notice(_ feed: ClientFeed, _ text: String) -> Bool {
+        guard feed.state.isServed, feed.noticeBytes + text.utf8.count + 1 <= Self.noticeAllowance,
+              enqueue(feed, text) else { return false }
+        feed.noticeBytes += text.utf8.count + 1
+        markReady(feed)
+        return true
+    }
+
+    /// Appends `text` and a line feed to `feed`'s outbox, after the lines sealed so far;
+    /// whether it did (catching up may have ended a client too far behind).
+    private func enqueue(_ feed: ClientFeed, _ text: String) -> Bool {
+        catchUp(feed)
+        guard feed.state.isServed else { return false }
+        feed.outbox.append(contentsOf: text.utf8)
+        feed.outbox.append(10)
+        return true
+    }
+
+    /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
+    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered and
+    /// counted as the shared lines are.
+    ///
+    /// Why here and not as replies: a replay replaces the client's share of the fan-out
+    /// (its feed is paused meanwhile), so its `GREP` must go on applying.
+    ///
+    /// Replayed lines are never dropped, whatever the slow-client policy: they are stored,
+    /// so the replay can wait for the client instead. Returns `false` once more than the
+    /// queue limit waits for `feed`; the caller then holds the replay back until
+    /// ``whenRoom(_:_:)`` says the client caught up (what arrives meanwhile is still queued).
+    @discardableResult
+    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) -> Bool {
+        guard feed.state.isServed else { return true }
+        var builder = LineBlockBuilder()
+        builder.append(prefix: prefix, chunk: chunk)
+        guard !builder.isEmpty else { return true }
+        let block = builder.seal(sequence: 0)
+        if let pattern = feed.filter {
+            // The set in force holds every live client's pattern (a client switches to a
+            // pattern only once a set with it is installed).
+            guard let filters, filters.patterns.contains(pattern) else { return true }
+            scan(block, with: filters)
+        }
+        catchUp(feed)
+        guard feed.state.isServed else { return true }
+        feed.outboxLines += block.append(for: feed.filter, access: feed.access, to: &feed.outbox)
+        markReady(feed)
+        return feed.outbox.count - feed.noticeBytes <= queueLimit
+    }
+
+    /// Runs `action` once, when a write to `feed` completes with at most half the queue
+    /// limit still waiting for it (replaces an action not yet run).
+    func whenRoom(_ feed: ClientFeed, _ action: @escaping () -> Void) {
+        feed.onRoom = action
+    }
+
+    /// Moves the lines sealed so far that `feed` takes into its outbox (not following, or
+    /// paused: skips them), so what is queued next, or the state it enters next, comes after
+    /// them. A client whose socket is full is held to the queue limit first, so replies
+    /// asked for while it does not read cannot pile its lines up in the outbox.
+    ///
+    /// - Parameter feed: the client (a transition of its own calls this first).
+    func catchUp(_ feed: ClientFeed) {
+        seal()
+        if feed.writing { enforceLimit(feed) }
+        guard feed.nextSequence < nextSequence, !feed.state.isClosed else { return }
+        if feed.state.takesLines { feed.outboxLines += gather(feed, into: &feed.outbox) }
+        feed.nextSequence = nextSequence
     }
 
     /// Bytes held in blocks (for STATS).
