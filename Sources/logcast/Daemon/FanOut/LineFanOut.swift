@@ -359,9 +359,12 @@ final class LineFanOut {
     }
 
     /// A client whose previous write is still in flight: past the queue limit behind (its
-    /// notices aside), it loses the lines it missed (counted) or its connection.
+    /// notices aside), it loses the lines it missed (counted) or its connection. Only a
+    /// client that takes lines: a paused one skips them at its next visit, and they were
+    /// counted as lost (a `STATS` client that had paused itself inflated `lines_dropped`
+    /// whenever a block was sealed while its reply was being written).
     private func enforceLimit(_ feed: ClientFeed) {
-        guard feed.nextSequence < nextSequence, feed.state.isServed else { return }
+        guard feed.nextSequence < nextSequence, feed.state.takesLines else { return }
         let behind = totalBytes - block(feed.nextSequence).streamStart + feed.outbox.count - feed.noticeBytes
         guard behind > queueLimit else { return }
         if disconnectSlowClients {

@@ -170,6 +170,25 @@ final class ClientFeedTests: XCTestCase {
         XCTAssertEqual(transport.written.last, "DROPPED 12346\n")
     }
 
+    func testAPausedClientWithAWriteInFlightSkipsLinesAndDropsNone() {
+        let (fanOut, feed, transport, stats) = makeFeed(queueLimit: 10)
+        feed.admit(access: nil)
+        feed.setPaused(true)
+        fanOut.reply(feed, "OK PAUSE")
+        fanOut.pump()
+        XCTAssertEqual(transport.written, ["OK PAUSE\n"])
+        // Far past its limit while that write is in flight, and a reply asked for before
+        // the pump visits it (the reply catches it up): skipped, not lost.
+        fanOut.ingest(prefix: Array("f: ".utf8), line: String(repeating: "z", count: 100).utf8)
+        fanOut.reply(feed, "STATS")
+        XCTAssertEqual(feed.linesDropped, 0)
+        XCTAssertEqual(stats.linesDropped, 0)
+        transport.complete()
+        fanOut.pump()
+        XCTAssertEqual(transport.written, ["OK PAUSE\n", "STATS\n"], "its replies, none of the skipped lines")
+        XCTAssertEqual(feed.state, .following(filter: nil, paused: true))
+    }
+
     func testAClientTooSlowUnderTheDisconnectPolicyIsClosedFromWhateverItWasDoing() {
         let (fanOut, feed, transport, _) = makeFeed(queueLimit: 10, disconnect: true)
         let ends = watchEnds(feed)
