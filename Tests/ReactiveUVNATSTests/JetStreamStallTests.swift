@@ -178,8 +178,10 @@ final class JetStreamStallTests: NATSTestCase {
         XCTAssertEqual(kill(paused, SIGSTOP), 0)
         _ = waitFor(12) { false }  // past cnats's missed-heartbeat limit (2 × 5 s)
         XCTAssertEqual(kill(paused, SIGCONT), 0)
-        // At most one check per tick (2/3 s) while paused: bounded, whatever failed.
-        XCTAssertLessThanOrEqual(js.stallChecks, 20, "no storm of checks while the server was paused")
+        // At most one check per tick (2/3 s) while paused, whatever failed: 18 in 12 s at the
+        // very most (a check that fails at once, while cnats reconnects, comes back at the
+        // next tick); a loop without that bound would have made thousands.
+        XCTAssertLessThanOrEqual(js.stallChecks, 25, "no storm of checks while the server was paused")
         stored.merge(publish(js, "p", 101...200)) { a, _ in a }
         XCTAssertTrue(waitFor(90) { got.sequences.count >= 200 || got.error != nil },
                       "after the pause: got \(got.sequences.count) of 200; restarts \(js.consumerRestartCount)")
