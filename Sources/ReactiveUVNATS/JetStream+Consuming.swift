@@ -29,18 +29,18 @@ extension JetStream {
     /// delivery waits (the server's flow control then pauses the stream).
     ///
     /// A consumer that has gone silent is made again: when nothing has arrived for
-    /// `stallTimeout` seconds (a closed `gate` or a full buffer is not silence) and the
-    /// stream, asked with a stream info request, holds a message at or beyond the next
-    /// sequence not yet delivered (for a filtered consumer: one of its subject), a new
-    /// ordered consumer starts at that sequence and replaces the silent one — no message
-    /// twice, none missing, order kept. cnats 3.4 cannot see such a stall: a server-side
-    /// consumer that goes on sending idle heartbeats while it delivers nothing looks healthy
-    /// to it (the module's overview, "Consumers that go silent", says more). Each remake is counted in
+    /// `stallTimeout` seconds (a closed `gate` or a full buffer is not silence), the
+    /// stream's last sequence (a stream info request) is at or beyond the next sequence not
+    /// yet delivered, and a short-lived pull consumer from that sequence, with the same
+    /// filter, counts at least one message to deliver, a new ordered consumer starts at that
+    /// sequence and replaces the silent one — no message twice, none missing, order kept.
+    /// cnats 3.4 cannot see such a stall: a server-side consumer that goes on sending idle
+    /// heartbeats while it delivers nothing looks healthy to it (the module's overview,
+    /// "Consumers that go silent", says more). Each remake is counted in
     /// ``consumerRestartCount`` and sent on ``consumerRestarts``. The check runs at most
-    /// once per third of `stallTimeout`, one request at a time, so servers that are down
-    /// cost one request per tick, no more; a check or remake that fails is tried again at
-    /// the next tick (``stallCheckFailures`` counts them), the silent consumer staying
-    /// meanwhile.
+    /// once per third of `stallTimeout`, one at a time, so servers that are down cost one
+    /// request per tick, no more; a check or remake that fails is tried again at the next
+    /// tick (``stallCheckFailures`` counts them), the silent consumer staying meanwhile.
     ///
     /// Fails with a ``NATSError`` when the stream does not exist or the first consumer
     /// cannot be made; completes when the connection closes. Disposing stops the consumer
@@ -126,10 +126,13 @@ extension JetStream {
     /// Asks the server whether `stream` holds a message of `filter` (`nil`: any) at or
     /// beyond `next` (off the loop; one answer on the loop).
     ///
-    /// Why two requests for a filter: a stream's info has only the last sequence of all its
-    /// subjects; how many of one subject's messages lie at or beyond a sequence is what a
-    /// consumer's info says, so a pull consumer is made from `next` with that filter, read
-    /// and deleted (the server drops it by itself after 30 s should this process die first).
+    /// Why a second request once the last sequence is at or beyond `next`: a stream's info
+    /// has only the last sequence of all its subjects, and says nothing of messages deleted
+    /// or purged between `next` and it; how many messages a consumer from `next` would
+    /// deliver is what a consumer's info says, so a pull consumer is made from `next` (with
+    /// the filter), read and deleted (the server drops it by itself after 30 s should this
+    /// process die first). Without it a consumer behind a purge would be made again at every
+    /// check, for nothing. Only a consumer already silent for the whole timeout gets here.
     func stallCheck(stream: String, filter: String?, next: UInt64) -> Signal<StallState> {
         management("consume (stall check)", stream) { js in
             var si: UnsafeMutablePointer<jsStreamInfo>?
@@ -141,15 +144,15 @@ extension JetStream {
             let last = si.pointee.State.LastSeq
             jsStreamInfo_Destroy(si)
             guard last >= next else { return .success(StallState(lastSequence: last, holdsMore: false)) }
-            guard let filter else { return .success(StallState(lastSequence: last, holdsMore: true)) }
             return JetStream.pending(js, stream: stream, filter: filter, from: next)
                 .map { StallState(lastSequence: last, holdsMore: $0 > 0) }
         }
     }
 
-    /// How many messages of `filter` `stream` holds from sequence `from` on: a pull
-    /// consumer's count of pending messages, the consumer deleted at once (a thread of its own).
-    static func pending(_ js: OpaquePointer, stream: String, filter: String, from: UInt64) -> Result<UInt64, NATSError> {
+    /// How many messages of `filter` (`nil`: any) `stream` holds from sequence `from` on: a
+    /// pull consumer's count of pending messages, the consumer deleted at once (a thread of
+    /// its own).
+    static func pending(_ js: OpaquePointer, stream: String, filter: String?, from: UInt64) -> Result<UInt64, NATSError> {
         var config = jsConsumerConfig()
         jsConsumerConfig_Init(&config)
         config.DeliverPolicy = js_DeliverByStartSequence
@@ -158,9 +161,14 @@ extension JetStream {
         config.InactiveThreshold = 30_000_000_000
         var info: UnsafeMutablePointer<jsConsumerInfo>?
         var code = jsErrCode(rawValue: 0)
-        let status = filter.withCString { subject -> natsStatus in
-            config.FilterSubject = subject
-            return js_AddConsumer(&info, js, stream, &config, nil, &code)
+        let status: natsStatus
+        if let filter {
+            status = filter.withCString { subject -> natsStatus in
+                config.FilterSubject = subject
+                return js_AddConsumer(&info, js, stream, &config, nil, &code)
+            }
+        } else {
+            status = js_AddConsumer(&info, js, stream, &config, nil, &code)
         }
         guard status == NATS_OK, let info else {
             return .failure(NATSError(status, "consume (stall check: pending messages)", stream, serverCode: code))

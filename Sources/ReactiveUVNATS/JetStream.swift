@@ -63,7 +63,8 @@ public final class JetStream: @unchecked Sendable {
     public internal(set) var consumerRestartCount = 0
 
     /// How many times a silent ordered consumer's stream was checked for more messages
-    /// (each is one stream info request, and for a filtered consumer one more). Loop thread.
+    /// (each is one stream info request, and when the stream's last sequence is at or beyond
+    /// the next one to deliver, a short-lived pull consumer's count). Loop thread.
     public internal(set) var stallChecks = 0
 
     /// How many stall checks or remakes of a silent consumer failed (the servers did not

@@ -20,12 +20,14 @@ import ReactiveUV
 // once heartbeats arrive again from the old consumer. Heartbeats are cnats's business, not ours
 // (they never reach the message callback), so the watch asks the server instead: nothing
 // received for `stallTimeout` while the stream's last sequence is at or beyond the next one
-// to deliver means stalled, whatever cnats believes.
+// to deliver, with at least one message a consumer from there would get, means stalled,
+// whatever cnats believes.
 //
 //   cnats thread                         loop thread
 //   MessageRelay.onMessage ─ received+1 ─► take(_:from:) ─► next = seq + 1 ─► subscriber
 //                                          watchdog tick: silent ≥ stallTimeout?
-//                                            └─ stream info (off the loop): last ≥ next?
+//                                            └─ off the loop: stream's last ≥ next, and a pull
+//                                               consumer from next counts ≥ 1 to deliver?
 //                                                 └─ new relay from `next` (off the loop),
 //                                                    then the old one retired: restarts+1
 //
