@@ -14,8 +14,8 @@ import ReactiveUV
 // the stream grows, the subscription stays silent, for good. logcast's fault test saw that
 // after the leader of a 3-replica stream was cut off and healed, and the hub too
 // (docs/design/nats-durability.md has what is known of the cause: the consumer, one memory
-// replica placed with the stream's leader when it was made, most likely kept heartbeating
-// from a server that no longer fed it). A recreation that failed (its consumer request
+// replica on one of the stream's servers, most likely kept heartbeating on a server that
+// had caught the stream up without waking it). A recreation that failed (its consumer request
 // timed out during an election) is retried only by cnats's heartbeat timer, and not at all
 // once heartbeats arrive again from the old consumer. Heartbeats are cnats's business, not ours
 // (they never reach the message callback), so the watch asks the server instead: nothing

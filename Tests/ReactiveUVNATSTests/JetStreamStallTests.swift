@@ -200,8 +200,8 @@ final class JetStreamStallTests: NATSTestCase {
 
     /// A 3-node cluster and a stream of 3 replicas: its leader is paused (SIGSTOP) for 5 s,
     /// then killed and started again after 3 s, while messages go on being stored (by a new
-    /// leader), as logcast's edge goes on writing. The consumer (a replica of one, on the
-    /// leader of the time it was made) delivers every message once and in order after each.
+    /// leader), as logcast's edge goes on writing. The consumer (a replica of one, on one of
+    /// the stream's servers) delivers every message once and in order after each.
     /// Loopback cannot cut a server off as logcast's namespaced fault test does (where the
     /// silence was seen); these faults are the nearest it can make.
     func testAStreamLeaderPausedThenKilledWhileMessagesAreStoredLosesAndRepeatsNothing() throws {
