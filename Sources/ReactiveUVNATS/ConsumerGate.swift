@@ -1,7 +1,7 @@
 /// Holds a JetStream consumer's deliveries back while closed: back-pressure from a reader
 /// slower than the stream.
 ///
-/// Pass one to ``JetStream/consume(stream:subject:from:bufferLimit:gate:)``. While the gate
+/// Pass one to ``JetStream/consume(stream:subject:from:bufferLimit:gate:stallTimeout:)``. While the gate
 /// is closed, no message is handed to the loop; cnats's delivery thread for that consumer
 /// waits, so cnats sends no flow-control reply and the server stops sending once its
 /// flow-control window (up to 32 MB on nats-server 2.9) is in cnats's hands. Opening the
@@ -13,7 +13,9 @@
 /// another window into cnats's memory; past cnats's pending limits it drops messages,
 /// which cnats 3.4's ordered consumer does not notice. To hold a consumer back for longer,
 /// dispose it and consume again from the sequence after the last message taken (logcast's
-/// hub does both: the gate for short waits, a fresh consumer after a long one).
+/// hub does both: the gate for short waits, a fresh consumer after a long one). A closed
+/// gate is not taken for a stalled consumer: `consume`'s stall watch leaves a consumer
+/// alone while its reader holds it back.
 ///
 /// Thread-safety: `close`, `open` and `isClosed` may be called from any thread.
 public final class ConsumerGate: @unchecked Sendable {

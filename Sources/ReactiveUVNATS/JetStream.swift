@@ -4,7 +4,7 @@ import Glibc
 import ReactiveUV
 
 /// JetStream on one ``NATSConnection``: stream management, acknowledged publishing with a
-/// bounded window, and ordered consumers for replay.
+/// bounded window, and ordered consumers for replay (made again when they go silent).
 ///
 /// Made by ``NATSConnection/jetStream(requestTimeout:window:)``; it lives until its
 /// connection closes. Everything it sends arrives on the connection's loop thread.
@@ -54,6 +54,26 @@ public final class JetStream: @unchecked Sendable {
     var backoffTimer: Disposable?
     /// Callbacks run when an acknowledgement frees room in the window.
     var roomWatchers: [() -> Void] = []
+    /// Sends ``consumerRestarts``.
+    let restartSubject = Subject<JetStreamConsumerRestart>()
+
+    /// How many ordered consumers of this context were made again because they had gone
+    /// silent while their stream held more (see
+    /// ``consume(stream:subject:from:bufferLimit:gate:stallTimeout:)``). Loop thread.
+    public internal(set) var consumerRestartCount = 0
+
+    /// How many times a silent ordered consumer's stream was checked for more messages
+    /// (each is one stream info request, and when the stream's last sequence is at or beyond
+    /// the next one to deliver, a short-lived pull consumer's count). Loop thread.
+    public internal(set) var stallChecks = 0
+
+    /// How many stall checks or remakes of a silent consumer failed (the servers did not
+    /// answer, or the new consumer could not be made); each is tried again at the next
+    /// tick. Loop thread.
+    public internal(set) var stallCheckFailures = 0
+
+    /// The error of the last failed stall check or remake, if any. Loop thread.
+    public internal(set) var lastStallCheckError: NATSError?
 
     init(connection: NATSConnection, nc: OpaquePointer, requestTimeout: Double, window: Int) throws {
         self.connection = connection
@@ -187,7 +207,7 @@ public final class JetStream: @unchecked Sendable {
     }
 
     /// Runs a blocking cnats call on the pool and sends its result on the loop.
-    private func management<Value>(_ operation: String, _ target: String,
+    func management<Value>(_ operation: String, _ target: String,
                                     _ call: @escaping (OpaquePointer) -> Result<Value, NATSError>) -> Signal<Value> {
         Signal.create { [self] subscriber in
             loop.natsPerform { [self] in
@@ -369,180 +389,6 @@ public final class JetStream: @unchecked Sendable {
         for watcher in roomWatchers { watcher() }
     }
 
-    // MARK: - Consuming
-
-    /// An ordered consumer of `stream`: every stored message from `start` on, in stream
-    /// order, then the new ones as they are stored, until disposed.
-    ///
-    /// Ordered consumers are ephemeral and unacknowledged; cnats recreates one from the
-    /// last delivered sequence when it sees a gap or loses its server, so the order holds
-    /// across reconnects. Sequences only rise: a message at or below one already delivered,
-    /// or below `start`, is never delivered (cnats 3.4 recreates a consumer that has
-    /// received nothing yet from the stream's first message). A start time is turned into
-    /// the first sequence stored at that time before the consumer is made (cnats 3.4
-    /// cannot recreate a consumer made from a time). The consumer is created off the loop;
-    /// messages arrive on the loop's thread with ``NATSMessage/streamSequence`` and
-    /// ``NATSMessage/timestamp`` set. When the loop falls behind by `bufferLimit` messages,
-    /// delivery waits (the server's flow control then pauses the stream). Fails with a ``NATSError`` when the
-    /// stream does not exist or the consumer cannot be made; completes when the
-    /// connection closes.
-    ///
-    /// - Parameters:
-    ///   - stream: the stream's name.
-    ///   - subject: a filter subject; `nil` for the stream's own subject(s).
-    ///   - start: where to start.
-    ///   - bufferLimit: messages handed to the loop and not yet delivered, at most.
-    ///   - gate: while closed, holds deliveries back (see ``ConsumerGate`` for how long
-    ///     that may last); `nil` delivers as fast as the loop takes them.
-    /// - Returns: a cold signal of messages.
-    public func consume(stream: String, subject: String? = nil, from start: JetStreamStart = .all,
-                        bufferLimit: Int = 1024, gate: ConsumerGate? = nil) -> Signal<NATSMessage> {
-        if case .time(let t) = start {
-            // Start at a time cnats encodes correctly, at or before `t`, and skip what was
-            // stored before `t`: the consumer still begins exactly at `t` (also after a
-            // restart by cnats from the stream's start: see `MessageRelay.floor`).
-            let encodable = JetStream.startTimeCnatsEncodes(t) ?? t
-            return orderedConsumer(stream: stream, subject: subject, from: .time(encodable), bufferLimit: bufferLimit,
-                                   gate: gate)
-                .filter { ($0.timestamp ?? t) >= t }
-        }
-        return orderedConsumer(stream: stream, subject: subject, from: start, bufferLimit: bufferLimit, gate: gate)
-    }
-
-    /// A start time that cnats 3.4 encodes without shifting it, or `nil` when `t` itself is.
-    ///
-    /// Why: cnats's `nats_EncodeTimeUTC` prints the nanoseconds of a start time with
-    /// `".%" PRId64` and no zero padding, so a fraction below 0.1 s loses its leading zeros
-    /// and moves later (…:05.012 s is sent as …:05.12 s): a consumer from such a time missed
-    /// every message of the first ~0.1–0.9 s, and none at all when the stream ended within
-    /// that span (JetStreamTests caught it about one run in ten). Whole seconds encode
-    /// exactly, so such a time is rounded down to its second and the messages before `t`
-    /// are skipped on delivery.
-    static func startTimeCnatsEncodes(_ t: Int64) -> Int64? {
-        let fraction = t % 1_000_000_000
-        guard fraction > 0 && fraction < 100_000_000 else { return nil }
-        return t - fraction
-    }
-
-    /// The ordered consumer itself (see ``consume(stream:subject:from:bufferLimit:gate:)``).
-    private func orderedConsumer(stream: String, subject: String?, from start: JetStreamStart,
-                                 bufferLimit: Int, gate: ConsumerGate?) -> Signal<NATSMessage> {
-        Signal.create { [self] subscriber in
-            let relay = MessageRelay(loop: loop, subscriber: subscriber, jetStream: true, bufferLimit: bufferLimit,
-                                     gate: gate)
-            loop.natsPerform { [self] in
-                guard !subscriber.isDisposed else { return }
-                guard let js, !connectionGone else {
-                    subscriber.sendError(NATSError(status: .connectionClosed, operation: "consume", target: stream))
-                    return
-                }
-                busy += 1
-                let closure = Unmanaged.passRetained(relay).toOpaque()
-                let context = NATSUnchecked((js, relay, closure))
-                loop.runOffLoop({ () -> Result<NATSUnchecked<OpaquePointer>, NATSError> in
-                    JetStream.subscribeOrdered(context.value.0, stream: stream, subject: subject, start: start,
-                                               relay: context.value.1, closure: context.value.2)
-                }, done: { [self] result in
-                    busy -= 1
-                    switch result {
-                    case .success(let sub):
-                        relay.attach(sub.value, closure: closure)
-                        if connectionGone { relay.stop() }
-                    case .failure(let error):
-                        // cnats may have subscribed and taken messages before it failed.
-                        subscriber.sendError(error)
-                        relay.park(closure)
-                    }
-                    if connectionGone && busy == 0 { destroyContext() }
-                })
-            }
-            return Disposable { relay.stop() }
-        }
-    }
-
-    /// Creates the ordered push consumer (a pool thread: it waits for the server), and sets
-    /// `relay`'s floor (``MessageRelay/floor``) to the first sequence it may deliver before
-    /// cnats can call it.
-    private static func subscribeOrdered(_ js: OpaquePointer, stream: String, subject: String?, start: JetStreamStart,
-                                         relay: MessageRelay, closure: UnsafeMutableRawPointer)
-        -> Result<NATSUnchecked<OpaquePointer>, NATSError> {
-        var filter = subject
-        var isNew = false
-        if case .new = start { isNew = true }
-        if filter == nil || isNew {
-            var si: UnsafeMutablePointer<jsStreamInfo>?
-            var code = jsErrCode(rawValue: 0)
-            let status = js_GetStreamInfo(&si, js, stream, nil, &code)
-            guard status == NATS_OK, let si else { return .failure(NATSError(status, "consume (stream info)", stream, serverCode: code)) }
-            let info = JetStreamInfo(si)
-            jsStreamInfo_Destroy(si)
-            if filter == nil { filter = info.subjects.count == 1 ? info.subjects[0] : ">" }
-            // "New" is what is stored after now: nothing at or below today's last sequence.
-            if isNew { relay.floor = info.lastSequence + 1 }
-        }
-        var start = start
-        if case .time(let t) = start {
-            // cnats 3.4 cannot restart an ordered consumer made from a time (its restart
-            // keeps the start time beside the start sequence it sets, and the server refuses
-            // that, at every try): consume from the first sequence at that time instead.
-            switch JetStream.firstSequence(js, stream: stream, filter: filter!, at: t) {
-            case .success(let n): start = .sequence(n)
-            case .failure(let error): return .failure(error)
-            }
-        }
-        if case .sequence(let n) = start { relay.floor = n }
-        var options = jsSubOptions()
-        jsSubOptions_Init(&options)
-        options.Ordered = true
-        switch start {
-        case .all: options.Config.DeliverPolicy = js_DeliverAll
-        case .new: options.Config.DeliverPolicy = js_DeliverNew
-        case .sequence(let n):
-            options.Config.DeliverPolicy = js_DeliverByStartSequence
-            options.Config.OptStartSeq = max(1, n)
-        case .time(let t):
-            options.Config.DeliverPolicy = js_DeliverByStartTime
-            options.Config.OptStartTime = t
-        }
-        var sub: OpaquePointer?
-        var code = jsErrCode(rawValue: 0)
-        let status = stream.withCString { name -> natsStatus in
-            options.Stream = name
-            return js_Subscribe(&sub, js, filter, MessageRelay.onMessage, closure, nil, &options, &code)
-        }
-        guard status == NATS_OK, let sub else { return .failure(NATSError(status, "consume", stream, serverCode: code)) }
-        return .success(NATSUnchecked(sub))
-    }
-
-    /// The sequence of the first message of `filter` in `stream` stored at or after `time`
-    /// (the next one to be stored when there is none yet): the server's own answer, read
-    /// from a pull consumer made from that time, which is deleted at once (and which the
-    /// server drops by itself after 30 s should this process die first). A pool thread.
-    static func firstSequence(_ js: OpaquePointer, stream: String, filter: String, at time: Int64)
-        -> Result<UInt64, NATSError> {
-        var config = jsConsumerConfig()
-        jsConsumerConfig_Init(&config)
-        config.DeliverPolicy = js_DeliverByStartTime
-        config.OptStartTime = time
-        config.AckPolicy = js_AckExplicit
-        config.InactiveThreshold = 30_000_000_000
-        var info: UnsafeMutablePointer<jsConsumerInfo>?
-        var code = jsErrCode(rawValue: 0)
-        let status = filter.withCString { subject -> natsStatus in
-            config.FilterSubject = subject
-            return js_AddConsumer(&info, js, stream, &config, nil, &code)
-        }
-        guard status == NATS_OK, let info else {
-            return .failure(NATSError(status, "consume (find the start time's sequence)", stream, serverCode: code))
-        }
-        // A new consumer has delivered nothing: its "delivered" stream sequence is the one
-        // before its first.
-        let first = info.pointee.Delivered.Stream + 1
-        if let name = info.pointee.Name { _ = js_DeleteConsumer(js, stream, name, nil, nil) }
-        jsConsumerInfo_Destroy(info)
-        return .success(first)
-    }
-
     // MARK: - The connection's end
 
     /// The connection is about to close (loop thread): publishes still waiting fail.
@@ -565,10 +411,11 @@ public final class JetStream: @unchecked Sendable {
         inCnats = [:]
         for entry in flying { entry.fail(error) }
         roomWatchers = []
+        restartSubject.sendCompleted()
         if busy == 0 { destroyContext() }
     }
 
-    private func destroyContext() {
+    func destroyContext() {
         guard let js else { return }
         self.js = nil
         relay.target = nil

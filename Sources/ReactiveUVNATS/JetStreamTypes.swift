@@ -111,3 +111,37 @@ public enum JetStreamStart: Sendable, Equatable {
     /// From the first message stored at or after this time (nanoseconds since the epoch).
     case time(Int64)
 }
+
+/// An ordered consumer made again because it had gone silent while its stream held more
+/// (``JetStream/consumerRestarts``).
+///
+/// Nothing was lost or repeated: the new consumer starts at ``restartedFrom``, the first
+/// sequence the subscription had not delivered, and replaces the silent one on the loop.
+public struct JetStreamConsumerRestart: Sendable, Equatable {
+    /// The stream consumed.
+    public let stream: String
+    /// The consumer's filter subject, `nil` for the whole stream.
+    public let subject: String?
+    /// Seconds nothing had arrived when the stream was found holding more.
+    public let silentFor: Double
+    /// The stream's last sequence when it was checked.
+    public let streamLastSequence: UInt64
+    /// The sequence the new consumer starts at (the last delivered + 1).
+    public let restartedFrom: UInt64
+
+    /// A restart record (the library makes these; public for callers' own tests).
+    ///
+    /// - Parameters:
+    ///   - stream: the stream consumed.
+    ///   - subject: the filter subject, or `nil`.
+    ///   - silentFor: seconds of silence.
+    ///   - streamLastSequence: the stream's last sequence when checked.
+    ///   - restartedFrom: where the new consumer starts.
+    public init(stream: String, subject: String?, silentFor: Double, streamLastSequence: UInt64, restartedFrom: UInt64) {
+        self.stream = stream
+        self.subject = subject
+        self.silentFor = silentFor
+        self.streamLastSequence = streamLastSequence
+        self.restartedFrom = restartedFrom
+    }
+}

@@ -5,8 +5,9 @@ import ReactiveUV
 
 /// Hands one subscription's messages from cnats's delivery thread to the loop.
 final class MessageRelay: @unchecked Sendable {
-    // Thread-safety: `queued` and `stopped` are atomics shared with cnats's delivery
-    // thread; `sub` and `closure` are touched only on the loop's thread.
+    // Thread-safety: `queued`, `stopped`, `received` and `waitingForRoom` are atomics
+    // shared with cnats's delivery thread; `sub`, `subscriber`, `consumer`, `pending` and
+    // `early` are touched only on the loop's thread.
     let loop: EventLoop
     /// `nil` once the relay is parked (``park(_:)``): nothing is delivered any more.
     var subscriber: Subscriber<NATSMessage>?
@@ -16,7 +17,20 @@ final class MessageRelay: @unchecked Sendable {
     let gate: ConsumerGate?
     let queued = NATSCounter()
     let stopped = NATSCounter()
+    /// Messages cnats handed to the callback (also those below the floor): what the stall
+    /// watch of an ``OrderedConsumer`` counts as the consumer being alive.
+    let received = NATSCounter()
+    /// 1 while cnats's thread waits in ``deliver(_:)`` for room or for the gate: the
+    /// reader holds the consumer back, which is not silence.
+    let waitingForRoom = NATSCounter()
     var sub: OpaquePointer?
+    /// For a relay of an ``OrderedConsumer``: the consumer its messages and its end go to
+    /// (instead of `subscriber`); `nil` once retired. Loop thread.
+    var consumer: OrderedConsumer?
+    /// An ``OrderedConsumer``'s relay not yet promoted (its consumer is being made): its
+    /// messages wait in `early`, still counted in `queued`. Loop thread.
+    var pending = true
+    var early: [NATSMessage] = []
     /// For a JetStream consumer: the lowest stream sequence still to deliver. Read and
     /// written only by cnats's message callback (one at a time per subscription), and
     /// before the subscription exists.
@@ -29,7 +43,7 @@ final class MessageRelay: @unchecked Sendable {
     /// sequences only ever rise.
     var floor: UInt64 = 0
 
-    init(loop: EventLoop, subscriber: Subscriber<NATSMessage>, jetStream: Bool, bufferLimit: Int,
+    init(loop: EventLoop, subscriber: Subscriber<NATSMessage>?, jetStream: Bool, bufferLimit: Int,
          gate: ConsumerGate? = nil) {
         self.loop = loop
         self.subscriber = subscriber
@@ -94,6 +108,7 @@ final class MessageRelay: @unchecked Sendable {
     static let onMessage: natsMsgHandler = { _, _, msg, closure in
         guard let msg else { return }
         let relay = Unmanaged<MessageRelay>.fromOpaque(closure!).takeUnretainedValue()
+        relay.received.add(1)
         let message = NATSMessage(copying: msg, jetStream: relay.jetStream)
         natsMsg_Destroy(msg)
         if let sequence = message.streamSequence {
@@ -110,24 +125,36 @@ final class MessageRelay: @unchecked Sendable {
     private func deliver(_ message: NATSMessage) {
         while stopped.value == 0 {
             if let gate, gate.isClosed {
+                waitingForRoom.store(1)
                 usleep(1000)  // a closed gate waits for a reader: no hurry to look again
             } else if queued.value >= bufferLimit {
+                waitingForRoom.store(1)
                 usleep(200)
             } else {
                 break
             }
         }
+        waitingForRoom.store(0)
         if stopped.value != 0 { return }
         queued.add(1)
         loop.execute { [self] in
-            queued.add(-1)
-            if stopped.value == 0 { subscriber?.sendNext(message) }
+            if let consumer {
+                consumer.take(message, from: self)  // it settles `queued`
+            } else {
+                queued.add(-1)
+                if stopped.value == 0 { subscriber?.sendNext(message) }
+            }
         }
     }
 
-    /// The subscription ended in cnats (loop thread): completes unless disposed.
+    /// The subscription ended in cnats (loop thread): completes unless disposed (an
+    /// ``OrderedConsumer`` decides for its relays).
     func ended() {
         unsubscribe()  // frees cnats's subscription object (unsubscribing a closed one is harmless)
-        subscriber?.sendCompleted()
+        if let consumer {
+            consumer.ended(self)
+        } else {
+            subscriber?.sendCompleted()
+        }
     }
 }

@@ -19,6 +19,12 @@ import ReactiveUVNATS
 /// its consumer's ``ConsumerGate`` closes (JetStream's flow control stops the server), and
 /// after ``replayHoldLimit`` seconds of waiting the consumer goes; a new one starts from
 /// the sequence after the last message taken once the client has read most of its queue.
+///
+/// A consumer (the live feed's or a replay's) that goes silent while the stream holds more
+/// is made again by the library from the first sequence it had not delivered (its stall
+/// watch, ``JetStream/defaultStallTimeout``): the hub logs each time and counts it in
+/// `STATS consumer_restarts`. Before that watch, a fault of the cluster could leave the
+/// live feed silent for good with nothing in the log (issue 33).
 final class NatsHub {
     // Main loop only.
     let target: NatsTarget
@@ -48,9 +54,14 @@ final class NatsHub {
     var replayRetries = 0
     /// Seconds before a failed replay consumer is made again.
     static let replayRetryDelay = 1.0
+    /// Times the library made a silent consumer again (`STATS consumer_restarts`).
+    var consumerRestarts = 0
 
     /// The hub's `STATS` fields.
-    var fields: String { " replay_waits=\(replayWaits) replay_restarts=\(replayRestarts) replay_retries=\(replayRetries)" }
+    var fields: String {
+        " replay_waits=\(replayWaits) replay_restarts=\(replayRestarts) replay_retries=\(replayRetries)"
+            + " consumer_restarts=\(consumerRestarts)"
+    }
 
     init(target: NatsTarget, fanOut: LineFanOut, logger: Logger) {
         self.target = target
@@ -73,11 +84,20 @@ final class NatsHub {
 
     private func connected(_ connection: NATSConnection) {
         self.connection = connection
+        let js: JetStream
         do {
             js = try connection.jetStream()
         } catch {
             logger.error("nats: \(error)")
             return
+        }
+        self.js = js
+        // The library's stall watch remade a consumer: said, because it means the cluster
+        // lost a consumer without telling (nothing was lost or repeated for the clients).
+        running += js.consumerRestarts.subscribeNext { [weak self] restart in
+            guard let self else { return }
+            self.consumerRestarts += 1
+            self.logger.warning("nats: a consumer of \(restart.stream) was silent for \(Int(restart.silentFor)) s while the stream holds up to #\(restart.streamLastSequence): made again from #\(restart.restartedFrom)")
         }
         consumeLive()
     }
