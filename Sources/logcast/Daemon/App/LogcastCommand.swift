@@ -75,6 +75,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Multi-line events")
     var multilineOptions: MultilineOptions
 
+    @OptionGroup(title: "The systemd journal")
+    var journalOptions: JournalOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -95,7 +98,8 @@ struct LogcastCommand: ParsableCommand {
     var logLevel: String? { serving.logLevel }
 
     func validate() throws {
-        _ = try GlobOptions.split(files)
+        _ = try journalOptions.matches(files)
+        _ = try GlobOptions.split(journalOptions.files(files))
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
         if let syslogUDP { _ = try Self.parseAddress(syslogUDP, option: "--syslog-udp") }
@@ -179,6 +183,8 @@ struct LogcastCommand: ParsableCommand {
         }
         var logger = Logger(label: "logcast")
         logger.logLevel = level
+        // With --journal, the FILE arguments shaped FIELD=value are its matches (JournalOptions).
+        let files = journalOptions.files(self.files)
         // Sockets systemd passed (socket activation) stand for their options: SystemdSockets.swift.
         let systemd = try SystemdSockets.start(tls: tlsCert != nil)
         let address = try systemd.address(.listen) ?? Self.parseAddress(listen, option: "--listen")
@@ -209,7 +215,7 @@ struct LogcastCommand: ParsableCommand {
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
         var paths = nats.publish != nil ? [] : plainFiles
         var demo: Disposable?
-        if paths.isEmpty && patterns.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil {
+        if paths.isEmpty && patterns.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil && !journalOptions.isActive {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -238,6 +244,7 @@ struct LogcastCommand: ParsableCommand {
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         try alertOptions.start(server: server, publishing: nats.publish != nil)
         try multilineOptions.start(server: server)
+        try journalOptions.start(server: server, arguments: self.files, publishing: nats.publish != nil)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
