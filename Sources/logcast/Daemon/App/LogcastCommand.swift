@@ -29,8 +29,12 @@ struct LogcastCommand: ParsableCommand {
             clients; patterns that need backtracking (back-references, lookaround) are \
             answered 'ERR unsupported pattern'.
 
-            With no FILE (and no syslog or NATS source), logcast tails a demo file it \
-            appends to itself.
+            With no FILE (and no syslog, journal or NATS source), logcast tails a demo file \
+            it appends to itself.
+
+            The systemd journal: logcast --journal _SYSTEMD_UNIT=nginx.service PRIORITY=3 \
+            (journalctl's matches; lines 'journal: UNIT: MESSAGE'; with --state-dir the \
+            cursor is kept and a restart resumes after the last entry served).
 
             Follow your own files: logcast ~/app/app.log /var/log/dpkg.log --listen 127.0.0.1:7070
 
