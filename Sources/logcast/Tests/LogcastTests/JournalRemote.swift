@@ -14,8 +14,10 @@ final class JournalRemote: @unchecked Sendable {
     let file: String
     /// A boot id shared by every entry (the export format asks for one).
     static let bootID = "0123456789abcdef0123456789abcdef"
-    /// The monotonic timestamp of the next entry (increasing, as journald's are).
-    private var monotonic: UInt64 = 1
+    /// The monotonic timestamp of the last entry. Entries take the real monotonic clock
+    /// (strictly increasing): sd_journal orders the entries of one boot in several files by
+    /// it, so two writers' files interleave as journald's would.
+    private var monotonic: UInt64 = 0
 
     /// The binary, or nil when the package is not installed.
     static var binary: String? {
@@ -59,8 +61,10 @@ final class JournalRemote: @unchecked Sendable {
     func entry(_ message: [UInt8], _ fields: [(String, String)]) -> [UInt8] {
         var out: [UInt8] = []
         let realtime = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        monotonic = max(monotonic + 1, UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)
         out += Array("__REALTIME_TIMESTAMP=\(realtime)\n__MONOTONIC_TIMESTAMP=\(monotonic)\n_BOOT_ID=\(Self.bootID)\n".utf8)
-        monotonic += 1
         for (name, value) in fields { out += Array("\(name)=\(value)\n".utf8) }
         if message.contains(where: { $0 < 0x20 && $0 != 9 }) {
             out += Array("MESSAGE\n".utf8)

@@ -132,6 +132,69 @@ final class LogcastJournalTests: LogcastProcessTestCase {
         XCTAssertEqual(fields["journal_cursor_resets"], "0")
     }
 
+    /// journald's life: a second file appears in the directory (another writer), the active
+    /// file is rotated (closed, renamed to an archive name, a new one made at its path), and
+    /// then both files are appended to at once. sd_journal_process reports the directory's
+    /// changes (SD_JOURNAL_INVALIDATE); every entry arrives once, each writer's in order.
+    ///
+    /// Each new file's first entries are written after what was read before it, as
+    /// journald's are: sd_journal places a file it has just found at the reader's position,
+    /// so entries older than the last one read in a file found later would not be read
+    /// (journalctl --follow has the same rule; the guide says so).
+    func testANewFileAndARotationInTheDirectoryAreFollowed() throws {
+        let a = try writer("system")
+        a.append([a.entry("old entry")])
+        waitUntilWritten(a, marker: "old entry")
+        let p = try follow()
+        let c = try client(p)
+        a.append((0..<100).map { a.entry("a \($0)") })
+        var lines = journalLines(c, until: "a 99")
+        let b = try writer("user-1000")
+        b.append((0..<100).map { b.entry("b \($0)", unit: "b.service") })
+        lines += journalLines(c, until: "b 99")
+        // Rotation: the writer ends its file, which is renamed as journald archives it.
+        a.stop()
+        XCTAssertEqual(rename(a.file, journalDirectory + "/system@00000000000000000000000000000001-0000000000000001-0000000000000001.journal"), 0)
+        let a2 = try writer("system")
+        a2.append((100..<200).map { a2.entry("a \($0)") })
+        lines += journalLines(c, until: "a 199")
+        // Both files known: appended to at once, in bursts.
+        for burst in 0..<4 {
+            a2.append((0..<50).map { a2.entry("a \(200 + burst * 50 + $0)") })
+            b.append((0..<50).map { b.entry("b \(100 + burst * 50 + $0)", unit: "b.service") })
+        }
+        lines += c.readLines(timeout: 120) { got in
+            got.contains("journal: a.service: a 399") && got.contains("journal: b.service: b 299")
+        }.filter { $0.hasPrefix("journal: ") }
+        XCTAssertEqual(lines.filter { $0.hasPrefix("journal: a.service: a ") }, (0..<400).map { "journal: a.service: a \($0)" })
+        XCTAssertEqual(lines.filter { $0.hasPrefix("journal: b.service: b ") }, (0..<300).map { "journal: b.service: b \($0)" })
+        XCTAssertEqual(lines.count, 700, "nothing else, the old entry neither: \(lines.filter { !$0.contains(": a ") && !$0.contains(": b ") })")
+        XCTAssertEqual(stats(c)["journal_entries"], "700")
+    }
+
+    /// With `--access-file`, the journal's source is `journal`: an identity reads its lines
+    /// only when one of its globs matches that.
+    func testTheAccessFileDecidesWhoReadsTheJournal() throws {
+        let w = try writer()
+        let app = dir + "/app.log"
+        appendLines(app, ["start"])
+        let access = dir + "/access"
+        try "anonymous: \(app)\n".write(toFile: access, atomically: true, encoding: .utf8)
+        let denied = try follow([app, "--access-file", access])
+        let allowedAccess = dir + "/access-journal"
+        try "anonymous: journal, \(app)\n".write(toFile: allowedAccess, atomically: true, encoding: .utf8)
+        let allowed = try follow([app, "--access-file", allowedAccess])
+        let deniedClient = try client(denied)
+        let allowedClient = try client(allowed)
+        w.append([w.entry("secret")])
+        XCTAssertEqual(journalLines(allowedClient, until: "secret"), ["journal: a.service: secret"])
+        // The marker after it: a line of the file both may read.
+        appendLines(app, ["marker"])
+        let seen = deniedClient.readLines { $0.last?.hasSuffix("marker") ?? false }
+        XCTAssertEqual(seen.last, "\(app): marker")
+        XCTAssertFalse(seen.contains { $0.contains("secret") }, "\(seen)")
+    }
+
     func testMatchesAreJournalctls() throws {
         let w = try writer()
         // One logcast per match set, all on the same journal.
