@@ -7,8 +7,9 @@ import ReactiveUV
 /// **When it is written, and how.** After every batch of entries handed to the fan-out
 /// (one loop turn's worth), before the fan-out writes them to a client (its pump runs in a
 /// later turn): a client never sees an entry whose cursor is not saved, so a restart gives
-/// no entry twice; and the cursor never passes an entry that was not served, so none is
-/// lost. Written whole into `journal-cursor.tmp`, then renamed over the file: a kill at any
+/// no entry twice; and the cursor never passes an entry not handed to the fan-out, so a
+/// restart skips none. (A kill between the save and the pump loses that batch for the
+/// clients, who are live: as a FILE's, lines are not held for nobody.) Written whole into `journal-cursor.tmp`, then renamed over the file: a kill at any
 /// moment leaves the old cursor or the new one, never half of one. No `fsync`: a SIGKILL or
 /// a crash of logcast loses nothing (the kernel has the file); after a power loss the file
 /// may be an older cursor, and entries after it are served again (never lost).

@@ -326,6 +326,18 @@ final class LogcastJournalTests: LogcastProcessTestCase {
         }
     }
 
+    /// `--journal` alone reads the machine's own journal (none may be running here: an
+    /// empty one is followed from its start); with no FILE, no demo log is started.
+    func testTheSystemJournalIsOpenedWithoutAFileAndWithoutADemoLog() throws {
+        let p = try start(["--journal", "--listen", "127.0.0.1:0", "--heartbeat", "0"])
+        XCTAssertTrue(waitForLog(p, "journal: following the system journal"), p.errors)
+        XCTAssertFalse(p.output.contains("demo log"), p.output)
+        let c = try client(p)
+        XCTAssertNotNil(stats(c)["journal_entries"])
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 60), 0, p.errors)
+    }
+
     func testBadUsesAreClearErrorsAtStart() throws {
         let publish = try runToExit(["--journal", "--publish", "nats://127.0.0.1:1", "--listen", "127.0.0.1:0"])
         XCTAssertEqual(publish.status, 1)
