@@ -36,7 +36,13 @@ enum JournalLine {
         while end > message.startIndex, message[message.index(end, offsetBy: -1)] == 10 {
             end = message.index(end, offsetBy: -1)
         }
-        for byte in message[message.startIndex..<end] {
+        let body = message[message.startIndex..<end]
+        guard body.contains(10) else {
+            // The common case, one line: copied whole.
+            out.append(contentsOf: body)
+            return out
+        }
+        for byte in body {
             out.append(byte)
             if byte == 10 { out.append(9) }
         }

@@ -236,15 +236,15 @@ final class JournalSource {
             }
         }
         let message = Self.value(journal, "MESSAGE") ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        let newlines = message.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-        let size = max(unit.count, 7) + 2 + message.count + newlines
-        guard size <= Self.maxLineBytes else {
+        // At most about 2 MiB is made here: the threshold bounds both fields.
+        let line = JournalLine.make(unit: unit, message: message)
+        guard line.count <= Self.maxLineBytes else {
             counters.lost += 1
             let who = unit.isEmpty ? "journal" : StateDirectory.printable(String(decoding: unit.prefix(256), as: UTF8.self))
-            logger.warning("journal: an entry of \(who) is \(size) bytes or more, over the \(Self.maxLineBytes)-byte limit: left out")
+            logger.warning("journal: an entry of \(who) is \(line.count) bytes or more, over the \(Self.maxLineBytes)-byte limit: left out")
             return
         }
-        deliver(JournalLine.make(unit: unit, message: message))
+        deliver(line)
     }
 
     /// The value of `field` in the current entry (after `FIELD=`), valid until the next
