@@ -333,6 +333,33 @@ final class LogcastJournalTests: LogcastProcessTestCase {
         }
     }
 
+    /// Journal lines are lines like a file's: a client's GREP sees `UNIT: MESSAGE` (a
+    /// multi-line MESSAGE matched on a continuation line comes whole), and `--alert` posts
+    /// them with `journal` as their file.
+    func testGrepAndAlertsSeeJournalLines() throws {
+        let receiver = try AlertReceiver(dir: dir)
+        defer { receiver.stop() }
+        let w = try writer()
+        let p = try follow(["--alert", "oom=Out of memory,\(receiver.url)"])
+        let c = try client(p)
+        XCTAssertEqual(c.command("GREP timed out|^nginx", reply: "OK GREP").last, "OK GREP timed out|^nginx")
+        w.append([
+            w.entry(Array("Out of memory: Killed process 812 (java)".utf8), [("SYSLOG_IDENTIFIER", "kernel"), ("PRIORITY", "2")]),
+            w.entry("upstream timed out", unit: "nginx.service"),
+            w.entry("all good", unit: "app.service"),
+            w.entry("Traceback (most recent call last):\n  File \"x.py\", line 1\nTimeoutError: timed out", unit: "app.service"),
+            w.entry("done", unit: "nginx.service"),
+        ])
+        XCTAssertEqual(journalLines(c, until: "nginx.service: done"), [
+            "journal: nginx.service: upstream timed out",
+            "journal: app.service: Traceback (most recent call last):", "\t  File \"x.py\", line 1", "\tTimeoutError: timed out",
+            "journal: nginx.service: done",
+        ])
+        XCTAssertTrue(receiver.wait { !$0.takenEvents.isEmpty }, "the alert was posted: \(p.errors)")
+        XCTAssertEqual(receiver.takenEvents.map { $0["file"] ?? "" }, ["journal"])
+        XCTAssertEqual(receiver.takenEvents.map { $0["line"] ?? "" }, ["kernel: Out of memory: Killed process 812 (java)"])
+    }
+
     /// `--journal` alone reads the machine's own journal (none may be running here: an
     /// empty one is followed from its start); with no FILE, no demo log is started.
     func testTheSystemJournalIsOpenedWithoutAFileAndWithoutADemoLog() throws {
