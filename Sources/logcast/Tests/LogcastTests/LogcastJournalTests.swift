@@ -58,10 +58,28 @@ final class LogcastJournalTests: LogcastProcessTestCase {
         // bytes then hold the MESSAGE (uncompressed: --compress=no).
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            if let data = FileManager.default.contents(atPath: w.file), data.range(of: Data(marker.utf8)) != nil { return }
+            if fileContains(w.file, marker) { return }
             usleep(20_000)
         }
         XCTFail("systemd-journal-remote did not write '\(marker)' into \(w.file)")
+    }
+
+    /// Whether the file at `path` holds `marker`'s bytes, read with read(2) (not
+    /// FileManager's `contents(atPath:)`: on Linux it leaks its buffer for an empty file,
+    /// which LeakSanitizer reports, and a journal file is empty for a moment when made).
+    func fileContains(_ path: String, _ marker: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return Data(bytes).range(of: Data(marker.utf8)) != nil
     }
 
     /// The `STATS` fields.
