@@ -248,8 +248,8 @@ struct LogcastCommand: ParsableCommand {
         try security.configure(server, listenHost: address.host, tls: tlsCert != nil)
         try alertOptions.start(server: server, publishing: nats.publish != nil)
         try multilineOptions.start(server: server)
-        try journalOptions.start(server: server, arguments: self.files, publishing: nats.publish != nil)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
+        try journalOptions.start(server: server, arguments: self.files, nats: nats, natsRunning: natsRunning)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
             if tlsCert != nil {

@@ -2,7 +2,9 @@ import Glibc
 import ReactiveUV
 
 /// The journal's cursor kept in the state directory (`--state-dir`), as file positions are:
-/// `DIR/journal-cursor`, one line, the cursor of the last entry served.
+/// `DIR/journal-cursor`, one line, the cursor of the last entry served (on a NATS edge: the
+/// last entry JetStream acknowledged, saved by JournalEdge; the rest of this note is about
+/// serving).
 ///
 /// **When it is written, and how.** After every batch of entries handed to the fan-out
 /// (one loop turn's worth), before the fan-out writes them to a client (its pump runs in a

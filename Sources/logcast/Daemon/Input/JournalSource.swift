@@ -43,6 +43,14 @@ final class JournalSource {
     let deliver: ([UInt8]) -> Void
     /// Told why the journal can be read no more (an error of sd_journal_process or _next).
     let failed: (String) -> Void
+    /// On a NATS edge (JournalEdge.swift): gets each entry's line and cursor instead of
+    /// `deliver`, and answers whether reading may go on (false: ``pause()``d until
+    /// ``resume()``). The cursor is then the edge's to save, once JetStream acknowledged
+    /// the entry; this source only reads the saved one at start (and writes the end it
+    /// starts from when it could not use it).
+    var ship: (([UInt8], String) -> Bool)?
+    /// Reading stopped by `ship` until ``resume()``.
+    private var paused = false
 
     /// The most entries read in one loop turn.
     static let entriesPerTurn = 2048
@@ -199,21 +207,24 @@ final class JournalSource {
     /// Reads entries until there are none (or ``entriesPerTurn``: the rest in the next turn),
     /// serves them, then saves the cursor of the last one.
     private func drain() {
-        guard let journal, !stopped else { return }
+        guard let journal, !stopped, !paused else { return }
         var read = 0
         while read < Self.entriesPerTurn {
             let r = sd_journal_next(journal)
             if r < 0 {
-                if read > 0 { saveCursor() }
+                if read > 0 && ship == nil { saveCursor() }
                 fail("sd_journal_next: \(String(cString: strerror(-r)))")
                 return
             }
             if r == 0 { break }
             read += 1
-            take(journal)
+            if !take(journal) {
+                paused = true
+                break
+            }
         }
         guard read > 0 else { return }
-        saveCursor()
+        if ship == nil { saveCursor() }
         if read == Self.entriesPerTurn && !drainScheduled {
             drainScheduled = true
             _ = Scheduler.main.schedule { [weak self] in
@@ -223,8 +234,17 @@ final class JournalSource {
         }
     }
 
-    /// Serves the current entry (or counts it lost when its line is too long).
-    private func take(_ journal: OpaquePointer) {
+    /// Reading starts again after a ``ship`` said to stop (at once, from the entry after
+    /// the last one shipped).
+    func resume() {
+        guard paused else { return }
+        paused = false
+        drain()
+    }
+
+    /// Serves the current entry (or counts it lost when its line is too long); whether
+    /// reading may go on (only a ``ship`` says no).
+    private func take(_ journal: OpaquePointer) -> Bool {
         counters.entries += 1
         // A field's bytes are valid only until the next sd_journal_get_data: the unit is
         // copied before MESSAGE is asked for.
@@ -242,9 +262,25 @@ final class JournalSource {
             counters.lost += 1
             let who = unit.isEmpty ? "journal" : StateDirectory.printable(String(decoding: unit.prefix(256), as: UTF8.self))
             logger.warning("journal: an entry of \(who) is \(line.count) bytes or more, over the \(Self.maxLineBytes)-byte limit: left out")
-            return
+            return true
         }
-        deliver(line)
+        guard let ship else {
+            deliver(line)
+            return true
+        }
+        guard let cursor = Self.cursor(journal) else {
+            fail("sd_journal_get_cursor failed for an entry read")
+            return false
+        }
+        return ship(line, cursor)
+    }
+
+    /// The current entry's cursor.
+    private static func cursor(_ journal: OpaquePointer) -> String? {
+        var text: UnsafeMutablePointer<CChar>?
+        guard sd_journal_get_cursor(journal, &text) >= 0, let text else { return nil }
+        defer { free(text) }
+        return String(cString: text)
     }
 
     /// The value of `field` in the current entry (after `FIELD=`), valid until the next
@@ -261,13 +297,9 @@ final class JournalSource {
 
     /// Saves the cursor of the current entry (with `--state-dir`).
     private func saveCursor() {
-        guard let cursor, let journal else { return }
-        var text: UnsafeMutablePointer<CChar>?
-        let r = sd_journal_get_cursor(journal, &text)
-        guard r >= 0, let text else { return }
-        defer { free(text) }
+        guard let cursor, let journal, let text = Self.cursor(journal) else { return }
         do {
-            try cursor.save(String(cString: text))
+            try cursor.save(text)
             if saveFailing {
                 saveFailing = false
                 logger.notice("journal: the cursor is saved again in \(cursor.path)")

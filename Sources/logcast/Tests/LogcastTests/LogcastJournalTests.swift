@@ -391,9 +391,6 @@ final class LogcastJournalTests: LogcastProcessTestCase {
     }
 
     func testBadUsesAreClearErrorsAtStart() throws {
-        let publish = try runToExit(["--journal", "--publish", "nats://127.0.0.1:1", "--listen", "127.0.0.1:0"])
-        XCTAssertEqual(publish.status, 1)
-        XCTAssertTrue(publish.err.contains("--journal is not supported with --publish yet"), publish.err)
         let missing = try runToExit(["--journal-directory", dir + "/nowhere", "--listen", "127.0.0.1:0"])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.err.contains("--journal-directory \(dir)/nowhere: cannot open journal files in"), missing.err)
