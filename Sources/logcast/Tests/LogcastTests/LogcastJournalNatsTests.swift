@@ -39,11 +39,11 @@ final class LogcastJournalNatsTests: XCTestCase {
         super.tearDown()
     }
 
-    func startEdge(_ urls: [String], extra: [String] = []) throws -> LogcastProcess {
+    func startEdge(_ urls: [String], extra: [String] = [], window: Int? = nil) throws -> LogcastProcess {
         let edge = try LogcastProcess([
             "--journal-directory", journal, "--publish", urls.joined(separator: ","), "--stream", "LOGS",
             "--subject", "logs.test", "--state-dir", state, "--listen", "127.0.0.1:0", "--log-level", "debug",
-        ] + extra)
+        ] + extra, wrapper: window.map { ["/usr/bin/env", "LOGCAST_NATS_WINDOW=\($0)"] } ?? [])
         processes.append(edge)
         _ = try edge.waitUntilListening()
         XCTAssertTrue(waitForLog(edge, "journal: following"), edge.errors)
@@ -105,13 +105,23 @@ final class LogcastJournalNatsTests: XCTestCase {
     }
 
     func testSigkillOfTheEdgeShipsEveryEntryOnceInOrder() throws {
+        try shipThroughKills(window: nil)
+    }
+
+    /// The same with 16 entries in flight (LOGCAST_NATS_WINDOW): a kill leaves several
+    /// stored past the saved cursor; one server, so still in order.
+    func testSigkillOfTheEdgeWithAWindowOf16ShipsEveryEntryOnceInOrder() throws {
+        try shipThroughKills(window: 16)
+    }
+
+    func shipThroughKills(window: Int?) throws {
         let servers = try NATSTestServers(count: 1)
         self.servers = servers
         try servers.startAll()
         let w = try JournalRemote(directory: journal, name: "system")
         writer = w
         w.append([w.entry("before the edge")])
-        var edge = try startEdge(servers.urls)
+        var edge = try startEdge(servers.urls, window: window)
         counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
         let total = 2400
         // Written in bursts of 200; killed twice while entries are on their way.
@@ -120,7 +130,7 @@ final class LogcastJournalNatsTests: XCTestCase {
             if burst == 3 || burst == 8 {
                 XCTAssertTrue(EventLoop.main.run(until: { self.lastShipped >= burst * 200 }, timeout: 120), "shipping: \(edge.errors.suffix(800))")
                 kill9WithResendPending(edge)
-                edge = try startEdge(servers.urls)
+                edge = try startEdge(servers.urls, window: window)
             }
         }
         let complete = waitForShipped("a.service: seq \(total - 1)")
