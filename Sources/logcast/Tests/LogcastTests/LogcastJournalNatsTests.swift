@@ -147,6 +147,33 @@ final class LogcastJournalNatsTests: XCTestCase {
         XCTAssertTrue(processes.contains { $0.errors.contains("was already in the stream") }, "no resend was deduplicated")
     }
 
+    /// No server at the start (entries wait in the journal, reading paused once 4,096 wait),
+    /// then the server killed and started again while entries are on their way: every
+    /// entry in the stream once, in order.
+    func testServersAwayAtTheStartAndKilledMidStreamEveryEntryArrivesOnce() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        let w = try JournalRemote(directory: journal, name: "system")
+        writer = w
+        let edge = try startEdge(servers.urls)
+        let first = 5000
+        w.append((0..<first).map { w.entry("seq \($0)") })
+        XCTAssertTrue(waitForLog(edge, "nats:"), "the edge tries to connect: \(edge.errors.suffix(500))")
+        try servers.startAll()
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        XCTAssertTrue(EventLoop.main.run(until: { self.lastShipped >= 1500 }, timeout: 120), "shipping: \(edge.errors.suffix(800))")
+        servers.servers[0].stop(SIGKILL)
+        let total = 5500
+        w.append((first..<total).map { w.entry("seq \($0)") })
+        try servers.servers[0].start()
+        let complete = waitForShipped("a.service: seq \(total - 1)")
+        XCTAssertTrue(complete, "the stream holds \(shipped.count) of \(total): \(edge.errors.suffix(1500))")
+        let expected = (0..<total).map { "a.service: seq \($0)" }
+        XCTAssertEqual(shipped.count, total, "no entry twice")
+        XCTAssertTrue(shipped == expected, "once each, in order")
+        XCTAssertTrue(edge.process.isRunning)
+    }
+
     func testTheEdgeServesItsJournalLinesLocallyToo() throws {
         let servers = try NATSTestServers(count: 1)
         self.servers = servers
