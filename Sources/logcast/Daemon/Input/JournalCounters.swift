@@ -8,9 +8,16 @@ final class JournalCounters: @unchecked Sendable {
     /// Times a saved cursor could not be resumed from (corrupt, or its entry gone), so the
     /// journal was started at its end instead (logged).
     var cursorResets = 0
+    /// On a NATS edge (JournalEdge): entries JetStream acknowledged, and of those the ones
+    /// it already held (a resend).
+    var shipping = false
+    var shipped = 0
+    var shippedDuplicates = 0
 
-    /// ` journal_entries=… journal_lost=… journal_cursor_resets=…`.
+    /// ` journal_entries=… journal_lost=… journal_cursor_resets=…`, and on an edge
+    /// ` journal_shipped=… journal_shipped_duplicates=…`.
     var statsFields: String {
-        " journal_entries=\(entries) journal_lost=\(lost) journal_cursor_resets=\(cursorResets)"
+        let shipping = self.shipping ? " journal_shipped=\(shipped) journal_shipped_duplicates=\(shippedDuplicates)" : ""
+        return " journal_entries=\(entries) journal_lost=\(lost) journal_cursor_resets=\(cursorResets)" + shipping
     }
 }

@@ -67,9 +67,6 @@ final class JournalEdge {
     private var publishing = CompoundDisposable()
     private var retry: Disposable?
     private var stopped = false
-    /// Entries JetStream acknowledged (stored now or before), and of those the duplicates.
-    private(set) var acknowledged = 0
-    private(set) var duplicates = 0
     /// A failed cursor save was said (again only after a save worked).
     private var saveFailing = false
 
@@ -92,6 +89,7 @@ final class JournalEdge {
         self.logger = logger
         self.local = local
         source.ship = { [weak self] line, cursor in self?.take(line, cursor) ?? false }
+        source.counters.shipping = true
     }
 
     /// Stops sending (what is not acknowledged is read again at the next start).
@@ -174,9 +172,9 @@ final class JournalEdge {
             backoff = min(backoff * 2, Self.longestBackoff)
         case .success(let ack):
             backoff = Self.firstBackoff
-            acknowledged += 1
+            source.counters.shipped += 1
             if ack.duplicate {
-                duplicates += 1
+                source.counters.shippedDuplicates += 1
                 logger.debug("nats: journal entry \(id) was already in the stream (sequence \(ack.sequence))")
             }
             queue[index].acknowledged = true

@@ -190,5 +190,13 @@ final class LogcastJournalNatsTests: XCTestCase {
         XCTAssertTrue(waitForShipped("a.service: seq 49"), "\(shipped.count) shipped: \(edge.errors.suffix(800))")
         XCTAssertEqual(shipped, (0..<50).map { "a.service: seq \($0)" })
         XCTAssertEqual(counter?.lines, 50, "one line per entry")
+        // The stream may deliver the last entry to the counter before its acknowledgement
+        // reaches the edge: asked again until it has (bounded).
+        var stats = ""
+        let deadline = Date().addingTimeInterval(60)
+        repeat {
+            stats = client.command("STATS", reply: "STATS").last ?? ""
+        } while !stats.contains(" journal_shipped=50 ") && Date() < deadline && usleep(50_000) == 0
+        XCTAssertTrue(stats.contains(" journal_entries=50 ") && stats.contains(" journal_shipped=50 ") && stats.contains(" journal_shipped_duplicates=0"), stats)
     }
 }
