@@ -14,6 +14,8 @@ import ReactiveUV
 /// drain: sd_journal_next until 0 (at most entriesPerTurn, then the rest next turn)
 ///   each entry ─► JournalLine "UNIT: MESSAGE" ─► deliver (the fan-out, as "journal: …")
 ///   then the cursor of the last one ─► JournalCursor (--state-dir)
+///   (on a NATS edge: each entry and its cursor ─► ship, JournalEdge.swift, which saves
+///   the cursor once JetStream acknowledged the entry and may pause the reading)
 /// ```
 ///
 /// **Threads.** An `sd_journal` must be used from one thread only: every call here is made

@@ -198,5 +198,7 @@ final class LogcastJournalNatsTests: XCTestCase {
             stats = client.command("STATS", reply: "STATS").last ?? ""
         } while !stats.contains(" journal_shipped=50 ") && Date() < deadline && usleep(50_000) == 0
         XCTAssertTrue(stats.contains(" journal_entries=50 ") && stats.contains(" journal_shipped=50 ") && stats.contains(" journal_shipped_duplicates=0"), stats)
+        edge.signal(SIGTERM)
+        XCTAssertEqual(edge.waitForExit(timeout: 60), 0, edge.errors)
     }
 }
