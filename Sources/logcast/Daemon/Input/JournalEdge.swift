@@ -92,13 +92,14 @@ final class JournalEdge {
         source.counters.shipping = true
     }
 
-    /// Stops sending (what is not acknowledged is read again at the next start).
+    /// Stops sending (what is not acknowledged is read again at the next start). The
+    /// source's `ship` stays: it refuses every entry from now on (reading pauses), so the
+    /// source can never hand an unshipped entry to the fan-out and save its cursor.
     func stop() {
         stopped = true
         publishing.dispose()
         retry?.dispose()
         retry = nil
-        source.ship = nil
     }
 
     /// The message id of the entry at `cursor`: `<subject>/journal/<s>.<i>` from the
