@@ -174,6 +174,25 @@ final class LogcastJournalNatsTests: XCTestCase {
         XCTAssertTrue(edge.process.isRunning)
     }
 
+    /// A hub (`--from`, here in the edge's own process) serves the stream's journal
+    /// messages as `journal: UNIT: MESSAGE` lines: `SINCE 1` replays them in order.
+    func testAHubServesTheShippedEntriesAsJournalLines() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let w = try JournalRemote(directory: journal, name: "system")
+        writer = w
+        let both = try startEdge(servers.urls, extra: ["--from", servers.urls[0]])
+        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        w.append((0..<100).map { w.entry("seq \($0)") })
+        XCTAssertTrue(waitForShipped("a.service: seq 99"), "\(shipped.count) shipped: \(both.errors.suffix(800))")
+        let client = try LineClient(port: both.port)
+        client.send("SINCE 1\n")
+        let lines = client.readLines(timeout: 60) { $0.last == "journal: a.service: seq 99" }
+        XCTAssertEqual(lines.first, "OK SINCE 1")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("journal: ") }, (0..<100).map { "journal: a.service: seq \($0)" })
+    }
+
     func testTheEdgeServesItsJournalLinesLocallyToo() throws {
         let servers = try NATSTestServers(count: 1)
         self.servers = servers
