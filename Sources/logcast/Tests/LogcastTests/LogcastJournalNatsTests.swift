@@ -123,12 +123,14 @@ final class LogcastJournalNatsTests: XCTestCase {
         w.append([w.entry("before the edge")])
         var edge = try startEdge(servers.urls, window: window)
         counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
-        let total = 2400
-        // Written in bursts of 200; killed twice while entries are on their way.
-        for burst in 0..<(total / 200) {
-            w.append((burst * 200..<(burst + 1) * 200).map { w.entry("seq \($0)") })
-            if burst == 3 || burst == 8 {
-                XCTAssertTrue(EventLoop.main.run(until: { self.lastShipped >= burst * 200 }, timeout: 120), "shipping: \(edge.errors.suffix(800))")
+        // Written in bursts; killed twice while a large burst is on its way (800 entries:
+        // the kill finds entries in flight even when shipping is fast).
+        let bursts = [0..<200, 200..<400, 400..<600, 600..<1400, 1400..<1600, 1600..<1800, 1800..<2600, 2600..<2800]
+        let total = 2800
+        for (i, burst) in bursts.enumerated() {
+            w.append(burst.map { w.entry("seq \($0)") })
+            if i == 3 || i == 6 {
+                XCTAssertTrue(EventLoop.main.run(until: { self.lastShipped >= burst.lowerBound }, timeout: 120), "shipping: \(edge.errors.suffix(800))")
                 kill9WithResendPending(edge)
                 edge = try startEdge(servers.urls, window: window)
             }
