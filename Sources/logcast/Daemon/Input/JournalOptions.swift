@@ -3,8 +3,9 @@ import Logging
 import ReactiveUV
 
 /// `--journal [MATCH…]` and `--journal-directory DIR`: the systemd journal as a source
-/// (``JournalSource``), and on an edge as entries shipped to NATS (``JournalEdge``). An option group of its own, so LogcastCommand only names it, takes
-/// the matches out of its FILE arguments and starts it.
+/// (``JournalSource``), and on an edge as entries shipped to NATS (``JournalEdge``). An
+/// option group of its own, so LogcastCommand only names it, takes the matches out of its
+/// FILE arguments and starts it.
 ///
 /// Why the matches are positional words and not the option's values: `--journal` alone
 /// (every entry) must parse, and an option's value list cannot be empty; journalctl takes
