@@ -39,6 +39,9 @@ if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
 # through systemd-socket-activate (Debian package systemd; no running systemd needed).
 if ! pkg-config --exists libsystemd 2>/dev/null; then need+=(libsystemd-dev); fi
 command -v systemd-socket-activate >/dev/null 2>&1 || [ -x /usr/bin/systemd-socket-activate ] || need+=(systemd)
+# logcast's journal tests write real journal files with systemd-journal-remote (fed the
+# export format through a pipe; no running journald needed).
+[ -x /lib/systemd/systemd-journal-remote ] || [ -x /usr/lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote)
 # The ported coreutils tail tests run ruv-tail as another user with setpriv(1).
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # logcast's namespaced NATS fault tests: ip(8) (network namespaces, veth, a bridge) and

@@ -29,8 +29,12 @@ struct LogcastCommand: ParsableCommand {
             clients; patterns that need backtracking (back-references, lookaround) are \
             answered 'ERR unsupported pattern'.
 
-            With no FILE (and no syslog or NATS source), logcast tails a demo file it \
-            appends to itself.
+            With no FILE (and no syslog, journal or NATS source), logcast tails a demo file \
+            it appends to itself.
+
+            The systemd journal: logcast --journal _SYSTEMD_UNIT=nginx.service PRIORITY=3 \
+            (journalctl's matches; lines 'journal: UNIT: MESSAGE'; with --state-dir the \
+            cursor is kept and a restart resumes after the last entry served).
 
             Follow your own files: logcast ~/app/app.log /var/log/dpkg.log --listen 127.0.0.1:7070
 
@@ -75,6 +79,9 @@ struct LogcastCommand: ParsableCommand {
     @OptionGroup(title: "Multi-line events")
     var multilineOptions: MultilineOptions
 
+    @OptionGroup(title: "The systemd journal")
+    var journalOptions: JournalOptions
+
     @OptionGroup(title: "NATS JetStream (edge: --publish, hub: --from)")
     var nats: NatsOptions
 
@@ -95,7 +102,8 @@ struct LogcastCommand: ParsableCommand {
     var logLevel: String? { serving.logLevel }
 
     func validate() throws {
-        _ = try GlobOptions.split(files)
+        _ = try journalOptions.matches(files)
+        _ = try GlobOptions.split(journalOptions.files(files))
         _ = try Self.parseAddress(listen, option: "--listen")
         if let forward { _ = try Self.parseAddress(forward, option: "--forward") }
         if let syslogUDP { _ = try Self.parseAddress(syslogUDP, option: "--syslog-udp") }
@@ -179,6 +187,8 @@ struct LogcastCommand: ParsableCommand {
         }
         var logger = Logger(label: "logcast")
         logger.logLevel = level
+        // With --journal, the FILE arguments shaped FIELD=value are its matches (JournalOptions).
+        let files = journalOptions.files(self.files)
         // Sockets systemd passed (socket activation) stand for their options: SystemdSockets.swift.
         let systemd = try SystemdSockets.start(tls: tlsCert != nil)
         let address = try systemd.address(.listen) ?? Self.parseAddress(listen, option: "--listen")
@@ -209,7 +219,7 @@ struct LogcastCommand: ParsableCommand {
         // An edge's files go to NATS (NatsEdge follows them), not to a local FileSource.
         var paths = nats.publish != nil ? [] : plainFiles
         var demo: Disposable?
-        if paths.isEmpty && patterns.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil {
+        if paths.isEmpty && patterns.isEmpty && !nats.isActive && udpAddress == nil && tcpAddress == nil && !journalOptions.isActive {
             let source = DemoSource.start()
             paths = [source.path]
             demo = source.appender
@@ -239,6 +249,7 @@ struct LogcastCommand: ParsableCommand {
         try alertOptions.start(server: server, publishing: nats.publish != nil)
         try multilineOptions.start(server: server)
         let natsRunning = try nats.start(server: server, files: files, logger: logger, credentials: try security.natsCredentials())
+        try journalOptions.start(server: server, arguments: self.files, nats: nats, natsRunning: natsRunning)
         let forwardTarget = try forward.map { try Self.parseAddress($0, option: "--forward") }
         server.start(forward: forwardTarget.map { ($0.host, $0.port, forwardBuffer) }) { bound in
             if tlsCert != nil {

@@ -60,6 +60,8 @@ final class LogcastServer: @unchecked Sendable {
     var globsWaitingForAClient = false
     /// `--multiline-start`/`--multiline-file` (MultilineOptions.swift), if any.
     var multiline: MultilineRules?
+    /// `--journal` (JournalOptions.swift), if any: with kept positions, started by the first client.
+    var journal: JournalSource?
 
     init(config: LogcastConfig, logger: Logger) {
         self.config = config
@@ -77,6 +79,7 @@ final class LogcastServer: @unchecked Sendable {
         var extra = (syslog?.stats.fields ?? "") + (tlsStats?.fields ?? "") + (hubFields?() ?? "")
         extra += alerts?.statsFields ?? ""
         extra += multiline?.counters.statsFields ?? ""
+        extra += journal?.counters.statsFields ?? ""
         if !extra.isEmpty { line.insert(contentsOf: extra, at: line.index(before: line.endIndex)) }
         return line
     }
@@ -217,6 +220,7 @@ final class LogcastServer: @unchecked Sendable {
     /// after the client's feed exists and is unpaused, so what was written while logcast
     /// was down (read first) reaches it.
     func clientAdmitted() {
+        journal?.start()
         guard !filesWaitingForAClient.isEmpty || globsWaitingForAClient, let positions else { return }
         for path in filesWaitingForAClient { startFile(path) }
         filesWaitingForAClient = []

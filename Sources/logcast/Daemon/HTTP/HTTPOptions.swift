@@ -216,6 +216,11 @@ final class MetricsEndpoint: @unchecked Sendable {
         "multiline_events": ("logcast_multiline_events_total", "counter", "Events made of joined lines (--multiline-start), one-line events included."),
         "multiline_cuts": ("logcast_multiline_cuts_total", "counter", "Events cut at --multiline-max-bytes (the rest went on as a new event)."),
         "multiline_timeouts": ("logcast_multiline_timeouts_total", "counter", "Events sent by --multiline-timeout (their file was quiet)."),
+        "journal_entries": ("logcast_journal_entries_total", "counter", "Entries read from the systemd journal (--journal), served or lost."),
+        "journal_lost": ("logcast_journal_lost_entries_total", "counter", "Journal entries left out: their line was over the 1 MiB limit."),
+        "journal_shipped": ("logcast_journal_shipped_entries_total", "counter", "Journal entries JetStream acknowledged (an edge with --journal), resends included."),
+        "journal_shipped_duplicates": ("logcast_journal_shipped_duplicates_total", "counter", "Journal entries JetStream said it already held (resends after a restart or a failure)."),
+        "journal_cursor_resets": ("logcast_journal_cursor_resets_total", "counter", "Saved journal cursors that could not be resumed from (corrupt, or their entry gone): started at the end instead."),
     ]
 
     /// A client's class, from its identity.
