@@ -211,6 +211,7 @@ final class MetricsEndpoint: @unchecked Sendable {
         "replay_waits": ("logcast_nats_hub_replay_waits_total", "counter", "Times a replay waited for its client."),
         "replay_restarts": ("logcast_nats_hub_replay_restarts_total", "counter", "Times a replay's consumer was let go after a long wait."),
         "replay_retries": ("logcast_nats_hub_replay_retries_total", "counter", "Times a failed replay consumer was made again."),
+        "consumer_restarts": ("logcast_nats_hub_consumer_restarts_total", "counter", "Times the hub's live consumer went silent while the stream held more and was made again."),
         "alerts_sent": ("logcast_alerts_sent_total", "counter", "Alert events acknowledged by their receivers, every alert together."),
         "alerts_dropped": ("logcast_alerts_dropped_total", "counter", "Alert events dropped, every alert and reason together."),
         "multiline_events": ("logcast_multiline_events_total", "counter", "Events made of joined lines (--multiline-start), one-line events included."),
