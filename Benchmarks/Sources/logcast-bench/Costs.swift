@@ -91,7 +91,15 @@ func parseCosts(_ arguments: ArraySlice<String>) -> CostsOptions {
 
 /// The CPU time of every live thread of `pid` (seconds), from /proc/PID/task/*/schedstat:
 /// nanoseconds, where /proc/PID/stat counts 10 ms ticks (a run of 0.1 s would be ±10%).
-func schedCPU(_ pid: pid_t) -> Double {
+func schedCPU(_ pid: pid_t) -> Double { schedstat(pid, field: 0) }
+
+/// The time every live thread of `pid` waited, runnable, for a CPU (seconds): on a shared
+/// machine, how much of a run's time was the machine's, not logcast's.
+func schedWait(_ pid: pid_t) -> Double { schedstat(pid, field: 1) }
+
+/// Field `field` (0: on CPU, 1: waiting on a run queue; nanoseconds) of
+/// /proc/PID/task/*/schedstat, summed, in seconds.
+func schedstat(_ pid: pid_t, field: Int) -> Double {
     guard let dir = opendir("/proc/\(pid)/task") else { return 0 }
     defer { closedir(dir) }
     var total = 0.0
@@ -99,8 +107,11 @@ func schedCPU(_ pid: pid_t) -> Double {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         guard name.first?.isNumber == true else { continue }
         guard let f = fopen("/proc/\(pid)/task/\(name)/schedstat", "r") else { continue }
-        var ns: UInt64 = 0
-        if withVaList([withUnsafeMutablePointer(to: &ns) { $0 }], { vfscanf(f, "%llu", $0) }) == 1 { total += Double(ns) / 1e9 }
+        var ns: (UInt64, UInt64) = (0, 0)
+        let read = withUnsafeMutablePointer(to: &ns.0) { running in
+            withUnsafeMutablePointer(to: &ns.1) { waiting in withVaList([running, waiting]) { vfscanf(f, "%llu %llu", $0) } }
+        }
+        if read == 2 { total += Double(field == 0 ? ns.0 : ns.1) / 1e9 }
         fclose(f)
     }
     return total
@@ -181,6 +192,8 @@ struct IngestRun {
     var seconds: Double
     /// logcast's CPU from the clock's start until the TCP client had every line.
     var cpu: Double
+    /// How long logcast waited for a CPU meanwhile (runnable, not running).
+    var wait = 0.0
     /// With browsers: seconds until the slowest page showed the last line, logcast's CPU
     /// until then, and what the pages counted.
     var browserSeconds = 0.0
@@ -208,11 +221,12 @@ func runIngest(_ path: String, browsers: BrowserPool?, directory: String, payloa
     close(out)
     let load = loadAverage()
     let cpu0 = schedCPU(child.pid)
+    let wait0 = schedWait(child.pid)
     var lost = 0
     let start = now()
     let seconds = drive(&readers, file: file, payload: payload, name: browsers == nil ? "costs, no web view" : "costs, web view", lost: &lost)
     let cpu1 = schedCPU(child.pid)
-    var run = IngestRun(seconds: seconds, cpu: cpu1 - cpu0, load: load)
+    var run = IngestRun(seconds: seconds, cpu: cpu1 - cpu0, wait: schedWait(child.pid) - wait0, load: load)
     if let browsers {
         let got = browsers.wait(for: "M\(lines - 1)", timeout: 600)
         run.browserSeconds = now() - start
@@ -394,10 +408,10 @@ func runCosts(_ arguments: ArraySlice<String>) -> Never {
                 let run = runIngest(path, browsers: browsers ? pool : nil, directory: directory, payload: payload, lines: options.lines, pin: options.pin)
                 if browsers {
                     with.append(run)
-                    note("round \(round + 1): \(options.browsers) browsers: \(format(run.seconds, 3)) s to the TCP client, logcast CPU \(format(run.cpu, 3)) s; browsers done at \(format(run.browserSeconds, 2)) s (shown \(run.shown), dropped \(run.dropped)), logcast CPU by then \(format(run.browserCPU, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
+                    note("round \(round + 1): \(options.browsers) browsers: \(format(run.seconds, 3)) s to the TCP client, logcast CPU \(format(run.cpu, 3)) s, waited for a CPU \(format(run.wait, 3)) s; browsers done at \(format(run.browserSeconds, 2)) s (shown \(run.shown), dropped \(run.dropped)), logcast CPU by then \(format(run.browserCPU, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
                 } else {
                     without.append(run)
-                    note("round \(round + 1): no browser: \(format(run.seconds, 3)) s, logcast CPU \(format(run.cpu, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
+                    note("round \(round + 1): no browser: \(format(run.seconds, 3)) s, logcast CPU \(format(run.cpu, 3)) s, waited for a CPU \(format(run.wait, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
                 }
             }
         }
@@ -409,10 +423,10 @@ func runCosts(_ arguments: ArraySlice<String>) -> Never {
         let cpuWith = median(with.map(\.cpu)) / n * 1e9
         print("Ingest, \(options.lines) lines (\(format(Double(payload.bytes.count) / 1e6, 1)) MB) in 1 MiB writes, medians of \(options.runs) interleaved runs:")
         print("")
-        print("| configuration | ingest lines/s (to the TCP client) | logcast CPU per line until then | web view: all lines in every page after (s) | logcast CPU per line incl. the pages | lines each page counted | dropped | peak RSS (kB) | load avg |")
-        print("| --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |")
-        print("| `--http`, no web view client | \(grouped(rateWithout)) | \(format(cpuWithout, 0)) ns | – | – | – | – | \(grouped(median(without.map { Double($0.peakKB) }))) | \(without.map { format($0.load, 2) }.joined(separator: ", ")) |")
-        print("| `--http`, \(options.browsers) Chromium pages on `/` | \(grouped(rateWith)) | \(format(cpuWith, 0)) ns | \(format(median(with.map(\.browserSeconds)), 2)) | \(format(median(with.map(\.browserCPU)) / n * 1e9, 0)) ns | \(with.map { $0.shown.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(with.map { $0.dropped.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(grouped(median(with.map { Double($0.peakKB) }))) | \(with.map { format($0.load, 2) }.joined(separator: ", ")) |")
+        print("| configuration | ingest lines/s (to the TCP client) | logcast CPU per line until then | logcast waiting for a CPU meanwhile (s) | web view: all lines in every page after (s) | logcast CPU per line incl. the pages | lines each page counted | dropped | peak RSS (kB) | load avg |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |")
+        print("| `--http`, no web view client | \(grouped(rateWithout)) | \(format(cpuWithout, 0)) ns | \(format(median(without.map(\.wait)), 3)) | – | – | – | – | \(grouped(median(without.map { Double($0.peakKB) }))) | \(without.map { format($0.load, 2) }.joined(separator: ", ")) |")
+        print("| `--http`, \(options.browsers) Chromium pages on `/` | \(grouped(rateWith)) | \(format(cpuWith, 0)) ns | \(format(median(with.map(\.wait)), 3)) | \(format(median(with.map(\.browserSeconds)), 2)) | \(format(median(with.map(\.browserCPU)) / n * 1e9, 0)) ns | \(with.map { $0.shown.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(with.map { $0.dropped.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(grouped(median(with.map { Double($0.peakKB) }))) | \(with.map { format($0.load, 2) }.joined(separator: ", ")) |")
         print("")
         print("With \(options.browsers) browsers / without: ingest \(format(rateWith / rateWithout, 3))× (goal ≥ 0.95), logcast CPU per line until the TCP client is done \(format(cpuWith / cpuWithout, 3))×.")
         print("Per run (s, without | with): \(without.map { format($0.seconds, 3) }.joined(separator: " ")) | \(with.map { format($0.seconds, 3) }.joined(separator: " "))")
