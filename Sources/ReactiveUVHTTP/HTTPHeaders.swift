@@ -69,9 +69,27 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///   - token: the token to look for, e.g. `close` or `upgrade`.
     /// - Returns: `true` when any value of the field lists the token.
     public func hasToken(_ name: String, _ token: String) -> Bool {
-        values(name).contains { value in
-            value.split(separator: ",").contains { Self.sameName($0.trimmingSpaces, token) }
+        // Asked of every request and response (`Connection`, `Expect`): no array of values
+        // or of list elements is made, the fields are walked in place.
+        for field in fields where Self.sameName(field.name, name) {
+            if Self.list(field.value, contains: token) { return true }
         }
+        return false
+    }
+
+    /// Whether the comma-separated `list` has an element equal to `token`, ASCII
+    /// case-insensitively, ignoring spaces and tabs around elements (RFC 9110 §5.6.1).
+    static func list(_ list: String, contains token: String) -> Bool {
+        var utf8 = list.utf8[...]
+        while !utf8.isEmpty {
+            let end = utf8.firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
+            var element = utf8[utf8.startIndex..<end]
+            while let b = element.first, b == 32 || b == 9 { element.removeFirst() }
+            while let b = element.last, b == 32 || b == 9 { element.removeLast() }
+            if !element.isEmpty, sameName(Substring(element), token) { return true }
+            utf8 = end == utf8.endIndex ? utf8[end...] : utf8[utf8.index(after: end)...]
+        }
+        return false
     }
 
     /// Iterates the fields in order.
@@ -95,7 +113,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///   - value: the field value.
     /// - Returns: `true` when both are safe to write.
     public static func isValidField(name: String, value: String) -> Bool {
-        !name.utf8.isEmpty && name.utf8.allSatisfy(isTokenByte) && !value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        // Checked for every field of every response: over the strings' UTF-8 storage in
+        // place when they have it (native strings do), byte by byte through the view if not.
+        let nameValid = name.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.isEmpty && bytes.allSatisfy(isTokenByte)
+        } ?? (!name.utf8.isEmpty && name.utf8.allSatisfy(isTokenByte))
+        guard nameValid else { return false }
+        return value.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        } ?? !value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
     }
 
     /// RFC 9110's `tchar`: the bytes a field name or method may hold.
@@ -103,8 +129,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         switch b {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
+        // ! # $ % & ' * + - . ^ _ ` | ~ (a switch, not a search of a string: every byte
+        // of every field name passes here).
+        case 33, 35, 36, 37, 38, 39, 42, 43, 45, 46, 94, 95, 96, 124, 126:
+            return true
         default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+            return false
         }
     }
 

@@ -155,6 +155,16 @@ struct HTTPHeadScanner {
                     return .error(.badRequest("invalid byte \(b) in a header field name"))
                 }
             case .value:
+                // Most of a head is field values: run through the ordinary bytes here
+                // rather than once around the whole loop per byte.
+                if b >= sp && b != 0x7F {
+                    var j = i
+                    while j < n, bytes[j] >= sp, bytes[j] != 0x7F { j += 1 }
+                    headBytes += j - i
+                    i = j
+                    if headBytes > maxHeadBytes { return .error(.headersTooLarge(maxHeadBytes)) }
+                    continue
+                }
                 if b == cr {
                     state = .valueLF
                 } else if b < sp && b != tab || b == 0x7F {

@@ -57,20 +57,24 @@ final class HTTPParser {
     var skipBody = false
 
     private let parser: UnsafeMutablePointer<http_parser>
-    private var scanner: HTTPHeadScanner
-    private var inHead = true
-    private var pendingHead: [UInt8] = []
-    private var failure: HTTPParseError?
-    private var head = HTTPMessageHead()
-    private var text: [UInt8] = []
-    private var fieldName = ""
-    private var readingValue = false
-    private var headersDone = false
-    private var startLineTaken = false
-    private var trailers = HTTPHeaders()
-    private var trailerBytes = 0
-    private var bodyBytes = 0
-    private var ended = false
+    // The state below is touched only by `parse`/`finish` and the callbacks they run, on
+    // one connection's loop thread (docs/ENGINE.md, rule 2: confined to one thread): the
+    // run-time exclusivity checks, a thread-local lookup per access and about a tenth of
+    // a request's instructions, buy nothing here, so they are off.
+    @exclusivity(unchecked) private var scanner: HTTPHeadScanner
+    @exclusivity(unchecked) private var inHead = true
+    @exclusivity(unchecked) private var pendingHead: [UInt8] = []
+    @exclusivity(unchecked) private var failure: HTTPParseError?
+    @exclusivity(unchecked) private var head = HTTPMessageHead()
+    @exclusivity(unchecked) private var text: [UInt8] = []
+    @exclusivity(unchecked) private var fieldName = ""
+    @exclusivity(unchecked) private var readingValue = false
+    @exclusivity(unchecked) private var headersDone = false
+    @exclusivity(unchecked) private var startLineTaken = false
+    @exclusivity(unchecked) private var trailers = HTTPHeaders()
+    @exclusivity(unchecked) private var trailerBytes = 0
+    @exclusivity(unchecked) private var bodyBytes = 0
+    @exclusivity(unchecked) private var ended = false
 
     init(_ kind: Kind, limits: Limits = Limits()) {
         self.kind = kind
@@ -272,7 +276,7 @@ final class HTTPParser {
         let p = parser.pointee
         head.version = HTTPVersion(major: Int(p.http_major), minor: Int(p.http_minor))
         if kind == .request {
-            head.method = String(cString: http_method_str(http_method(UInt32(p.method))))
+            head.method = Self.methodName(UInt32(p.method))
         } else {
             head.status = Int(p.status_code)
         }
@@ -285,8 +289,27 @@ final class HTTPParser {
         return 0
     }
 
+    /// http_parser's method names, made once: a request's method is one of these, and a
+    /// `String(cString:)` per request cost more than the rest of the start line.
+    private static let methodNames: [String] = (0..<64).map { code in
+        String(cString: http_method_str(http_method(UInt32(code))))
+    }
+
+    private static func methodName(_ code: UInt32) -> String {
+        Int(code) < methodNames.count ? methodNames[Int(code)] : String(cString: http_method_str(http_method(code)))
+    }
+
     /// The framing rules RFC 9112 §6 sets and http_parser does not enforce all of.
     private func checkFraming() -> HTTPParseError? {
+        // Most requests carry neither field: one walk over the names decides that without
+        // making the arrays of values below.
+        var framed = false
+        for field in head.headers.fields
+        where HTTPHeaders.sameName(field.name, "Content-Length") || HTTPHeaders.sameName(field.name, "Transfer-Encoding") {
+            framed = true
+            break
+        }
+        guard framed else { return nil }
         let lengths = head.headers.values("Content-Length")
         let codings = head.headers.values("Transfer-Encoding")
         if !codings.isEmpty {

@@ -29,9 +29,9 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public let peer: String
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring { target.firstIndex(of: "?").map { target[..<$0] } ?? target[...] }
+    public var path: Substring { target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...] }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
-    public var query: Substring? { target.firstIndex(of: "?").map { target[target.index(after: $0)...] } }
+    public var query: Substring? { target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[target.index(after: $0)...] } }
 
     /// The value of query parameter `name` (first occurrence, `+` and `%XX` decoded).
     ///
@@ -51,18 +51,20 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     let expectsContinue: Bool
     let upgradeRequested: Bool
 
+    // Body and response state: the loop thread's only (docs/ENGINE.md, rule 2), so without
+    // the run-time exclusivity check per access (`@exclusivity(unchecked)`).
     // Body state (loop thread).
-    var bodyChunks: [[UInt8]] = []
-    var bodyEnded = false
-    var bodyTrailers = HTTPHeaders()
-    var bodySubscriber: Subscriber<[UInt8]>?
-    var bodySubscribed = false
-    var bodyDiscarding = false
-    var sentContinue = false
+    @exclusivity(unchecked) var bodyChunks: [[UInt8]] = []
+    @exclusivity(unchecked) var bodyEnded = false
+    @exclusivity(unchecked) var bodyTrailers = HTTPHeaders()
+    @exclusivity(unchecked) var bodySubscriber: Subscriber<[UInt8]>?
+    @exclusivity(unchecked) var bodySubscribed = false
+    @exclusivity(unchecked) var bodyDiscarding = false
+    @exclusivity(unchecked) var sentContinue = false
 
     // Response state (loop thread).
-    var response: HTTPPendingResponse?
-    var answered = false
+    @exclusivity(unchecked) var response: HTTPPendingResponse?
+    @exclusivity(unchecked) var answered = false
 
     init(head: HTTPMessageHead, connection: HTTPServerConnection) {
         method = head.method
@@ -155,7 +157,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// A request answered and written no longer keeps body bytes nobody asked for.
-    var answeredAndDone = false
+    @exclusivity(unchecked) var answeredAndDone = false
 
     func endBody(trailers: HTTPHeaders) {
         bodyEnded = true

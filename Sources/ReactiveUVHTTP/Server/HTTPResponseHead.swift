@@ -20,11 +20,22 @@ enum HTTPResponseHead {
     static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(128 + headers.fields.count * 32)
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
-        appendDecimal(status, to: &out)
-        out.append(32)
-        out.append(contentsOf: HTTPStatus.reason(status).utf8)
-        out.append(contentsOf: crlf)
+        return encode(status: status, headers: headers, framing: framing, keepAlive: keepAlive, date: date, into: &out) ? out : nil
+    }
+
+    /// Appends the head to `out` (the answers to pipelined requests share one buffer);
+    /// `false`, with `out` holding part of a head, when a field set by the application is
+    /// not valid: the caller drops `out` from its length before the call.
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8], into out: inout [UInt8]) -> Bool {
+        if status == 200 {
+            out.append(contentsOf: Bytes.ok)
+        } else {
+            out.append(contentsOf: Bytes.version)
+            appendDecimal(status, to: &out)
+            out.append(32)
+            out.append(contentsOf: HTTPStatus.reason(status).utf8)
+            out.append(contentsOf: crlf)
+        }
         var hasDate = false
         // One `Connection` field, written last: the application's options (`Upgrade` on a
         // 101 or a 426 that names the protocol to switch to), then ours. Persistence is
@@ -33,8 +44,10 @@ enum HTTPResponseHead {
         // fields.
         var connectionOptions: [Substring] = []
         for (name, value) in headers.fields {
-            guard HTTPHeaders.isValidField(name: name, value: value) else { return nil }
-            if HTTPHeaders.sameName(name, "Connection") {
+            guard HTTPHeaders.isValidField(name: name, value: value) else { return false }
+            // Our own fields are looked for by length first: most names match none of them.
+            let length = name.utf8.count
+            if length == 10, HTTPHeaders.sameName(name, "Connection") {
                 for option in value.split(separator: ",") {
                     let token = option.trimmingSpaces
                     if token.isEmpty || HTTPHeaders.sameName(token, "close") || HTTPHeaders.sameName(token, "keep-alive") { continue }
@@ -43,10 +56,10 @@ enum HTTPResponseHead {
                 continue
             }
             // Framing is decided here, from the body we actually send.
-            if HTTPHeaders.sameName(name, "Content-Length") || HTTPHeaders.sameName(name, "Transfer-Encoding") {
+            if length == 14 && HTTPHeaders.sameName(name, "Content-Length") || length == 17 && HTTPHeaders.sameName(name, "Transfer-Encoding") {
                 continue
             }
-            if HTTPHeaders.sameName(name, "Date") { hasDate = true }
+            if length == 4 && HTTPHeaders.sameName(name, "Date") { hasDate = true }
             out.append(contentsOf: name.utf8)
             out.append(58)
             out.append(32)
@@ -54,23 +67,24 @@ enum HTTPResponseHead {
             out.append(contentsOf: crlf)
         }
         if !hasDate && !date.isEmpty {
-            out.append(contentsOf: "Date: ".utf8)
+            out.append(contentsOf: Bytes.date)
             out.append(contentsOf: date)
             out.append(contentsOf: crlf)
         }
         switch framing {
         case .length(let n):
-            out.append(contentsOf: "Content-Length: ".utf8)
+            out.append(contentsOf: Bytes.contentLength)
             appendDecimal(n, to: &out)
             out.append(contentsOf: crlf)
         case .chunked:
-            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+            out.append(contentsOf: Bytes.chunked)
         case .none:
             break
         }
-        // (No array is made for the common case: no option of the application's.)
-        if status != 101 || !connectionOptions.isEmpty {
-            out.append(contentsOf: "Connection: ".utf8)
+        if status != 101 && connectionOptions.isEmpty {
+            out.append(contentsOf: keepAlive ? Bytes.keepAlive : Bytes.close)
+        } else if !connectionOptions.isEmpty {
+            out.append(contentsOf: Bytes.connection)
             for (i, option) in connectionOptions.enumerated() {
                 if i > 0 { out.append(contentsOf: ", ".utf8) }
                 out.append(contentsOf: option.utf8)
@@ -82,10 +96,23 @@ enum HTTPResponseHead {
             out.append(contentsOf: crlf)
         }
         out.append(contentsOf: crlf)
-        return out
+        return true
     }
 
     static let crlf: [UInt8] = [13, 10]
+
+    /// The constant parts of a head as bytes, made once: appending a `String`'s UTF-8 view
+    /// copied it out through the string's storage on every response.
+    private enum Bytes {
+        static let version = Array("HTTP/1.1 ".utf8)
+        static let ok = Array("HTTP/1.1 200 OK\r\n".utf8)
+        static let date = Array("Date: ".utf8)
+        static let contentLength = Array("Content-Length: ".utf8)
+        static let chunked = Array("Transfer-Encoding: chunked\r\n".utf8)
+        static let connection = Array("Connection: ".utf8)
+        static let keepAlive = Array("Connection: keep-alive\r\n".utf8)
+        static let close = Array("Connection: close\r\n".utf8)
+    }
 
     static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
         if n < 10 {

@@ -105,6 +105,22 @@ import Testing
         #expect(parse(endless).error == HTTPParseError(status: 431, reason: "header section larger than 65536 bytes"))
     }
 
+    /// Field values are scanned a run of ordinary bytes at a time: the limit still falls on
+    /// the exact byte, and a control byte after a long run is still found, in every read size.
+    @Test func headLimitIsExactInsideLongValues() {
+        let start = "GET / HTTP/1.1\r\nX-Long: "
+        let value = String(repeating: "v", count: 3000)
+        let head = start + value + "\r\n\r\n"
+        let size = head.utf8.count
+        for read in [1, 7, 65536] {
+            #expect(parse(head, readSize: read, maxHead: size).error == nil, "read size \(read)")
+            #expect(parse(head, readSize: read, maxHead: size - 1).error?.status == 431, "read size \(read)")
+            #expect(parse(start + value + "\u{7F}x\r\n\r\n", readSize: read).error?.status == 400, "DEL after a run, read size \(read)")
+            #expect(parse(start + value + "\u{1}\r\n\r\n", readSize: read).error?.status == 400, "control byte after a run, read size \(read)")
+            #expect(parse(start + value + "\tend\r\n\r\n", readSize: read).error == nil, "HTAB is allowed in a value, read size \(read)")
+        }
+    }
+
     @Test func longRequestLineGets414() {
         let target = "/" + String(repeating: "a", count: 9000)
         #expect(parse("GET \(target) HTTP/1.1\r\n\r\n").error?.status == 414)

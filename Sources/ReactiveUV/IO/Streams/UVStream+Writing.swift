@@ -4,7 +4,7 @@ import Glibc
 
 /// Something waiting for one queued write to finish: a `write` subscription or a `send`.
 /// `writeFinished` runs on the loop thread, from the write callback.
-class WriteWaiter {
+package class WriteWaiter {
     func writeFinished(_ error: (any Error)?) {}
 }
 

@@ -10,23 +10,25 @@ extension ClientSession {
     /// Seconds a client may take to send `AUTH` (the tick checks).
     static let authTimeout: Double = 10
 
-    /// Makes the client wait for `AUTH <token>`: paused (sent no line) until then.
+    /// Makes the client wait for `AUTH <token>`: it stays `authenticating` (sent replies,
+    /// no line; where every client starts), and has ``authTimeout`` from now to send it.
     func awaitToken() {
-        awaitingAuth = true
-        server.fanOut.setPaused(feed, true)
+        lastInput = Scheduler.main.now
     }
 
     /// Admits the client as `identity` if the access file lets it read anything; refuses
     /// it otherwise. Returns whether it was admitted.
     @discardableResult
     func admit(_ identity: String, how: String) -> Bool {
+        var access: SourceAccess?
         if let policy = server.security.policy {
-            guard let access = policy.access(for: identity) else {
+            access = policy.access(for: identity)
+            guard access != nil else {
                 refuse("\(identity) (\(how)) is not in the access file", reply: "ERR not authorized")
                 return false
             }
-            feed.access = access
         }
+        feed.admit(access: access)
         self.identity = identity
         logger.info("client \(transport) connected as \(identity) (\(how))")
         server.clientAdmitted()
@@ -46,8 +48,6 @@ extension ClientSession {
                 refuse("wrong token", reply: "ERR authentication failed")
                 return
             }
-            awaitingAuth = false
-            server.fanOut.setPaused(feed, false)
             guard admit("token", how: "AUTH") else { return }
             reply("OK AUTH token")
         default:

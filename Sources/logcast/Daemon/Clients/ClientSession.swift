@@ -5,9 +5,14 @@ import ReactiveUV
 ///
 /// ```
 /// transport.reads → clientLines → parse → handle      (GREP, PAUSE, STATS, …)
-/// GREP p → FilterCompiler.request(p) → (compiled off the loop) → fanOut.setPattern
+/// GREP p → FilterCompiler.request(p) → (compiled off the loop) → feed.setFilter
 /// lines and replies ← LineFanOut (one write per turn; the feed's order)
 /// ```
+/// Its lifecycle is its feed's (``ClientState`` in ClientFeed.swift draws it): the session
+/// asks the feed for transitions (admitted, paused, ended) and reads its state, and the
+/// feed says once when the client's service ended, whoever ended it (``ClientFeed/ended``):
+/// only then does the session stop reading, release its filter and leave the server.
+///
 /// The server's one tick visits every session for heartbeats, drop reports and the idle
 /// cut-off (no timer per client: ten thousand idle clients cost no timers). Everything
 /// runs on the main loop, so the session's plain fields need no lock.
@@ -20,16 +25,18 @@ final class ClientSession: @unchecked Sendable {
     var reading: Disposable?
     var lastInput: SchedulerTime
     var reportedDrops = 0
-    var ended = false
-    /// The graceful close in progress, kept alive until it finishes.
-    var finishing: Disposable?
+    /// The feed's end, watched from the start.
+    private var watchingEnd: Disposable?
+    /// A graceful end's deadline, kept until the feed is closed.
+    private var finishing: Disposable?
     /// Called once when the session is over.
     let onEnd: (ClientSession) -> Void
     /// Who the client is (`token`, `cert:<subject>`, `uid:<n>`, `anonymous`); `nil` until
     /// it is admitted (ClientSession+Auth.swift).
     var identity: String?
-    /// Waiting for `AUTH <token>`: no line is sent to it and any other command ends it.
-    var awaitingAuth = false
+
+    /// Whether its service is over (draining or closed).
+    var ended: Bool { !feed.state.isServed }
 
     init(transport: ClientTransport, server: LogcastServer, onEnd: @escaping (ClientSession) -> Void) {
         self.transport = transport
@@ -37,11 +44,11 @@ final class ClientSession: @unchecked Sendable {
         self.onEnd = onEnd
         feed = server.fanOut.add(transport)
         lastInput = Scheduler.main.now
+        watchingEnd = feed.ended.subscribeNext { [weak self] end in self?.didEnd(end) }
     }
 
     /// Starts reading commands.
     func start() {
-        feed.onFailure = { [weak self] reason in self?.end(reason: reason) }
         reading = transport.reads
             .clientLines(maxLength: config.maxCommandLength)
             .subscribe(
@@ -53,7 +60,7 @@ final class ClientSession: @unchecked Sendable {
     func handle(_ input: ClientLine) {
         guard !ended else { return }
         lastInput = Scheduler.main.now
-        if awaitingAuth {
+        if feed.state == .authenticating {
             authenticate(input)
             return
         }
@@ -66,10 +73,10 @@ final class ClientSession: @unchecked Sendable {
         case .failure(let error): reply("ERR \(error)")
         case .success(.grep(let pattern)): grep(pattern)
         case .success(.pause):
-            server.fanOut.setPaused(feed, true)
+            feed.setPaused(true)
             reply("OK PAUSE")
         case .success(.resume):
-            server.fanOut.setPaused(feed, false)
+            feed.setPaused(false)
             reply("OK RESUME")
         case .success(.stats):
             // A client restricted to some sources sees its own counters only: the daemon's
@@ -116,34 +123,36 @@ final class ClientSession: @unchecked Sendable {
             }
             switch result {
             case .success(let id):
-                guard !self.ended else {
-                    self.server.compiler.release(id)
-                    return
-                }
-                self.switchFilter(to: id)
-                self.reply("OK GREP \(pattern)")
+                if self.switchFilter(to: id) { self.reply("OK GREP \(pattern)") }
             case .failure(let refusal):
                 self.reply(refusal.reply)
             }
         }
     }
 
-    private func switchFilter(to id: PatternID?) {
-        let old = feed.pattern
-        server.fanOut.setPattern(feed, id)
+    /// Switches the feed to `id`, releasing the filter it replaces (or `id`, when the
+    /// client is no longer served); whether it switched.
+    @discardableResult
+    private func switchFilter(to id: PatternID?) -> Bool {
+        let old = feed.filter
+        guard feed.setFilter(id) else {
+            if let id { server.compiler.release(id) }
+            return false
+        }
         if let old { server.compiler.release(old) }
+        return true
     }
 
     /// Heartbeats to quiet clients, drop reports, idle cut-off (from the server's tick).
     func tick(_ now: SchedulerTime) {
         guard !ended else { return }
-        if awaitingAuth && lastInput.distance(to: now) >= ClientSession.authTimeout {
+        if feed.state == .authenticating && lastInput.distance(to: now) >= ClientSession.authTimeout {
             refuse("no AUTH within \(Int(ClientSession.authTimeout))s", reply: "ERR authentication required: send AUTH <token> first")
             return
         }
-        if feed.linesDropped > reportedDrops {
+        // Notices, not replies: they do not count against its queue limit (LineFanOut.notice).
+        if feed.linesDropped > reportedDrops && server.fanOut.notice(feed, "DROPPED \(feed.linesDropped)") {
             reportedDrops = feed.linesDropped
-            reply("DROPPED \(feed.linesDropped)")
         }
         if config.idleTimeout > 0 && lastInput.distance(to: now) >= config.idleTimeout
             && feed.lastOutput.distance(to: now) >= config.idleTimeout {
@@ -152,7 +161,7 @@ final class ClientSession: @unchecked Sendable {
         }
         if config.heartbeat > 0 && feed.lastOutput.distance(to: now) >= config.heartbeat {
             feed.lastOutput = now
-            reply("HEARTBEAT \(Int(server.stats.started.distance(to: now)))")
+            server.fanOut.notice(feed, "HEARTBEAT \(Int(server.stats.started.distance(to: now)))")
         }
     }
 
@@ -167,57 +176,35 @@ final class ClientSession: @unchecked Sendable {
         end(reason: message, graceful: true)
     }
 
-    /// Flushes what is queued for this client, half-closes and closes (shutdown, QUIT).
-    func drain() -> Signal<Void> {
-        let transport = self.transport
-        let fanOut = server.fanOut
-        let feed = self.feed
-        return Signal<Void>.create { subscriber in
-            fanOut.drain(feed) { subscriber.sendCompleted() }
-            return nil
-        }
-        .then { transport.shutdown().catchTo(.empty()) }
-        .on(terminated: {
-            fanOut.remove(feed)
-            transport.close()
-        })
-    }
-
-    /// Ends the session for the daemon's shutdown: stops reading, queues `BYE shutting down`
-    /// after what is already queued, and returns the flush and close of the connection
-    /// (the server bounds how long it waits for every client together). The session counts
-    /// as ended from here on, so the close we cause is not logged as the client's.
+    /// Ends the session for the daemon's shutdown as `QUIT` does, with `BYE shutting down`.
+    /// Returns a signal that completes once the connection is closed (the server bounds how
+    /// long it waits for every client together). The session counts as ended from here on,
+    /// so the close we cause is not logged as the client's.
     func closeForShutdown() -> Signal<Void> {
         guard !ended else { return .empty() }
-        ended = true
-        reading?.dispose()
-        reply("BYE shutting down")
-        logger.info("client \(transport) ended: BYE shutting down")
-        if let pattern = feed.pattern { server.compiler.release(pattern) }
-        onEnd(self)
-        return drain()
+        quit(message: "BYE shutting down")
+        return feed.closed
     }
 
-    /// Ends the session: stops reading; `graceful` lets queued bytes flush first.
+    /// Ends the session: `graceful` lets queued bytes flush first (bounded: a client that
+    /// stopped reading cannot keep its connection forever), otherwise it is closed at once.
     func end(reason: String, graceful: Bool = false) {
         guard !ended else { return }
-        ended = true
-        logger.info("client \(transport) ended: \(reason)")
-        reading?.dispose()
-        if let pattern = feed.pattern { server.compiler.release(pattern) }
-        if graceful {
-            // Bounded: a client that stopped reading cannot keep its connection forever.
-            let transport = self.transport
-            let fanOut = server.fanOut
-            let feed = self.feed
-            finishing = drain().timeout(5, on: Scheduler.main).subscribe(error: { _ in
-                fanOut.remove(feed)
-                transport.close()
-            })
-        } else {
-            server.fanOut.remove(feed)
-            transport.close()
+        guard graceful else {
+            feed.close(reason)
+            return
         }
+        feed.drain(reason)
+        let feed = self.feed
+        finishing = feed.closed.timeout(5, on: Scheduler.main).subscribe(error: { _ in feed.close(reason) })
+    }
+
+    /// The client's service is over, however it ended (the feed says it once): stop reading,
+    /// release its filter, leave the server.
+    private func didEnd(_ end: ClientEnd) {
+        logger.info("client \(transport) ended: \(end.reason)")
+        reading?.dispose()
+        if let filter = end.filter { server.compiler.release(filter) }
         onEnd(self)
     }
 }

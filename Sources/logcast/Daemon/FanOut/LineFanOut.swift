@@ -13,11 +13,34 @@ import ReactiveUV
 ///                            ClientFeed ──one write per turn──► ClientTransport (TCP, TLS…)
 /// ```
 ///
-/// **The seams.** Any source of lines calls ``ingest(prefix:chunk:)`` (a chunk of whole
-/// lines, as `File.tailChunks` reads them) or ``ingest(prefix:line:)`` (one line) on the
-/// main loop: the file tails, a forwarding logcast's `LINE`s, and other sources (syslog
-/// listeners, a NATS stream) all feed the same fan-out. Any kind of connection is served
-/// through a ``ClientTransport``.
+/// **The path of one line, in the order of this file** (then the clients' side: adding
+/// one, following its transitions, its replies, notices and a hub's replay):
+/// 1. A source hands it in on the main loop: ``ingest(prefix:chunk:)`` (a chunk of whole
+///    lines: `FileSource` through `LogcastServer.startFile`, `NatsHub`) or
+///    ``ingest(prefix:line:)`` (`SyslogSource`, a forwarder's `LINE`, `MultilineAssembler`).
+/// 2. `LineBlockBuilder` (LineBlock.swift) copies `prefix + line + \n` into the open block;
+///    ``seal()`` closes it into a `LineBlock` once per loop turn (sooner past `sealSize`).
+/// 3. `FilterSet.scan` (FilterSet.swift) marks every line's matching patterns, one pass for
+///    all filtered clients; `onSeal` shows the block to `AlertEngine`.
+/// 4. ``pump()`` visits the feeds with replies waiting, then a round over every feed, a
+///    bounded slice per loop turn; ``visit(_:now:flushAt:)`` asks the feed's `ClientState`
+///    (ClientFeed.swift) whether it takes lines, and ``mayWait(_:now:flushAt:)`` whether its
+///    bytes may wait for more.
+/// 5. `LineBlock.append(for:access:to:)` gathers the lines its filter and access take from
+///    each block it has not passed, behind its replies (``gather(_:into:)``), or hands the
+///    block's own array to a client taking every line.
+/// 6. ``write(_:_:lines:)`` hands the bytes to the feed's `ClientTransport`
+///    (`StreamConnection` for TCP and Unix sockets, `TLSConnection`, `WebViewTransport`);
+///    until it completes that feed is not written again, and past ``queueLimit`` behind it
+///    loses lines (``enforceLimit(_:)``).
+///
+/// Replies (``reply(_:_:)``), the fan-out's notices (``notice(_:_:)``) and a hub's replay
+/// (``replay(_:prefix:chunk:)``) join at step 5, in the feed's `outbox`.
+///
+/// **The seams.** Any source of lines calls the two `ingest` methods on the main loop; any
+/// kind of connection is served through a ``ClientTransport``. A client's lifecycle is its
+/// feed's (``ClientState``): the fan-out asks it and asks it for transitions (a failed write,
+/// a client too slow), and follows each one (``clientChanged(_:from:)``).
 ///
 /// **Bounded work per turn.** Sealing and scanning cost once per line. Writing is done by
 /// ``pump()``, which visits at most ``maxVisitsPerTurn`` feeds (and stops early past
@@ -85,6 +108,9 @@ final class LineFanOut {
     /// Seals closer together than this (seconds) mean lines are streaming in (lines that
     /// come further apart are written at once).
     static let busyGap = 0.01
+    /// The bytes a client's outbox may hold in the fan-out's own notices (`DROPPED`,
+    /// `HEARTBEAT`), on top of its queue limit (``notice(_:_:)``): about twenty of them.
+    static let noticeAllowance = 256
 
     init(stats: Stats, queueLimit: Int, disconnectSlowClients: Bool) {
         self.stats = stats
@@ -92,7 +118,7 @@ final class LineFanOut {
         self.disconnectSlowClients = disconnectSlowClients
     }
 
-    // MARK: Sources
+    // MARK: Sources, sealing and the scan (steps 1 to 3)
 
     /// Adds the whole lines of `chunk` (each ending in `\n`), each to be sent as
     /// `prefix + line`.
@@ -163,144 +189,10 @@ final class LineFanOut {
         stats.scanNanoseconds += UInt64(max(0, start.distance(to: SchedulerTime.monotonicNow)) * 1e9)
     }
 
-    // MARK: Clients
-
-    /// A new client: it gets the lines sealed from now on.
-    func add(_ transport: ClientTransport) -> ClientFeed {
-        seal()
-        let feed = ClientFeed(transport: transport, nextSequence: nextSequence)
-        feedIndex[ObjectIdentifier(feed)] = feeds.count
-        feeds.append(feed)
-        return feed
-    }
-
-    /// The client is gone: nothing more is written to it.
-    func remove(_ feed: ClientFeed) {
-        guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
-        feed.ended = true
-        feed.onRoom = nil  // (it may hold the replay that holds the session)
-        if feed.pattern != nil { filteredFeeds -= 1 }
-        let last = feeds.removeLast()
-        if index < feeds.count {
-            feeds[index] = last
-            feedIndex[ObjectIdentifier(last)] = index
-        }
-        if feeds.isEmpty {
-            blocks.removeAll()
-            firstSequence = nextSequence
-            roundRemaining = 0
-        }
-    }
-
-    /// Switches `feed` to `pattern` (`nil`: every line). Lines before now were taken with
-    /// the old filter.
-    func setPattern(_ feed: ClientFeed, _ pattern: PatternID?) {
-        take(feed)
-        if (feed.pattern == nil) != (pattern == nil) { filteredFeeds += pattern == nil ? -1 : 1 }
-        feed.pattern = pattern
-    }
-
-    func setPaused(_ feed: ClientFeed, _ paused: Bool) {
-        take(feed)
-        feed.paused = paused
-    }
-
-    /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
-    ///
-    /// Replies count against the same queue limit as lines: a client that sends commands
-    /// (`HELP`, `STATS`, anything answered) and never reads the answers would otherwise grow
-    /// its outbox without bound (a megabyte of `HELP`s is a few hundred megabytes of
-    /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
-    /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
-    /// the client's memory stays within the limit plus one reply. While a hub's replay
-    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
-    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
-    /// get a second limit's worth on top of both.
-    func reply(_ feed: ClientFeed, _ text: String) {
-        guard !feed.ended, !feed.failed else { return }
-        take(feed)
-        feed.outbox.append(contentsOf: text.utf8)
-        feed.outbox.append(10)
-        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
-        if feed.outbox.count > limit {
-            feed.failed = true
-            let queued = feed.outbox.count
-            // Its bytes are no longer kept: the session ends without writing them.
-            feed.outbox = []
-            feed.outboxLines = 0
-            feed.onFailure("not reading its replies: \(queued) bytes queued (limit \(queueLimit))")
-            return
-        }
-        markReady(feed)
-    }
-
-    /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
-    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered and
-    /// counted as the shared lines are.
-    ///
-    /// Why here and not as replies: a replay replaces the client's share of the fan-out
-    /// (its feed is paused meanwhile), so its `GREP` must go on applying.
-    ///
-    /// Replayed lines are never dropped, whatever the slow-client policy: they are stored,
-    /// so the replay can wait for the client instead. Returns `false` once more than the
-    /// queue limit waits for `feed`; the caller then holds the replay back until
-    /// ``whenRoom(_:_:)`` says the client caught up (what arrives meanwhile is still queued).
-    @discardableResult
-    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) -> Bool {
-        guard !feed.ended, !feed.closing else { return true }
-        var builder = LineBlockBuilder()
-        builder.append(prefix: prefix, chunk: chunk)
-        guard !builder.isEmpty else { return true }
-        let block = builder.seal(sequence: 0)
-        if let pattern = feed.pattern {
-            // The set in force holds every live client's pattern (a client switches to a
-            // pattern only once a set with it is installed).
-            guard let filters, filters.patterns.contains(pattern) else { return true }
-            scan(block, with: filters)
-        }
-        take(feed)
-        feed.outboxLines += block.append(for: feed.pattern, access: feed.access, to: &feed.outbox)
-        markReady(feed)
-        return feed.outbox.count <= queueLimit
-    }
-
-    /// Runs `action` once, when a write to `feed` completes with at most half the queue
-    /// limit still waiting for it (replaces an action not yet run).
-    func whenRoom(_ feed: ClientFeed, _ action: @escaping () -> Void) {
-        feed.onRoom = action
-    }
-
-    /// Ends `feed` gracefully: `done` runs once everything queued for it is written.
-    func drain(_ feed: ClientFeed, done: @escaping () -> Void) {
-        take(feed)
-        feed.closing = true
-        feed.onDrained = done
-        if !feed.writing && feed.outbox.isEmpty {
-            finishDrain(feed)
-        } else {
-            markReady(feed)
-        }
-    }
-
-    /// Moves the lines sealed so far that `feed` takes into its outbox (paused: skips them).
-    private func take(_ feed: ClientFeed) {
-        seal()
-        // A client whose socket is full is held to the queue limit here too, so replies
-        // asked for while it does not read cannot pile its lines up in the outbox.
-        if feed.writing { enforceLimit(feed) }
-        guard feed.nextSequence < nextSequence, !feed.ended else { return }
-        if !feed.paused && !feed.closing {
-            for sequence in feed.nextSequence..<nextSequence {
-                feed.outboxLines += blocks[sequence - firstSequence].append(for: feed.pattern, access: feed.access, to: &feed.outbox)
-            }
-        }
-        feed.nextSequence = nextSequence
-    }
-
-    // MARK: Writing
+    // MARK: Writing (steps 4 to 6)
 
     private func markReady(_ feed: ClientFeed) {
-        guard !feed.queued, !feed.ended else { return }
+        guard !feed.queued, !feed.state.isClosed else { return }
         feed.queued = true
         ready.append(feed)
         schedulePump()
@@ -361,6 +253,44 @@ final class LineFanOut {
         }
     }
 
+    /// Writes what `feed` has waiting, in one write, unless a write is in flight.
+    private func visit(_ feed: ClientFeed, now: SchedulerTime, flushAt: inout SchedulerTime?) {
+        let state = feed.state
+        guard !state.isClosed else { return }
+        // A client that takes no lines now (paused, authenticating, draining) skips them
+        // (and holds no block back).
+        if !state.takesLines { feed.nextSequence = nextSequence }
+        if feed.writing {
+            enforceLimit(feed)
+            return
+        }
+        if !state.isDraining && mayWait(feed, now: now, flushAt: &flushAt) { return }
+        var lines = feed.outboxLines
+        var bytes: [UInt8]
+        if nextSequence - feed.nextSequence == 1 && feed.outbox.isEmpty && feed.filter == nil && feed.access == nil {
+            // Everything from one block: the block's own array, no copy.
+            let block = block(feed.nextSequence)
+            bytes = block.bytes
+            lines = block.lineCount
+        } else {
+            bytes = feed.outbox
+            // One allocation for the whole write when its size is known (see mayWait).
+            if feed.pendingFrom == feed.nextSequence && feed.pendingThrough == nextSequence {
+                bytes.reserveCapacity(bytes.count + feed.pendingBytes)
+            }
+            lines += gather(feed, into: &bytes)
+        }
+        feed.nextSequence = nextSequence
+        feed.outbox = []
+        feed.outboxLines = 0
+        feed.noticeBytes = 0
+        guard !bytes.isEmpty else {
+            if state.isDraining { feed.drained() }
+            return
+        }
+        write(feed, bytes, lines: lines)
+    }
+
     /// Whether `feed`'s lines may wait for more: only while lines stream in, with no reply
     /// waiting, less than ``minBatchBytes`` waiting and the oldest of it sealed less than
     /// ``maxBatchDelay`` ago. A client taking 1% of the lines would otherwise be written a
@@ -376,56 +306,32 @@ final class LineFanOut {
             feed.pendingBytes = 0
         }
         for sequence in feed.pendingThrough..<nextSequence {
-            feed.pendingBytes += blocks[sequence - firstSequence].byteCount(for: feed.pattern, access: feed.access)
+            feed.pendingBytes += block(sequence).byteCount(for: feed.filter, access: feed.access)
         }
         feed.pendingThrough = nextSequence
         guard feed.pendingBytes < Self.minBatchBytes else { return false }
-        let deadline = blocks[feed.nextSequence - firstSequence].sealedAt.advanced(by: Self.maxBatchDelay)
+        let deadline = block(feed.nextSequence).sealedAt.advanced(by: Self.maxBatchDelay)
         guard now < deadline else { return false }
         if flushAt.map({ deadline < $0 }) ?? true { flushAt = deadline }
         return true
     }
 
-    /// Writes what `feed` has waiting, in one write, unless a write is in flight.
-    private func visit(_ feed: ClientFeed, now: SchedulerTime, flushAt: inout SchedulerTime?) {
-        guard !feed.ended else { return }
-        // A paused or closing client takes no more lines (and holds no block back).
-        if feed.paused || feed.closing { feed.nextSequence = nextSequence }
-        if feed.writing {
-            enforceLimit(feed)
-            return
+    /// Appends the lines `feed` takes from every block it has not passed to `bytes`.
+    ///
+    /// - Returns: how many lines.
+    private func gather(_ feed: ClientFeed, into bytes: inout [UInt8]) -> Int {
+        var lines = 0
+        for sequence in feed.nextSequence..<nextSequence {
+            lines += block(sequence).append(for: feed.filter, access: feed.access, to: &bytes)
         }
-        if !feed.closing && mayWait(feed, now: now, flushAt: &flushAt) { return }
-        var lines = feed.outboxLines
-        var bytes: [UInt8]
-        let pending = nextSequence - feed.nextSequence
-        if feed.closing {
-            bytes = feed.outbox
-        } else if pending == 1 && feed.outbox.isEmpty && feed.pattern == nil && feed.access == nil {
-            // Everything from one block: the block's own array, no copy.
-            let block = blocks[feed.nextSequence - firstSequence]
-            bytes = block.bytes
-            lines = block.lineCount
-        } else {
-            bytes = feed.outbox
-            // One allocation for the whole write when its size is known (see mayWait).
-            if feed.pendingFrom == feed.nextSequence && feed.pendingThrough == nextSequence {
-                bytes.reserveCapacity(bytes.count + feed.pendingBytes)
-            }
-            for sequence in feed.nextSequence..<nextSequence {
-                lines += blocks[sequence - firstSequence].append(for: feed.pattern, access: feed.access, to: &bytes)
-            }
-        }
-        feed.nextSequence = nextSequence
-        feed.outbox = []
-        feed.outboxLines = 0
-        guard !bytes.isEmpty else {
-            if feed.closing { finishDrain(feed) }
-            return
-        }
-        write(feed, bytes, lines: lines)
+        return lines
     }
 
+    /// The kept block with `sequence` (some feed has not passed it).
+    private func block(_ sequence: Int) -> LineBlock { blocks[sequence - firstSequence] }
+
+    /// Hands `bytes` to the feed's transport; when the write completes, the feed is visited
+    /// again if more waits for it (or its drain ends), and a replay waiting for room goes on.
     private func write(_ feed: ClientFeed, _ bytes: [UInt8], lines: Int) {
         feed.writing = true
         feed.linesSent += lines
@@ -435,41 +341,38 @@ final class LineFanOut {
             error: { [weak feed] error in
                 guard let feed else { return }
                 feed.writing = false
-                feed.onFailure("write failed: \(error)")
+                feed.close("write failed: \(error)")
             },
             completed: { [weak self, weak feed] in
                 guard let self, let feed else { return }
                 feed.writing = false
-                if feed.closing && feed.outbox.isEmpty {
-                    self.finishDrain(feed)
+                if feed.state.isDraining && feed.outbox.isEmpty {
+                    feed.drained()
                 } else if !feed.outbox.isEmpty || feed.nextSequence < self.nextSequence {
                     self.markReady(feed)
                 }
-                if let onRoom = feed.onRoom, feed.outbox.count <= self.queueLimit / 2 {
+                if let onRoom = feed.onRoom, feed.outbox.count - feed.noticeBytes <= self.queueLimit / 2 {
                     feed.onRoom = nil
                     onRoom()
                 }
             })
     }
 
-    private func finishDrain(_ feed: ClientFeed) {
-        let done = feed.onDrained
-        feed.onDrained = nil
-        done?()
-    }
-
-    /// A client whose previous write is still in flight: past the queue limit behind, it
-    /// loses the lines it missed (counted) or its connection.
+    /// A client whose previous write is still in flight: past the queue limit behind (its
+    /// notices aside), it loses the lines it missed (counted) or its connection. Only a
+    /// client that takes lines: a paused one skips them at its next visit, and they were
+    /// counted as lost (a `STATS` client that had paused itself inflated `lines_dropped`
+    /// whenever a block was sealed while its reply was being written).
     private func enforceLimit(_ feed: ClientFeed) {
-        guard feed.nextSequence < nextSequence, !feed.closing else { return }
-        let behind = totalBytes - blocks[feed.nextSequence - firstSequence].streamStart + feed.outbox.count
+        guard feed.nextSequence < nextSequence, feed.state.takesLines else { return }
+        let behind = totalBytes - block(feed.nextSequence).streamStart + feed.outbox.count - feed.noticeBytes
         guard behind > queueLimit else { return }
         if disconnectSlowClients {
-            feed.onFailure("too slow: \(behind) bytes behind (limit \(queueLimit))")
+            feed.close("too slow: \(behind) bytes behind (limit \(queueLimit))")
             return
         }
         var lost = 0
-        for sequence in feed.nextSequence..<nextSequence { lost += blocks[sequence - firstSequence].count(for: feed.pattern, access: feed.access) }
+        for sequence in feed.nextSequence..<nextSequence { lost += block(sequence).count(for: feed.filter, access: feed.access) }
         feed.nextSequence = nextSequence
         feed.linesDropped += lost
         stats.linesDropped += lost
@@ -483,6 +386,170 @@ final class LineFanOut {
         guard passed > 0 else { return }
         blocks.removeFirst(min(passed, blocks.count))
         firstSequence = oldest
+    }
+
+    // MARK: Clients: joining, transitions, replies, notices, replays
+
+    /// A new client: it gets the lines sealed from now on, once admitted.
+    ///
+    /// - Parameter transport: its connection.
+    /// - Returns: its feed, `authenticating`.
+    func add(_ transport: ClientTransport) -> ClientFeed {
+        seal()
+        let feed = ClientFeed(transport: transport, fanOut: self, nextSequence: nextSequence)
+        feedIndex[ObjectIdentifier(feed)] = feeds.count
+        feeds.append(feed)
+        return feed
+    }
+
+    /// Follows a transition `feed` made (``ClientFeed`` calls it after changing its state):
+    /// counts filtered clients, starts writing out a drain, lets a closed client go.
+    ///
+    /// - Parameters:
+    ///   - feed: the client.
+    ///   - previous: the state it left.
+    func clientChanged(_ feed: ClientFeed, from previous: ClientState) {
+        if (previous.filter == nil) != (feed.filter == nil) { filteredFeeds += feed.filter == nil ? -1 : 1 }
+        switch feed.state {
+        case .draining:
+            if !feed.writing && feed.outbox.isEmpty { feed.drained() } else { markReady(feed) }
+        case .closed:
+            remove(feed)
+        case .authenticating, .following:
+            break
+        }
+    }
+
+    /// The client is gone: nothing more is written to it.
+    private func remove(_ feed: ClientFeed) {
+        guard let index = feedIndex.removeValue(forKey: ObjectIdentifier(feed)) else { return }
+        let last = feeds.removeLast()
+        if index < feeds.count {
+            feeds[index] = last
+            feedIndex[ObjectIdentifier(last)] = index
+        }
+        if feeds.isEmpty {
+            blocks.removeAll()
+            firstSequence = nextSequence
+            roundRemaining = 0
+        }
+    }
+
+    /// Queues `text` (a reply line, `\n` added) after every line sealed before it.
+    ///
+    /// Replies count against the same queue limit as lines: a client that sends commands
+    /// (`HELP`, `STATS`, anything answered) and never reads the answers would otherwise grow
+    /// its outbox without bound (a megabyte of `HELP`s is a few hundred megabytes of
+    /// replies). A reply cannot be dropped as a line is (a forwarder waits for its
+    /// `OK SYNC`), so past the limit the connection ends, whatever the slow-client policy:
+    /// the client's memory stays within the limit plus one reply. While a hub's replay
+    /// waits for room (``whenRoom(_:_:)``) its outbox may hold the limit of stored lines
+    /// plus the stored message that crossed it (at most ``maxReplayChunk``), so replies
+    /// get a second limit's worth on top of both. The fan-out's own notices are not
+    /// counted here (``notice(_:_:)``).
+    ///
+    /// - Parameters:
+    ///   - feed: the client (served: a draining or closed client is sent nothing more).
+    ///   - text: the reply, without its line feed.
+    func reply(_ feed: ClientFeed, _ text: String) {
+        guard feed.state.isServed, enqueue(feed, text) else { return }
+        let limit = feed.onRoom == nil ? queueLimit : 2 * queueLimit + Self.maxReplayChunk
+        let queued = feed.outbox.count - feed.noticeBytes
+        if queued > limit {
+            // Its bytes are no longer kept: the session ends without writing them.
+            feed.outbox = []
+            feed.outboxLines = 0
+            feed.noticeBytes = 0
+            feed.close("not reading its replies: \(queued) bytes queued (limit \(queueLimit))")
+            return
+        }
+        markReady(feed)
+    }
+
+    /// Queues a notice of the fan-out's own (`DROPPED n`, `HEARTBEAT t`, `\n` added) for
+    /// `feed`, after every line sealed before it, if its allowance has room.
+    ///
+    /// Why notices are not replies: a client whose socket is full is sent them without
+    /// asking, every tick while it stalls (`DROPPED` as it loses lines, `HEARTBEAT` as
+    /// nothing reaches it). Counted as replies, they pushed a client a few bytes under the
+    /// limit over it and ended it as "not reading its replies", and a long stall ended
+    /// every stalled client that way. They do not count against the queue limit (nor in
+    /// how far behind it is): they have ``noticeAllowance`` bytes of their own while unwritten,
+    /// and a notice that does not fit is not queued (the caller says it again later:
+    /// `DROPPED` counts every line lost so far, and a client with bytes waiting is not idle).
+    ///
+    /// - Parameters:
+    ///   - feed: the client (served).
+    ///   - text: the notice, without its line feed.
+    /// - Returns: whether it was queued.
+    @discardableResult
+    func notice(_ feed: ClientFeed, _ text: String) -> Bool {
+        guard feed.state.isServed, feed.noticeBytes + text.utf8.count + 1 <= Self.noticeAllowance,
+              enqueue(feed, text) else { return false }
+        feed.noticeBytes += text.utf8.count + 1
+        markReady(feed)
+        return true
+    }
+
+    /// Appends `text` and a line feed to `feed`'s outbox, after the lines sealed so far;
+    /// whether it did (catching up may have ended a client too far behind).
+    private func enqueue(_ feed: ClientFeed, _ text: String) -> Bool {
+        catchUp(feed)
+        guard feed.state.isServed else { return false }
+        feed.outbox.append(contentsOf: text.utf8)
+        feed.outbox.append(10)
+        return true
+    }
+
+    /// Queues for `feed` alone the lines of `chunk` (each prefixed with `prefix`) that its
+    /// filter takes: stored lines a hub replays to one client (`SINCE`), filtered and
+    /// counted as the shared lines are.
+    ///
+    /// Why here and not as replies: a replay replaces the client's share of the fan-out
+    /// (its feed is paused meanwhile), so its `GREP` must go on applying.
+    ///
+    /// Replayed lines are never dropped, whatever the slow-client policy: they are stored,
+    /// so the replay can wait for the client instead. Returns `false` once more than the
+    /// queue limit waits for `feed`; the caller then holds the replay back until
+    /// ``whenRoom(_:_:)`` says the client caught up (what arrives meanwhile is still queued).
+    @discardableResult
+    func replay(_ feed: ClientFeed, prefix: [UInt8], chunk: [UInt8]) -> Bool {
+        guard feed.state.isServed else { return true }
+        var builder = LineBlockBuilder()
+        builder.append(prefix: prefix, chunk: chunk)
+        guard !builder.isEmpty else { return true }
+        let block = builder.seal(sequence: 0)
+        if let pattern = feed.filter {
+            // The set in force holds every live client's pattern (a client switches to a
+            // pattern only once a set with it is installed).
+            guard let filters, filters.patterns.contains(pattern) else { return true }
+            scan(block, with: filters)
+        }
+        catchUp(feed)
+        guard feed.state.isServed else { return true }
+        feed.outboxLines += block.append(for: feed.filter, access: feed.access, to: &feed.outbox)
+        markReady(feed)
+        return feed.outbox.count - feed.noticeBytes <= queueLimit
+    }
+
+    /// Runs `action` once, when a write to `feed` completes with at most half the queue
+    /// limit still waiting for it (replaces an action not yet run).
+    func whenRoom(_ feed: ClientFeed, _ action: @escaping () -> Void) {
+        feed.onRoom = action
+    }
+
+    /// Moves the lines sealed so far that `feed` takes into its outbox (not following, or
+    /// paused: skips them), so what is queued next, or the state it enters next, comes after
+    /// them. A client whose socket is full is held to the queue limit first, so replies
+    /// asked for while it does not read cannot pile its lines up in the outbox.
+    ///
+    /// - Parameter feed: the client (a transition of its own calls this first).
+    func catchUp(_ feed: ClientFeed) {
+        seal()
+        if feed.writing { enforceLimit(feed) }
+        guard feed.nextSequence < nextSequence, !feed.state.isClosed else { return }
+        if feed.state.takesLines { feed.outboxLines += gather(feed, into: &feed.outbox) }
+        feed.nextSequence = nextSequence
     }
 
     /// Bytes held in blocks (for STATS).

@@ -45,16 +45,32 @@ final class WebViewTransport: ClientTransport {
     let knownFiles: [String]
     /// The file chosen with `FILE` (`nil`: every file).
     private(set) var chosenFile: String?
-    private(set) var paused = false
-    /// The write held while paused: its messages, and its subscriber to complete on resume.
-    private var held: (messages: [String], subscriber: Subscriber<Void>)?
+
+    /// The fan-out's write held while paused: its messages (lines and `SEQ`s), and its
+    /// subscriber, completed on `RESUME` (the fan-out writes again only then).
+    private struct HeldWrite {
+        let messages: [String]
+        let subscriber: Subscriber<Void>
+    }
+
+    /// The page's flow, one state (the client's lifecycle is its feed's, `ClientState`;
+    /// this is what `PAUSE`, `RESUME` and a close change in the transport below it).
+    private enum Flow {
+        /// Writes go out as they come.
+        case live
+        /// `PAUSE`: the next write's replies go out, its lines are held, and so is the fan-out.
+        case paused(held: HeldWrite?)
+        /// Closed: a write fails, nothing more is sent.
+        case closed
+    }
+
+    private var flow = Flow.live
     /// Replies this transport sends on its own (to `PAUSE`, `FILE`, a refused command) not
     /// yet flushed. They bypass the fan-out's queue, so they get a bound of their own: a
     /// page that sends commands and never reads the answers is closed past
     /// ``maxLocalRepliesInFlight``, as a TCP client is past `--queue-limit`.
     private var localRepliesInFlight = 0
     static let maxLocalRepliesInFlight = 256
-    private var closed = false
 
     /// Words that start a session's reply rather than a log line.
     static let replyWords: Set<Substring> = ["OK", "ERR", "STATS", "HEARTBEAT", "DROPPED", "BYE", "HELP", "SEQ"]
@@ -122,12 +138,13 @@ final class WebViewTransport: ClientTransport {
         let argument = String(trimmed[verbEnd...].dropFirst())
         switch verb {
         case "PAUSE":
-            paused = true
+            if case .live = flow { flow = .paused(held: nil) }
             sendLocal(reply: "OK PAUSE")
         case "RESUME":
-            paused = false
+            var held: HeldWrite?
+            if case .paused = flow { held = move(to: .live) }
             sendLocal(reply: "OK RESUME")
-            release()
+            if let held { release(held) }
         case "FILE":
             chosenFile = argument.isEmpty ? nil : argument
             sendLocal(reply: "OK FILE \(argument)")
@@ -150,26 +167,40 @@ final class WebViewTransport: ClientTransport {
     func write(_ bytes: [UInt8]) -> Signal<Void> {
         let (messages, replies) = frames(bytes)
         return Signal<Void>.create { [weak self] subscriber in
-            guard let self, !self.closed else {
+            guard let self else {
                 subscriber.sendError(WebSocketError.closed)
                 return nil
             }
-            if self.paused {
+            switch self.flow {
+            case .closed:
+                subscriber.sendError(WebSocketError.closed)
+                return nil
+            case .paused:
                 // Replies now; the lines wait for RESUME, and so does the fan-out.
                 for reply in replies { self.sendLocal(message: reply) }
-                self.held = (messages.filter { !replies.contains($0) }, subscriber)
+                self.flow = .paused(held: HeldWrite(messages: messages.filter { !replies.contains($0) }, subscriber: subscriber))
                 return nil
+            case .live:
+                return self.send(messages, completing: subscriber)
             }
-            return self.ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) }))
-                .subscribe(error: { subscriber.sendError($0) }, completed: { subscriber.sendCompleted() })
         }
     }
 
+    /// Moves the flow to `next`; the write held while paused, if any.
+    private func move(to next: Flow) -> HeldWrite? {
+        defer { flow = next }
+        if case .paused(let held) = flow { return held }
+        return nil
+    }
+
     /// Sends what was held while paused, then lets the fan-out go on.
-    private func release() {
-        guard let (messages, subscriber) = held else { return }
-        held = nil
-        _ = ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) }))
+    private func release(_ held: HeldWrite) {
+        _ = send(held.messages, completing: held.subscriber)
+    }
+
+    /// Sends `messages` in order; `subscriber` (the fan-out's write) ends as the send does.
+    private func send(_ messages: [String], completing subscriber: Subscriber<Void>) -> Disposable? {
+        ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) }))
             .subscribe(error: { subscriber.sendError($0) }, completed: { subscriber.sendCompleted() })
     }
 
@@ -217,7 +248,7 @@ final class WebViewTransport: ClientTransport {
     }
 
     private func sendLocal(message: String) {
-        guard !closed else { return }
+        if case .closed = flow { return }
         guard localRepliesInFlight < Self.maxLocalRepliesInFlight else {
             // The session learns it from `reads`, which the close ends.
             logger?.warning("client \(self) not reading its replies: \(localRepliesInFlight) unsent; closing")
@@ -250,12 +281,8 @@ final class WebViewTransport: ClientTransport {
 
     /// Closes with `code` and `reason` in the close frame (the page shows the code).
     private func close(code: UInt16, reason: String) {
-        guard !closed else { return }
-        closed = true
-        if let held {
-            self.held = nil
-            held.subscriber.sendError(WebSocketError.closed)
-        }
+        if case .closed = flow { return }
+        move(to: .closed)?.subscriber.sendError(WebSocketError.closed)
         // Bounded as the close handshake is (WebSocketOptions.closeTimeout); the transport
         // goes with it.
         ws.close(code: code, reason: reason)

@@ -120,7 +120,7 @@ final class NatsHub {
         let key = ObjectIdentifier(session)
         replays.removeValue(forKey: key)?.dispose()
         // This client now gets the stream from its own consumer: stored, then live.
-        fanOut.setPaused(session.feed, true)
+        session.feed.setPaused(true)
         session.reply("OK SINCE \(argument)")
         let replay = HubReplay(position: StreamPosition(start: start))
         replays[key] = replay

@@ -197,8 +197,10 @@ final class LogcastAuthTests: LogcastProcessTestCase {
 
         let (_, mine) = try run("/usr/bin/nc", ["-U", socketPath], input: "STATS\nQUIT\n")
         XCTAssertEqual(mine, "STATS lines_sent=0 lines_dropped=0 identity=uid:0\nBYE\n")
-        let (_, theirs) = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/nc", "-U", socketPath],
-                                  input: "STATS\n")
+        // It sends nothing: it is refused as it connects, and a command it wrote raced the
+        // refusal's close (nc then quit without printing the ERR: 2 runs in 8, with the
+        // daemon before issue 35's client changes as after; 10 in 10 pass without it).
+        let (_, theirs) = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/nc", "-U", socketPath])
         XCTAssertEqual(theirs, "ERR not authorized\n")
         XCTAssertEqual(occurrences(of: "connected as uid:0 (Unix socket peer", in: p.errors), 1, p.errors)
         XCTAssertEqual(occurrences(of: "refused: uid:65534 (Unix socket peer", in: p.errors), 1, p.errors)
