@@ -3,6 +3,7 @@
 //
 //     logcast-bench [--logcast PATH] [--tail PATH] [--rsyslogd PATH] [--lines N] [--runs R]
 //                   [--rows tail,rsyslog,one,filtered,hundred,tenk,nats] [--tenk-clients N]
+//     logcast-bench costs …   (the web view's and /metrics' costs: Costs.swift)
 //
 // Build the daemon first, in release, from the repository root:
 //
@@ -73,6 +74,7 @@ let usage = """
     Build the daemon first, from the repository root: swift build -c release --package-path Sources/logcast
     (default PATH: Sources/logcast/.build/release/logcast, or ../Sources/logcast/.build/release/logcast from Benchmarks/).
     Defaults: --lines 1000000 --runs 3, every row, --tenk-clients 10000.
+    logcast-bench costs --help: the costs of --http (web view clients, /metrics scrapes).
     """
 
 func parse() -> Options {
@@ -778,6 +780,8 @@ func ensureRsyslog(_ path: String) -> Bool {
 }
 
 signal(SIGPIPE, SIG_IGN)
+// `logcast-bench costs …`: the hidden costs of `--http` (Costs.swift), a mode of its own.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "costs" { runCosts(CommandLine.arguments.dropFirst(2)) }
 let options = parse()
 let logcastPath: String
 if let given = options.logcast {

@@ -179,6 +179,12 @@ enum WebView {
         // A browser that vanished (a laptop closed) is noticed and its client ended.
         options.pingInterval = 30
         options.pingTimeout = 30
+        // No permessage-deflate: deflating every frame for every page was 44% of logcast's
+        // CPU with three pages attached (after the byte-level frames; logcast-bench costs,
+        // Benchmarks/README.md), paid per line per page on the loop that serves every
+        // client, while the page sees the same messages either way. The cost moves to the
+        // link (JSON lines uncompressed), which for a view on loopback or a LAN is free.
+        options.compression = nil
         switch WebSocket.serverHandshake(method: request.method, headers: request.headers, options: options) {
         case .refuse(let status, let headers, let body):
             _ = request.respond(status: status, headers: headers, text: body)

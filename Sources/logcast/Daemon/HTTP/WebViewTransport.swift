@@ -214,30 +214,12 @@ final class WebViewTransport: ClientTransport {
         Self.frames(bytes, knownFiles: knownFiles, chosenFile: chosenFile)
     }
 
-    /// ``frames(_:)`` for the given known files (longest first) and chosen file.
+    /// ``frames(_:)`` for the given known files (longest first) and chosen file, built from
+    /// the bytes (WebViewFrames.swift: this runs once per line per page).
     static func frames(_ bytes: [UInt8], knownFiles: [String], chosenFile: String?) -> (messages: [String], replies: Set<String>) {
-        var messages: [String] = []
-        var replies: Set<String> = []
-        var run: [String] = []
-        func flushRun() {
-            guard !run.isEmpty else { return }
-            messages.append(#"{"t":"lines","lines":["# + run.joined(separator: ",") + "]}")
-            run = []
-        }
-        LogcastServer.forEachLine(bytes) { line in
-            if let (file, text) = split(line, knownFiles: knownFiles) {
-                if let chosenFile, chosenFile != file { return }
-                run.append("[\"\(MetricsEndpoint.jsonEscape(file))\",\"\(MetricsEndpoint.jsonEscape(text))\"]")
-            } else {
-                flushRun()
-                let message = #"{"t":"reply","text":""# + MetricsEndpoint.jsonEscape(line) + "\"}"
-                messages.append(message)
-                // A `SEQ` says the lines before it arrived: while paused it waits with them.
-                if !line.hasPrefix("SEQ ") { replies.insert(message) }
-            }
-        }
-        flushRun()
-        return (messages, replies)
+        var builder = WebViewFrameBuilder(knownFiles: knownFiles, chosenFile: chosenFile)
+        builder.add(bytes)
+        return builder.result
     }
 
     /// A log line's file and text; `nil` for a reply. `knownFiles` longest first.

@@ -101,6 +101,9 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         let output = run.lines.joined(separator: "\n") + "\n" + run.errors
         XCTAssertEqual(run.status, 0, output)
         XCTAssertEqual(line(run.lines, "HELLO"), "\(a),\(b)", output)
+        // No permessage-deflate: deflating each frame for each page cost more CPU than the
+        // rest of the view (WebView.openWebSocket; Benchmarks/README.md, "hidden costs").
+        XCTAssertEqual(line(run.lines, "EXTENSIONS"), "none", output)
         XCTAssertEqual(line(run.lines, "FILTERED"), "\(a): x-0003,\(a): x-0013,\(b): x-0023", output)
         XCTAssertEqual(line(run.lines, "BAD")?.hasPrefix("ERR invalid regex: "), true, output)
         XCTAssertEqual(line(run.lines, "STILL"), "\(a): x-0033", output)
@@ -515,7 +518,9 @@ def sync(ws, paths):
             raise SystemExit("the tail of %s never started" % path)
 
 if mode == "filter":
+    # The client offers permessage-deflate (websockets' default); logcast declines it.
     ws = connect(url, open_timeout=30)
+    print("EXTENSIONS", ws.response.headers.get("Sec-WebSocket-Extensions", "none"))
     hello = json.loads(ws.recv(timeout=30))
     print("HELLO", ",".join(hello["files"]))
     sync(ws, [a, b])
