@@ -49,6 +49,8 @@ public final class JetStream: @unchecked Sendable {
     /// Publishes waiting for room in the window or for a back-off pause to end (FIFO).
     var waiting: [PendingPublish] = []
     var waitingHead = 0
+    /// The order publishes were made in (loop thread): a retry goes back in line by it.
+    private var publishCount: UInt64 = 0
     var paused = false
     var backoff: Double
     var backoffTimer: Disposable?
@@ -272,6 +274,8 @@ public final class JetStream: @unchecked Sendable {
                     subscriber.sendError(NATSError(status: .connectionClosed, operation: "publish", target: subject))
                     return
                 }
+                publishCount += 1
+                entry.order = publishCount
                 waiting.append(entry)
                 pump()
             }
@@ -335,15 +339,23 @@ public final class JetStream: @unchecked Sendable {
             || status == NATS_NOT_YET_CONNECTED || status == NATS_CONNECTION_DISCONNECTED
     }
 
-    /// Puts `entry` first in line again and pauses sending.
+    /// Puts `entry` back in line, ahead of every later publish, and pauses sending.
+    ///
+    /// In the order the publishes were made, not first: a window of publishes whose
+    /// acknowledgements time out together (a leader change) fails in order, and putting
+    /// each first reversed them (m164, m163, … m101 stored after a leader's SIGKILL in
+    /// JetStreamStallTests). Waiting publishes are always in that order, so the place is
+    /// found among the few retries at the front.
     private func retry(_ entry: PendingPublish) {
         entry.attempts += 1
         retries += 1
-        if waitingHead > 0 {
+        var place = waitingHead
+        while place < waiting.count && waiting[place].order < entry.order { place += 1 }
+        if place == waitingHead && waitingHead > 0 {
             waitingHead -= 1
             waiting[waitingHead] = entry
         } else {
-            waiting.insert(entry, at: 0)
+            waiting.insert(entry, at: place)
         }
         pause()
     }
@@ -431,6 +443,8 @@ final class PendingPublish {
     let headers: [String: String]
     let subscriber: Subscriber<JetStreamAck>
     var attempts = 0
+    /// When it was published, among this JetStream's publishes (1, 2, …).
+    var order: UInt64 = 0
     /// Whether retryable failures are retried here (``JetStream/publish(_:payload:id:headers:retrying:)``).
     var retrying = true
 
