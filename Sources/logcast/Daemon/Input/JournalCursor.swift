@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import ReactiveUV
 
 /// The journal's cursor kept in the state directory (`--state-dir`), as file positions are:
@@ -88,5 +89,27 @@ struct JournalCursor {
         }
         if close(fd) != 0 { throw UVError(code: errno, operation: "close", target: temporary) }
         if rename(temporary, path) != 0 { throw UVError(code: errno, operation: "rename", target: path) }
+    }
+
+    /// Saves `cursor` as ``save(_:)`` does, and says a failure once per episode: an error
+    /// the first time, a notice when saving works again (the next batch tries again, so a
+    /// full disk is not logged once per batch).
+    ///
+    /// - Parameters:
+    ///   - cursor: `sd_journal_get_cursor`'s text.
+    ///   - failing: whether the last save failed (the caller's, kept between calls).
+    ///   - logger: where to say it.
+    ///   - consequence: what a restart would do meanwhile, for the error message.
+    func save(_ cursor: String, failing: inout Bool, logger: Logger, consequence: String) {
+        do {
+            try save(cursor)
+            if failing {
+                failing = false
+                logger.notice("journal: the cursor is saved again in \(path)")
+            }
+        } catch {
+            if !failing { logger.error("journal: cannot save the cursor: \(error); \(consequence)") }
+            failing = true
+        }
     }
 }

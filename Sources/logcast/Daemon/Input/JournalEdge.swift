@@ -208,16 +208,8 @@ final class JournalEdge {
     }
 
     private func save(_ text: String) {
-        do {
-            try cursor.save(text)
-            if saveFailing {
-                saveFailing = false
-                logger.notice("journal: the cursor is saved again in \(cursor.path)")
-            }
-        } catch {
-            if !saveFailing { logger.error("journal: cannot save the cursor: \(error); a restart would publish entries again (deduplicated within the stream's window)") }
-            saveFailing = true
-        }
+        cursor.save(text, failing: &saveFailing, logger: logger,
+                    consequence: "a restart would publish entries again (deduplicated within the stream's window)")
     }
 }
 

@@ -300,17 +300,7 @@ final class JournalSource {
     /// Saves the cursor of the current entry (with `--state-dir`).
     private func saveCursor() {
         guard let cursor, let journal, let text = Self.cursor(journal) else { return }
-        do {
-            try cursor.save(text)
-            if saveFailing {
-                saveFailing = false
-                logger.notice("journal: the cursor is saved again in \(cursor.path)")
-            }
-        } catch {
-            // Said once per episode: the next batch tries again.
-            if !saveFailing { logger.error("journal: cannot save the cursor: \(error); a restart would serve entries again") }
-            saveFailing = true
-        }
+        cursor.save(text, failing: &saveFailing, logger: logger, consequence: "a restart would serve entries again")
     }
 
     /// Arms the timer libsystemd asks for (`sd_journal_get_timeout`: it polls files on
