@@ -11,16 +11,7 @@ extension NatsExactlyOnceTests {
     /// library's stall watch — is not asserted (on one server cnats gets there too); that
     /// the hub's clients see no gap and no repeat is.
     func testAHubWhoseConsumerIsDeletedOnTheServerGoesOnServingEveryLineOnce() throws {
-        let servers = try startServers(1)
-        let log = directory + "/app.log"
-        appendText(log, (0..<1_000).map(NumberedLineWriter.line).joined())
-        _ = try startEdge([log], urls: servers.urls)
-        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
-        self.counter = counter
-        XCTAssertTrue(EventLoop.main.run(until: { counter.counts.count >= 1_000 }, timeout: 120))
-        let hub = try LogcastProcess(["--from", servers.urls[0], "--stream", "LOGS", "--listen", "127.0.0.1:0"])
-        processes.append(hub)
-        let client = try LineClient(port: hub.waitUntilListening())
+        let (servers, log, _, hub, client) = try startHubOnAStreamOfAThousandLines()
 
         // The test's own connection, to find and delete the consumers.
         let box = ReplayBox<NATSConnection>()

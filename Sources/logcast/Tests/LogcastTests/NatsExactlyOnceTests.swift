@@ -268,16 +268,7 @@ final class NatsExactlyOnceTests: XCTestCase {
     /// reconnect, and (cnats 3.4) from the stream's first message, since that consumer had
     /// received nothing. Its clients got the whole stream again; now only the new lines.
     func testAHubsLiveClientsGetNoStoredLineAgainWhenItsServerComesBack() throws {
-        let servers = try startServers(1)
-        let log = directory + "/app.log"
-        appendText(log, (0..<1_000).map(NumberedLineWriter.line).joined())
-        _ = try startEdge([log], urls: servers.urls)
-        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
-        self.counter = counter
-        XCTAssertTrue(EventLoop.main.run(until: { counter.counts.count >= 1_000 }, timeout: 120))
-        let hub = try LogcastProcess(["--from", servers.urls[0], "--stream", "LOGS", "--listen", "127.0.0.1:0"])
-        processes.append(hub)
-        let client = try LineClient(port: hub.waitUntilListening())
+        let (servers, log, counter, _, client) = try startHubOnAStreamOfAThousandLines()
         // The hub's live consumer exists (beside the counter's) before the server goes.
         func waitForTwoConsumers() -> Bool {
             let deadline = Date().addingTimeInterval(120)
@@ -430,4 +421,24 @@ func residentKilobytes(_ pid: Int32) -> Int {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
     }
     return 0
+}
+
+extension NatsExactlyOnceTests {
+    /// One server, an edge that stored lines 0–999 of `app.log` (counted by the test's own
+    /// consumer), and a hub (`--from`) with one live client connected: where the tests of
+    /// the hub's live consumer start.
+    func startHubOnAStreamOfAThousandLines() throws
+        -> (servers: NATSTestServers, log: String, counter: StreamLineCounter, hub: LogcastProcess, client: LineClient) {
+        let servers = try startServers(1)
+        let log = directory + "/app.log"
+        appendText(log, (0..<1_000).map(NumberedLineWriter.line).joined())
+        _ = try startEdge([log], urls: servers.urls)
+        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        self.counter = counter
+        XCTAssertTrue(EventLoop.main.run(until: { counter.counts.count >= 1_000 }, timeout: 120))
+        let hub = try LogcastProcess(["--from", servers.urls[0], "--stream", "LOGS", "--listen", "127.0.0.1:0"])
+        processes.append(hub)
+        let client = try LineClient(port: hub.waitUntilListening())
+        return (servers, log, counter, hub, client)
+    }
 }
