@@ -153,10 +153,21 @@ extension JetStream {
     /// pull consumer's count of pending messages, the consumer deleted at once (a thread of
     /// its own).
     static func pending(_ js: OpaquePointer, stream: String, filter: String?, from: UInt64) -> Result<UInt64, NATSError> {
+        probe(js, stream: stream, filter: filter, operation: "consume (stall check: pending messages)",
+              from: { $0.DeliverPolicy = js_DeliverByStartSequence; $0.OptStartSeq = from },
+              read: { $0.NumPending })
+    }
+
+    /// Makes a pull consumer of `stream` (of `filter`, when given) from where `from` says,
+    /// reads its info with `read`, and deletes it at once; the server drops it by itself
+    /// after 30 s should this process die first. How the stall check and the start time's
+    /// lookup ask the server a question only a consumer can answer (a thread of its own).
+    private static func probe<T>(_ js: OpaquePointer, stream: String, filter: String?, operation: String,
+                                 from: (inout jsConsumerConfig) -> Void,
+                                 read: (jsConsumerInfo) -> T) -> Result<T, NATSError> {
         var config = jsConsumerConfig()
         jsConsumerConfig_Init(&config)
-        config.DeliverPolicy = js_DeliverByStartSequence
-        config.OptStartSeq = from
+        from(&config)
         config.AckPolicy = js_AckExplicit
         config.InactiveThreshold = 30_000_000_000
         var info: UnsafeMutablePointer<jsConsumerInfo>?
@@ -171,12 +182,12 @@ extension JetStream {
             status = js_AddConsumer(&info, js, stream, &config, nil, &code)
         }
         guard status == NATS_OK, let info else {
-            return .failure(NATSError(status, "consume (stall check: pending messages)", stream, serverCode: code))
+            return .failure(NATSError(status, operation, stream, serverCode: code))
         }
-        let pending = info.pointee.NumPending
+        let answer = read(info.pointee)
         if let name = info.pointee.Name { _ = js_DeleteConsumer(js, stream, name, nil, nil) }
         jsConsumerInfo_Destroy(info)
-        return .success(pending)
+        return .success(answer)
     }
 
     // MARK: - Consumers on the server
@@ -286,26 +297,10 @@ extension JetStream {
     /// server drops by itself after 30 s should this process die first). A pool thread.
     static func firstSequence(_ js: OpaquePointer, stream: String, filter: String, at time: Int64)
         -> Result<UInt64, NATSError> {
-        var config = jsConsumerConfig()
-        jsConsumerConfig_Init(&config)
-        config.DeliverPolicy = js_DeliverByStartTime
-        config.OptStartTime = time
-        config.AckPolicy = js_AckExplicit
-        config.InactiveThreshold = 30_000_000_000
-        var info: UnsafeMutablePointer<jsConsumerInfo>?
-        var code = jsErrCode(rawValue: 0)
-        let status = filter.withCString { subject -> natsStatus in
-            config.FilterSubject = subject
-            return js_AddConsumer(&info, js, stream, &config, nil, &code)
-        }
-        guard status == NATS_OK, let info else {
-            return .failure(NATSError(status, "consume (find the start time's sequence)", stream, serverCode: code))
-        }
         // A new consumer has delivered nothing: its "delivered" stream sequence is the one
         // before its first.
-        let first = info.pointee.Delivered.Stream + 1
-        if let name = info.pointee.Name { _ = js_DeleteConsumer(js, stream, name, nil, nil) }
-        jsConsumerInfo_Destroy(info)
-        return .success(first)
+        probe(js, stream: stream, filter: filter, operation: "consume (find the start time's sequence)",
+              from: { $0.DeliverPolicy = js_DeliverByStartTime; $0.OptStartTime = time },
+              read: { $0.Delivered.Stream + 1 })
     }
 }
