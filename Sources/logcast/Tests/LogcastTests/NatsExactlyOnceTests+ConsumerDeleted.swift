@@ -11,7 +11,7 @@ extension NatsExactlyOnceTests {
     /// library's stall watch — is not asserted (on one server cnats gets there too); that
     /// the hub's clients see no gap and no repeat is.
     func testAHubWhoseConsumerIsDeletedOnTheServerGoesOnServingEveryLineOnce() throws {
-        let (servers, log, _, hub, client) = try startHubOnAStreamOfAThousandLines()
+        let (servers, log, counter, hub, client) = try startHubOnAStreamOfAThousandLines()
 
         // The test's own connection, to find and delete the consumers.
         let box = ReplayBox<NATSConnection>()
