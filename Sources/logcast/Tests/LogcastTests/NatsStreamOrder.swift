@@ -24,13 +24,16 @@ final class StreamOrderReader {
     /// When each number was first read (for the time a backlog took to be stored).
     private(set) var firstSeen: [Int: Date] = [:]
     private(set) var consumerErrors: [String] = []
-    /// Times the library's stall watch made the consumer again because it had delivered
-    /// nothing while the stream held messages past the last one read (each is printed).
-    /// Why it is counted: once in the namespaced fault test (2026-11-28) this reader's
-    /// ordered consumer delivered nothing more after the stream leader was cut off and
-    /// healed, with no error, while the edge went on storing every line; the reader made
-    /// its consumer again itself then, and `JetStream.consume` now does (issue 33).
+    /// Times the consumer was made again because it had delivered nothing for
+    /// ``stallLimit`` seconds while the stream held messages past the last one read.
     private(set) var stallRestarts = 0
+    /// Why: once in the namespaced fault test (2026-11-28) this reader's ordered consumer
+    /// delivered nothing more after the stream leader was cut off and healed, with no
+    /// error, while the edge went on storing every line; the test then failed on the
+    /// reader, not on the stream. The same silence is the hub's known defect (a hub
+    /// stopped serving after a fault, nothing in its log). Until the library's `consume`
+    /// notices it itself, the reader does, and prints each time it did.
+    static let stallLimit = 15.0
     /// The least number not yet read: every number below it was (kept as lines arrive, so
     /// a wait for "everything written before a moment is stored" costs nothing per event).
     private(set) var contiguous = 0
@@ -38,7 +41,6 @@ final class StreamOrderReader {
     private var connection: NATSConnection?
     private var js: JetStream?
     private var consumer: Disposable?
-    private var restarts: Disposable?
     private var restart: Disposable?
     private var connecting: Disposable?
     private let stream: String
@@ -55,11 +57,6 @@ final class StreamOrderReader {
         self.connection = connection
         let js = try connection.jetStream()
         self.js = js
-        restarts = js.consumerRestarts.subscribeNext { [weak self] restart in
-            guard let self else { return }
-            self.stallRestarts += 1
-            print("StreamOrderReader: nothing delivered for \(Int(restart.silentFor)) s while the stream holds up to #\(restart.streamLastSequence) (read up to #\(self.lastSequence)): consumer made again from #\(restart.restartedFrom) (\(self.stallRestarts) so far)")
-        }
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let info = ReplayBox<JetStreamInfo>()
@@ -86,6 +83,18 @@ final class StreamOrderReader {
         defer { sub.dispose() }
         _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30)
         return info.value
+    }
+
+    /// Makes the consumer again from the message after the last one read when it has been
+    /// silent for ``stallLimit`` seconds while the stream holds more (see ``stallRestarts``).
+    private func restartIfStalled(silentFor seconds: Double) {
+        guard seconds >= StreamOrderReader.stallLimit, !closed, let info = streamInfo(),
+              info.lastSequence > lastSequence else { return }
+        stallRestarts += 1
+        print("StreamOrderReader: nothing delivered for \(Int(seconds)) s while the stream holds up to #\(info.lastSequence) (read up to #\(lastSequence)): consumer made again (\(stallRestarts) so far)")
+        restart?.dispose()
+        consumer?.dispose()
+        startConsumer()
     }
 
     private func startConsumer() {
@@ -133,13 +142,18 @@ final class StreamOrderReader {
         let deadline = Date().addingTimeInterval(timeout)
         var seen = lines
         var lastProgress = Date()
+        var lastCheck = Date()
         while Date() < deadline {
             if EventLoop.main.run(until: done, timeout: 2) { return true }
             if lines != seen {
                 seen = lines
                 lastProgress = Date()
+                lastCheck = lastProgress
             } else if Date().timeIntervalSince(lastProgress) > stall {
                 return false
+            } else if Date().timeIntervalSince(lastCheck) >= StreamOrderReader.stallLimit {
+                lastCheck = Date()
+                restartIfStalled(silentFor: lastCheck.timeIntervalSince(lastProgress))
             }
         }
         return false
@@ -167,7 +181,6 @@ final class StreamOrderReader {
 
     func close() {
         closed = true
-        restarts?.dispose()
         restart?.dispose()
         consumer?.dispose()
         connecting?.dispose()
