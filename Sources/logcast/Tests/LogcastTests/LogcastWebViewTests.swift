@@ -572,9 +572,13 @@ elif mode in ("drop", "disconnect"):
     view.send("PAUSE")
     reply(view, "OK PAUSE")
     # In batches, each seen by the live client: several blocks, more than the queue limit.
+    # A batch is well under the limit (20 lines of about 82 bytes with the file's name
+    # against 4,000): the live client may still have the previous batch's write in flight
+    # when the next is read (its completion not yet run on a slow loop), and with 50 lines
+    # (4,100 bytes) it was then over the limit itself (a failure seen under TSan).
     total = 500
-    for start in range(1, total + 1, 50):
-        batch = ["x-%04d %s" % (i, "." * 40) for i in range(start, start + 50)]
+    for start in range(1, total + 1, 20):
+        batch = ["x-%04d %s" % (i, "." * 40) for i in range(start, start + 20)]
         append(a, batch)
         lines_until(live, batch[-1].split(" ")[0] + " " + "." * 40)
     if mode == "disconnect":
