@@ -3,7 +3,7 @@
 # its tests and logcast with --sanitize=thread and with --sanitize=address, each in a
 # scratch path of its own, runs the tests, and fails on any report.
 #
-#   scripts/sanitize.sh                 both lanes, TSan then ASan
+#   scripts/sanitize.sh                 both lanes, side by side
 #   scripts/sanitize.sh thread          one lane (thread | address)
 #   scripts/sanitize.sh address 'Subject|TestScheduler'    one lane, a swift test --filter
 #
@@ -15,6 +15,13 @@
 #
 # Suppressions live in scripts/sanitize/{tsan,lsan}.supp; each entry must say why the report
 # is a false positive.
+#
+# The two lanes run at the same time (SANITIZE_SERIAL=1: one after the other). Most of a
+# lane's time is tests that wait (for processes, servers, timers), not CPU: side by side the
+# two took about 40 min in all where one after the other took 53 (CI, 2 cores), and CI has
+# 90 min for everything. Each lane's output goes to the terminal with its name in front of
+# every line (`[tsan] `, `[asan] `) and whole to <scratch>/sanitizer-logs/; the summary at
+# the end names every failed test with its assertion, so the end of the log says what failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -30,7 +37,6 @@ filter=${2:-}
 # both lanes run every test of both packages; the embedding leak test scales its counts
 # down under a sanitizer (Tests/ReactiveUVEmbedTests/EmbedLeakTests.swift says why).
 
-failures=()
 say() { printf '\n[sanitize] %s\n' "$*"; }
 
 # Prints every report file of a step (demangled when swift can) and sets `reports_found`.
@@ -56,6 +62,11 @@ failed_tests() {
     grep -E "^/.*: error: |✘ Test " "$1" | sed -E 's/^.*: error: ([^ :]+) : .*$/\1/; s/^.*✘ Test ([^ ]+).*$/\1/' | sort -u | head -20 | tr '\n' ' '
 }
 
+# The failures themselves (assertion and message, 600 characters each), at most 10.
+failure_lines() {
+    grep -E "^/.*: error: |✘ " "$1" | head -10 | cut -c1-600 | sed 's/^/      /'
+}
+
 # run_step LANE LABEL LOG COMMAND...: runs a build or test step, teeing to LOG.
 run_step() {
     local lane=$1 label=$2 log=$3
@@ -68,11 +79,13 @@ run_step() {
     return "$status"
 }
 
-for lane in "${lanes[@]}"; do
+# run_lane LANE: one sanitizer's builds and tests; its failures go to <scratch>/sanitizer-failures.
+run_lane() {
+    local lane=$1 short lane_start scratch logcast_scratch reports logs status
+    local -a failures=() flags filter_args
     case $lane in
         thread) short=tsan ;;
         address) short=asan ;;
-        *) echo "sanitize: unknown sanitizer '$lane' (thread | address)" >&2; exit 2 ;;
     esac
     lane_start=$SECONDS
     scratch=$root/.build-$short
@@ -82,6 +95,7 @@ for lane in "${lanes[@]}"; do
     mkdir -p "$scratch" "$logs"
     rm -rf "$reports"
     mkdir -p "$reports"
+    rm -f "$scratch/sanitizer-failures" "$scratch/sanitizer-finished"
 
     # Options common to every sanitized process this lane starts. log_exe_name names each
     # report file after its program (xctest runner, logcast, a C test program).
@@ -115,7 +129,8 @@ for lane in "${lanes[@]}"; do
         status=$?
         print_reports "$reports"
         if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
-            failures+=("$lane: ReactiveUV tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-root.log"); last test started: $(last_started "$logs/test-root.log")")
+            failures+=("$lane: ReactiveUV tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-root.log"); last test started: $(last_started "$logs/test-root.log")
+$(failure_lines "$logs/test-root.log")")
         fi
         rm -f "$reports"/*
     else
@@ -130,18 +145,50 @@ for lane in "${lanes[@]}"; do
         status=$?
         print_reports "$reports"
         if [ "$status" -ne 0 ] || [ "$reports_found" -ne 0 ]; then
-            failures+=("$lane: logcast tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-logcast.log"); last test started: $(last_started "$logs/test-logcast.log")")
+            failures+=("$lane: logcast tests: exit $status, $reports_found report file(s) (printed above); failed: $(failed_tests "$logs/test-logcast.log"); last test started: $(last_started "$logs/test-logcast.log")
+$(failure_lines "$logs/test-logcast.log")")
         fi
     else
         failures+=("$lane: logcast build failed (see $logs/build-logcast.log)")
     fi
     say "$lane: lane took $((SECONDS - lane_start)) s"
+    if [ ${#failures[@]} -ne 0 ]; then printf '  %s\n' "${failures[@]}" >"$scratch/sanitizer-failures"; fi
+    # The summary counts a lane clean only with this mark (a lane that died said nothing).
+    touch "$scratch/sanitizer-finished"
+}
+
+short_name() { case $1 in thread) echo tsan ;; address) echo asan ;; esac; }
+for lane in "${lanes[@]}"; do
+    case $lane in
+        thread | address) ;;
+        *) echo "sanitize: unknown sanitizer '$lane' (thread | address)" >&2; exit 2 ;;
+    esac
 done
 
-say "total $SECONDS s"
-if [ ${#failures[@]} -ne 0 ]; then
-    say "FAILED:"
-    printf '  %s\n' "${failures[@]}"
-    exit 1
+if [ "${SANITIZE_SERIAL:-0}" = 1 ] || [ ${#lanes[@]} -eq 1 ]; then
+    for lane in "${lanes[@]}"; do run_lane "$lane"; done
+else
+    pids=()
+    for lane in "${lanes[@]}"; do
+        # Each lane's lines, named; sed -u keeps them whole and in time.
+        ( run_lane "$lane" 2>&1 | sed -u "s/^/[$(short_name "$lane")] /" ) &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
 fi
+
+say "total $SECONDS s"
+failed=0
+for lane in "${lanes[@]}"; do
+    scratch=$root/.build-$(short_name "$lane")
+    if [ ! -e "$scratch/sanitizer-finished" ]; then
+        mkdir -p "$scratch"
+        printf '  %s\n' "$lane: the lane ended before its summary (see its lines above)" >"$scratch/sanitizer-failures"
+    fi
+    [ -s "$scratch/sanitizer-failures" ] || continue
+    [ $failed -eq 1 ] || say "FAILED:"
+    failed=1
+    cat "$scratch/sanitizer-failures"
+done
+[ $failed -eq 0 ] || exit 1
 say "clean: no sanitizer report (${lanes[*]})"
