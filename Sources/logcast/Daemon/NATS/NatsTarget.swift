@@ -38,20 +38,28 @@ struct NatsTarget {
     /// Connects, retrying with a doubling pause (0.25 s … 2 s) while no server answers:
     /// an edge that starts before its servers keeps its files as the buffer meanwhile.
     /// `connected` runs for each connection made (again after one closes for good).
+    ///
+    /// A failure is said once, not once per attempt: servers away for an hour were 1,800
+    /// identical lines (every 2 s), burying what else the log said. The same error again is
+    /// said once a minute with the count of attempts; a different one at once; a
+    /// connection after failures says how many there were (as rsyslog says an action
+    /// suspended, then resumed).
     static func connectForever(_ target: NatsTarget, log: @escaping (String) -> Void,
                                connected: @escaping (NATSConnection) -> Void) -> Disposable {
         let serial = SerialDisposable()
         var pause = 0.25
+        var failures = RetryReport()
         var attempt: (() -> Void)!
         attempt = {
             serial.inner = NATS.connect(target.urls, options: target.options).subscribe(
                 next: { connection in
                     pause = 0.25
-                    log("connected to \(connection.connectedURL ?? target.urls.joined(separator: ","))")
+                    let after = failures.succeeded()
+                    log("connected to \(connection.connectedURL ?? target.urls.joined(separator: ","))\(after)")
                     connected(connection)
                 },
                 error: { error in
-                    log("\(error); retrying in \(pause) s")
+                    if let line = failures.failed("\(error)", now: Scheduler.main.now) { log(line) }
                     let delay = pause
                     pause = min(pause * 2, 2)
                     serial.inner = Scheduler.main.afterDelay(delay) { attempt() }

@@ -158,7 +158,16 @@ final class NatsCredentialsFileTests: XCTestCase {
             XCTAssertTrue(waitUntil { server.logSinceStart().components(separatedBy: "authentication error").count - 1 >= refusals },
                           "\(creds): \(server.logTail())")
             XCTAssertFalse(edge.errors.contains("nats: stream LOGS ("), "\(creds): the edge reached JetStream: \(edge.errors)")
+            // It goes on trying (two more refusals in the server's log, 2 s apart at most)
+            // and says the refusal once, not once per attempt (RetryReport).
+            refusals += 2
+            XCTAssertTrue(waitUntil { server.logSinceStart().components(separatedBy: "authentication error").count - 1 >= refusals },
+                          "\(creds): the edge tries again: \(server.logTail())")
+            XCTAssertEqual(edge.errors.components(separatedBy: "Authorization Violation").count - 1, 1,
+                           "\(creds): the refusal is said once: \(edge.errors)")
             edge.stop()
+            // Any attempt between the count above and the stop is the server's too.
+            refusals = server.logSinceStart().components(separatedBy: "authentication error").count - 1
         }
         // A hub refused the same way.
         let hub = try startLogcast(["--from", servers.urls[0], "--stream", "LOGS"], creds: "expired.creds")
