@@ -78,6 +78,25 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         return (p, client)
     }
 
+    /// The port of logcast's `--http` listener, from its "http on" line.
+    static func httpPort(_ p: LogcastProcess) -> Int? {
+        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else { return nil }
+        return Int(p.output[range].split(separator: ":").last!.dropLast())
+    }
+
+    /// `file`'s lines read so far by `/metrics` (-1 when not listed), after waiting up to
+    /// 60 s for it to reach `count`, if given.
+    static func linesRead(_ http: Int, file: String, waitingFor count: Double? = nil) throws -> Double {
+        let key = "logcast_file_lines_read_total{file=\"\(file)\"}"
+        let deadline = Date().addingTimeInterval(60)
+        var read = try scrapeMetrics(http)[key] ?? -1
+        while let count, read < count, Date() < deadline {
+            usleep(50_000)
+            read = try scrapeMetrics(http)[key] ?? -1
+        }
+        return read
+    }
+
     /// Reads until `expected` lines (records' first lines and their continuations) came
     /// from the first record with a `seq=` on (the sync lines before it are left out); the
     /// records, each as its lines (the first without the file prefix, the others without
@@ -148,11 +167,14 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
     /// trace in it) stays one event, and comes before the new file's events.
     func testTraceAtTheEndOfARotatedFileStaysOneEvent() throws {
         let file = dir + "/app.log"
-        let (_, client) = try startLogcast(file, [])
+        let (p, client) = try startLogcast(file, ["--http", "127.0.0.1:0"])
+        let http = try XCTUnwrap(Self.httpPort(p), "no 'http on' line: \(p.output)")
         let first = Self.javaTrace(1)
         let second = try Self.pythonTrace(2)
+        // The trace's first lines are read (and held, waiting for the rest) before the rename.
+        let before = try Self.linesRead(http, file: file)
         appendLines(file, Array(first.prefix(4)))
-        usleep(200_000)
+        XCTAssertEqual(try Self.linesRead(http, file: file, waitingFor: before + 4), before + 4, "the first lines were read")
         XCTAssertEqual(rename(file, file + ".1"), 0)
         // The writer still holds the old file: the rest of its trace goes there.
         appendLines(file + ".1", Array(first.dropFirst(4)))
@@ -244,18 +266,13 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
     func testShutdownSendsThePendingEvent() throws {
         let file = dir + "/app.log"
         let (p, client) = try startLogcast(file, ["--multiline-timeout", "600", "--http", "127.0.0.1:0"])
-        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
-            return XCTFail("no 'http on' line: \(p.output)")
-        }
-        let http = Int(p.output[range].split(separator: ":").last!.dropLast())!
-        let key = "logcast_file_lines_read_total{file=\"\(file)\"}"
-        let before = try scrapeMetrics(http)[key] ?? -1
+        let http = try XCTUnwrap(Self.httpPort(p), "no 'http on' line: \(p.output)")
+        let before = try Self.linesRead(http, file: file)
         XCTAssertGreaterThan(before, 0)
         let event = Self.javaTrace(9)
         appendLines(file, event)
-        let deadline = Date().addingTimeInterval(60)
-        while try scrapeMetrics(http)[key] ?? -1 < before + Double(event.count) && Date() < deadline { usleep(50_000) }
-        XCTAssertEqual(try scrapeMetrics(http)[key], before + Double(event.count), "the event was read")
+        XCTAssertEqual(try Self.linesRead(http, file: file, waitingFor: before + Double(event.count)),
+                       before + Double(event.count), "the event was read")
         p.signal(SIGTERM)
         let lines = client.readLines { $0.last?.hasPrefix("BYE") == true }
         XCTAssertEqual(lines.last, "BYE shutting down")
