@@ -78,7 +78,9 @@ final class EmbedExampleTests: XCTestCase {
     func testTailGrepWithoutThrottleStopsOnSIGTERM() throws {
         let log = scratch.appendingPathComponent("plain.log")
         let grep = try RunningProgram(try tailGrep(), ["-t", "0", "ERROR", log.path])
-        usleep(200_000)  // the file does not exist yet: tail waits for it
+        // The file does not exist yet: the tail waits for it, watching its directory. Written
+        // before that watch, it would be a file found at start, followed from its end.
+        XCTAssertTrue(grep.waitForInotifyWatch(), "the tail never started watching; stderr: \(grep.stderr)")
         try "ERROR one\nINFO two\nERROR three\n".write(to: log, atomically: false, encoding: .utf8)
         XCTAssertNotNil(grep.waitForLine { $0 == "ERROR three" }, "stderr: \(grep.stderr)")
         grep.signal(SIGTERM)

@@ -65,6 +65,22 @@ final class RunningProgram {
     /// Sends a signal.
     func signal(_ signum: Int32) { kill(process.processIdentifier, signum) }
 
+    /// Waits until the program watches something with inotify (a `wd:` line in the fdinfo
+    /// of one of its descriptors, /proc/PID/fdinfo): a file tail has been set up, so a file
+    /// created now is one it sees appear. Returns false after `timeout` (times
+    /// `CToolchain.timeScale`) or if the program ended.
+    func waitForInotifyWatch(timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout * CToolchain.timeScale)
+        let fdinfo = "/proc/\(process.processIdentifier)/fdinfo"
+        while Date() < deadline && process.isRunning {
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: fdinfo)) ?? [] {
+                if CToolchain.readText(fdinfo + "/" + fd).contains("inotify wd:") { return true }
+            }
+            usleep(10_000)
+        }
+        return false
+    }
+
     /// Waits for the program to exit; returns its status, or nil after `timeout` (times
     /// `CToolchain.timeScale`).
     func waitForExit(timeout: Double = 10) -> Int32? {
