@@ -204,21 +204,12 @@ extension NatsEdge {
                 checkDuplicate(file, first, ack)
                 return
             }
-            noteOrder(file, ack.sequence)
+            noteOrder(file, ack.sequence, start: first.start)
             file.opened = true
             file.backoff = NatsEdge.firstBackoff
             finished(file, first, through: first.end)
         }
         fill(file)
-    }
-
-    /// Counts (and says) a batch stored below an earlier batch of its file.
-    private func noteOrder(_ file: EdgeFile, _ sequence: UInt64) {
-        if sequence < file.lastSequence {
-            outOfOrder += 1
-            logger.error("nats: \(file.path): a batch was stored at sequence \(sequence), before the file's earlier batch at \(file.lastSequence) (out of order)")
-        }
-        file.lastSequence = max(file.lastSequence, sequence)
     }
 
     /// The id is in the stream: our message stored before (a resend in this run, or before
@@ -240,7 +231,7 @@ extension NatsEdge {
                       stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
                     return self.idTaken(file, batch)
                 }
-                self.noteOrder(file, ack.sequence)
+                self.noteOrder(file, ack.sequence, start: batch.start)
                 guard range[1] > batch.end, batch.generation == file.generation else {
                     // The copy is the batch or a prefix of it: the bytes agree, so it is our
                     // resend (or the same bytes written again: see the README's known gaps).

@@ -75,8 +75,13 @@ final class NatsEdge {
     var duplicates = 0
     /// Each followed path's counters for `/metrics` (set by NatsOptions; `nil`: none kept).
     var counters: ((String) -> FileCounters)?
-    /// Batches acknowledged at a stream sequence below an earlier batch of their file's.
+    /// Batches acknowledged at a stream sequence below an earlier batch of their file's,
+    /// that one still stored there (NatsEdge+Order.swift).
     var outOfOrder = 0
+    /// Times a file's acknowledged sequences went back because the stream no longer held
+    /// the earlier batch where it was acknowledged (made again, purged, or replicas that
+    /// disagree), not because of a reorder.
+    var sequenceRewinds = 0
     /// Batches of one file in flight at most (`LOGCAST_NATS_WINDOW`, 1...64, default 1:
     /// strict file order; see `windowSetting`).
     let window: Int
@@ -277,8 +282,12 @@ final class EdgeFile {
     var held = false
     /// The pause before the next resend after a failure (doubled per failure, reset by a stored batch).
     var backoff = 0.25
-    /// The stream sequence of the last batch acknowledged, to see any stored out of order.
+    /// The stream sequence of the last batch acknowledged, to see any stored out of order,
+    /// and that batch's first byte (NatsEdge+Order.swift).
     var lastSequence: UInt64 = 0
+    var lastStart: Int64 = 0
+    /// Sequences found below ``lastSequence``, being checked (reorder or rewound stream).
+    var orderCheck: EdgeOrderCheck?
     var paused = false
 
     init(identity: FileIdentity, path: String, next: Int64, copyOf: TailCopyOrigin? = nil) {
