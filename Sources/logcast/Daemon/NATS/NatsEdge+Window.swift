@@ -307,6 +307,8 @@ extension NatsEdge {
     /// `batch` is the first in line.
     private func finished(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
         messagesAcknowledged += 1
+        file.quietSeconds = 0
+        file.nextStallReport = NatsEdge.stallSeconds
         if batch.generation == file.generation { store.acknowledge(file.identity, through: end) }
         let before = file.batches.count
         file.dropThrough(end, generation: batch.generation)

@@ -123,7 +123,10 @@ final class NatsEdge {
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
-        running += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in self?.save() }
+        running += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in
+            self?.save()
+            self?.watchStalls()
+        }
     }
 
     func stop() {
@@ -286,6 +289,10 @@ final class EdgeFile {
     /// and that batch's first byte (NatsEdge+Order.swift).
     var lastSequence: UInt64 = 0
     var lastStart: Int64 = 0
+    /// Seconds (ticks) with batches waiting since the last acknowledgement, and when the
+    /// stall watch speaks next (NatsEdge+Stall.swift).
+    var quietSeconds = 0
+    var nextStallReport = NatsEdge.stallSeconds
     /// Sequences found below ``lastSequence``, being checked (reorder or rewound stream).
     var orderCheck: EdgeOrderCheck?
     var paused = false
