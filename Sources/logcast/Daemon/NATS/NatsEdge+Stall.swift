@@ -24,14 +24,18 @@ extension NatsEdge {
                 continue
             }
             file.quietSeconds += 1
+            file.unansweredSeconds = file.sent > 0 ? file.unansweredSeconds + 1 : 0
             guard file.quietSeconds >= file.nextStallReport else { continue }
             file.nextStallReport *= 2
-            // A send answered by nothing (no acknowledgement, no error, no timeout) is the
-            // one state without an end of its own.
-            let resend = ready && linkUp && file.sent > 0 && !file.checking && !file.held
+            // A send answered by nothing (no acknowledgement, no error, no timeout) for
+            // five times the publish timeout is the one state without an end of its own;
+            // a send merely in flight at this tick (a failure every 2 s during a long
+            // election) gets its answer.
+            let resend = ready && linkUp && !file.checking && !file.held
+                && Double(file.unansweredSeconds) > 5 * NatsEdge.publishTimeout
             let state = "round \(file.round), \(file.sent) in flight, stored copy being checked: \(file.checking), "
                 + "pausing after a failure: \(file.held), reading paused: \(file.paused), connected: \(linkUp), stream ready: \(ready)"
-            logger.warning("nats: \(file.path): nothing acknowledged for \(file.quietSeconds) s, \(file.batches.count) batches waiting from byte \(first.start) (\(state))\(resend ? "; sending them again" : "")")
+            logger.warning("nats: \(file.path): nothing acknowledged for \(file.quietSeconds) s, \(file.batches.count) batches waiting from byte \(first.start) (\(state))\(resend ? "; \(file.sent) sent \(file.unansweredSeconds) s ago never answered: sending them again" : "")")
             if resend {
                 file.restartRound(closing: true)
                 fill(file)

@@ -172,6 +172,7 @@ extension NatsEdge {
         guard file.round == round,
               let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation })
         else { return }
+        file.unansweredSeconds = 0
         switch result {
         case .failure(let error):
             let delay = file.backoff

@@ -293,6 +293,8 @@ final class EdgeFile {
     /// stall watch speaks next (NatsEdge+Stall.swift).
     var quietSeconds = 0
     var nextStallReport = NatsEdge.stallSeconds
+    /// Seconds (ticks) with sends of the current round in flight and no answer to any.
+    var unansweredSeconds = 0
     /// Sequences found below ``lastSequence``, being checked (reorder or rewound stream).
     var orderCheck: EdgeOrderCheck?
     var paused = false
@@ -421,6 +423,7 @@ final class EdgeFile {
         if closing { opened = false }
         round += 1
         sent = 0
+        unansweredSeconds = 0
         for i in batches.indices { batches[i].ack = nil }
     }
 

@@ -14,7 +14,7 @@ extension NatsExactlyOnceTests {
         let log = directory + "/app.log"
         appendText(log, (0..<100).map(NumberedLineWriter.line).joined())
         let edge = try startEdge([log], urls: servers.urls)
-        XCTAssertTrue(EventLoop.main.run(until: { edge.errors.contains("nothing acknowledged for 20 s") }, timeout: 90),
+        XCTAssertTrue(waitForLog(edge, "nothing acknowledged for 20 s", timeout: 90),
                       "the edge never said it was waiting: \(edge.errors.suffix(1500))")
         let said = edge.errors.split(separator: "\n").first { $0.contains("nothing acknowledged for 20 s") }.map(String.init) ?? ""
         XCTAssertTrue(said.contains("batches waiting from byte 0"), said)

@@ -40,7 +40,7 @@ extension NatsExactlyOnceTests {
         XCTAssertLessThan(second.lastSequence, before, "the new stream numbers its messages below the old one's")
 
         // The edge's verdict comes after one read of the stream: wait for it.
-        XCTAssertTrue(EventLoop.main.run(until: { edge.errors.contains("the stream's sequence went back") }, timeout: 60),
+        XCTAssertTrue(waitForLog(edge, "the stream's sequence went back", timeout: 60),
                       "the edge never said the stream was rewound: \(edge.errors.suffix(1500))")
         XCTAssertTrue(edge.errors.contains("acknowledged at \(before) is no longer there (message \(before) holds no message)"),
                       "the edge names the batch and the message it looked for: \(edge.errors.suffix(1500))")
