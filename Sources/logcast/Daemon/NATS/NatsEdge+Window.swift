@@ -172,6 +172,7 @@ extension NatsEdge {
         guard file.round == round,
               let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation })
         else { return }
+        file.unansweredSeconds = 0
         switch result {
         case .failure(let error):
             let delay = file.backoff
@@ -204,21 +205,12 @@ extension NatsEdge {
                 checkDuplicate(file, first, ack)
                 return
             }
-            noteOrder(file, ack.sequence)
+            noteOrder(file, ack.sequence, start: first.start)
             file.opened = true
             file.backoff = NatsEdge.firstBackoff
             finished(file, first, through: first.end)
         }
         fill(file)
-    }
-
-    /// Counts (and says) a batch stored below an earlier batch of its file.
-    private func noteOrder(_ file: EdgeFile, _ sequence: UInt64) {
-        if sequence < file.lastSequence {
-            outOfOrder += 1
-            logger.error("nats: \(file.path): a batch was stored at sequence \(sequence), before the file's earlier batch at \(file.lastSequence) (out of order)")
-        }
-        file.lastSequence = max(file.lastSequence, sequence)
     }
 
     /// The id is in the stream: our message stored before (a resend in this run, or before
@@ -240,7 +232,7 @@ extension NatsEdge {
                       stored.payload.prefix(common).elementsEqual(batch.bytes.prefix(common)) else {
                     return self.idTaken(file, batch)
                 }
-                self.noteOrder(file, ack.sequence)
+                self.noteOrder(file, ack.sequence, start: batch.start)
                 guard range[1] > batch.end, batch.generation == file.generation else {
                     // The copy is the batch or a prefix of it: the bytes agree, so it is our
                     // resend (or the same bytes written again: see the README's known gaps).
@@ -316,6 +308,8 @@ extension NatsEdge {
     /// `batch` is the first in line.
     private func finished(_ file: EdgeFile, _ batch: EdgeBatch, through end: Int64) {
         messagesAcknowledged += 1
+        file.quietSeconds = 0
+        file.nextStallReport = NatsEdge.stallSeconds
         if batch.generation == file.generation { store.acknowledge(file.identity, through: end) }
         let before = file.batches.count
         file.dropThrough(end, generation: batch.generation)

@@ -75,8 +75,13 @@ final class NatsEdge {
     var duplicates = 0
     /// Each followed path's counters for `/metrics` (set by NatsOptions; `nil`: none kept).
     var counters: ((String) -> FileCounters)?
-    /// Batches acknowledged at a stream sequence below an earlier batch of their file's.
+    /// Batches acknowledged at a stream sequence below an earlier batch of their file's,
+    /// that one still stored there (NatsEdge+Order.swift).
     var outOfOrder = 0
+    /// Times a file's acknowledged sequences went back because the stream no longer held
+    /// the earlier batch where it was acknowledged (made again, purged, or replicas that
+    /// disagree), not because of a reorder.
+    var sequenceRewinds = 0
     /// Batches of one file in flight at most (`LOGCAST_NATS_WINDOW`, 1...64, default 1:
     /// strict file order; see `windowSetting`).
     let window: Int
@@ -118,7 +123,10 @@ final class NatsEdge {
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
-        running += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in self?.save() }
+        running += Signal.interval(1, on: Scheduler.main).subscribeNext { [weak self] _ in
+            self?.save()
+            self?.watchStalls()
+        }
     }
 
     func stop() {
@@ -277,8 +285,18 @@ final class EdgeFile {
     var held = false
     /// The pause before the next resend after a failure (doubled per failure, reset by a stored batch).
     var backoff = 0.25
-    /// The stream sequence of the last batch acknowledged, to see any stored out of order.
+    /// The stream sequence of the last batch acknowledged, to see any stored out of order,
+    /// and that batch's first byte (NatsEdge+Order.swift).
     var lastSequence: UInt64 = 0
+    var lastStart: Int64 = 0
+    /// Seconds (ticks) with batches waiting since the last acknowledgement, and when the
+    /// stall watch speaks next (NatsEdge+Stall.swift).
+    var quietSeconds = 0
+    var nextStallReport = NatsEdge.stallSeconds
+    /// Seconds (ticks) with sends of the current round in flight and no answer to any.
+    var unansweredSeconds = 0
+    /// Sequences found below ``lastSequence``, being checked (reorder or rewound stream).
+    var orderCheck: EdgeOrderCheck?
     var paused = false
 
     init(identity: FileIdentity, path: String, next: Int64, copyOf: TailCopyOrigin? = nil) {
@@ -405,6 +423,7 @@ final class EdgeFile {
         if closing { opened = false }
         round += 1
         sent = 0
+        unansweredSeconds = 0
         for i in batches.indices { batches[i].ack = nil }
     }
 

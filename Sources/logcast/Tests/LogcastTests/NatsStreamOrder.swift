@@ -76,7 +76,7 @@ final class StreamOrderReader {
     func leader() -> String? { streamInfo()?.leader }
 
     /// The stream's info, or nil when the servers do not answer within 30 s.
-    private func streamInfo() -> JetStreamInfo? {
+    func streamInfo() -> JetStreamInfo? {
         guard let js else { return nil }
         let info = ReplayBox<JetStreamInfo>()
         let sub = js.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
