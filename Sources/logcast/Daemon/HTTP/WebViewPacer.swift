@@ -1,3 +1,5 @@
+import ReactiveUV
+
 /// What one web view page has been written and not yet sent, and the frame that sends it:
 /// the newest lines, at most what the page shows, and a count of the lines passed over.
 ///
@@ -42,9 +44,13 @@ struct WebViewPacer {
     /// Lines of writes already let go since the last frame (too fast to show).
     private var skippedSinceFrame = 0
 
-    init(maxLines: Int = WebViewPage.maxLines, knownFiles: [String]) {
+    /// Where frames other pages may share are kept (`nil`: none shared).
+    let cache: WebViewFrameCache?
+
+    init(maxLines: Int = WebViewPage.maxLines, knownFiles: [String], cache: WebViewFrameCache? = nil) {
         self.maxLines = maxLines
         self.knownFiles = knownFiles
+        self.cache = cache
     }
 
     /// Whether nothing waits for a frame.
@@ -102,10 +108,32 @@ struct WebViewPacer {
     /// The next frame's messages (empty when nothing waits), and the lines it passed over;
     /// the pacer is empty after.
     ///
+    /// Pages that are sent the same lines at the same time (the same blocks, filter, access
+    /// and file: every page of a view with no filter, in a burst) share one encoding
+    /// (``WebViewFrameCache``): the frame is encoded once and sent to each.
+    ///
     /// - Returns: the messages in order, and how many lines were skipped.
     mutating func frame() -> (messages: [String], skipped: Int) {
+        let skipped = skippedSinceFrame + max(0, total - maxLines)
+        let key = cache == nil ? nil : WebViewFrameCache.Key(pending: pending, knownFiles: knownFiles, maxLines: maxLines)
+        var messages: [String]
+        if let key, let cached = cache?.messages(for: key) {
+            messages = cached
+        } else {
+            messages = encode()
+            if let key { cache?.keep(messages, for: key) }
+        }
+        if skipped > 0 { messages.insert(#"{"t":"skipped","lines":"# + String(skipped) + "}", at: 0) }
+        pending = []
+        counts = []
+        total = 0
+        skippedSinceFrame = 0
+        return (messages, skipped)
+    }
+
+    /// The frame's lines and replies: the newest ``maxLines`` lines of what waits.
+    private func encode() -> [String] {
         var toSkip = max(0, total - maxLines)
-        let skipped = skippedSinceFrame + toSkip
         var builder = WebViewFrameBuilder(knownFiles: knownFiles, chosenFile: nil)
         for (write, count) in zip(pending, counts) {
             switch write {
@@ -115,6 +143,13 @@ struct WebViewPacer {
                     continue
                 }
                 builder.choose(chosen)
+                if chosen == nil && access == nil {
+                    // Every line it takes is shown: the skipped ones are passed over by index,
+                    // not read (a block can hold tens of thousands of lines).
+                    block.forEachLine(for: filter, access: nil, from: toSkip) { builder.addBlockLine($0) }
+                    toSkip = 0
+                    continue
+                }
                 builder.toSkip = toSkip
                 block.forEachLine(for: filter, access: access) { builder.addBlockLine($0) }
             case .bytes(let bytes, let chosen, let repliesSent):
@@ -126,13 +161,109 @@ struct WebViewPacer {
             }
             toSkip = builder.toSkip
         }
-        var messages = builder.finish().messages
-        if skipped > 0 { messages.insert(#"{"t":"skipped","lines":"# + String(skipped) + "}", at: 0) }
-        pending = []
-        counts = []
-        total = 0
-        skippedSinceFrame = 0
-        return (messages, skipped)
+        return builder.finish().messages
+    }
+}
+
+/// Frames encoded in the last few milliseconds, for other pages sent the same lines: encode
+/// once, send to all (``WebViewPacer/frame()``).
+///
+/// Why it can hit: every page's delayed frame is timed on one grid
+/// (``WebViewTransport/frameInterval`` after its last frame, rounded up to
+/// ``WebViewFrameCache/grid``), and the fan-out writes every page in the same round, so
+/// pages with the same choices hold the same blocks when their timers fire together. A hit
+/// needs the very same blocks (by identity, held here so no identity is reused), filter,
+/// access object, chosen file, known files and bound; queued bytes (replies) never share.
+/// Entries live ``maxAge`` seconds, at most ``capacity`` of them: memory is a few frames'
+/// blocks for a few milliseconds.
+final class WebViewFrameCache {
+    // Main loop only.
+    /// The web view's (its entries let go by a timer on the main loop).
+    nonisolated(unsafe) static let shared = WebViewFrameCache(purgesOnTimer: true)
+
+    /// Whether a main-loop timer lets the blocks go when no frame comes (else only the
+    /// next use does: for tests off the main loop).
+    let purgesOnTimer: Bool
+
+    init(purgesOnTimer: Bool) { self.purgesOnTimer = purgesOnTimer }
+
+    /// What a frame was encoded from.
+    struct Key {
+        let blocks: [LineBlock]
+        let filters: [PatternID?]
+        let accesses: [SourceAccess?]
+        let chosen: [String?]
+        let knownFiles: [String]
+        let maxLines: Int
+
+        /// `nil` when some of it is queued bytes (not shared).
+        init?(pending: [WebViewPacer.Pending], knownFiles: [String], maxLines: Int) {
+            var blocks: [LineBlock] = [], filters: [PatternID?] = [], accesses: [SourceAccess?] = [], chosen: [String?] = []
+            for write in pending {
+                guard case .block(let block, let filter, let access, let file) = write else { return nil }
+                blocks.append(block)
+                filters.append(filter)
+                accesses.append(access)
+                chosen.append(file)
+            }
+            guard !blocks.isEmpty else { return nil }
+            self.blocks = blocks
+            self.filters = filters
+            self.accesses = accesses
+            self.chosen = chosen
+            self.knownFiles = knownFiles
+            self.maxLines = maxLines
+        }
+
+        func same(_ other: Key) -> Bool {
+            blocks.count == other.blocks.count && maxLines == other.maxLines && filters == other.filters && chosen == other.chosen
+                && zip(blocks, other.blocks).allSatisfy { $0 === $1 }
+                && zip(accesses, other.accesses).allSatisfy { $0 === $1 }
+                && knownFiles == other.knownFiles
+        }
+    }
+
+    /// Seconds an encoding is offered to other pages.
+    static let maxAge = 0.02
+    static let capacity = 4
+    /// Frames are timed on multiples of this (seconds), so that pages' timers fire together.
+    static let grid = 0.025
+
+    private var entries: [(key: Key, messages: [String], at: SchedulerTime)] = []
+    private(set) var hits = 0
+    private var purgeScheduled = false
+
+    /// The messages encoded for `key` in the last ``maxAge`` seconds, if any.
+    func messages(for key: Key) -> [String]? {
+        purge()
+        guard let entry = entries.first(where: { $0.key.same(key) }) else { return nil }
+        hits += 1
+        return entry.messages
+    }
+
+    /// Offers `messages` (encoded for `key`) to other pages for ``maxAge`` seconds.
+    func keep(_ messages: [String], for key: Key) {
+        purge()
+        if entries.count >= Self.capacity { entries.removeFirst() }
+        entries.append((key, messages, SchedulerTime.monotonicNow))
+        schedulePurge()
+    }
+
+    /// Lets the blocks go soon after, whether or not another frame comes.
+    private func schedulePurge() {
+        guard purgesOnTimer, !purgeScheduled else { return }
+        purgeScheduled = true
+        _ = Scheduler.main.afterDelay(Self.maxAge * 2) { [weak self] in
+            guard let self else { return }
+            self.purgeScheduled = false
+            self.purge()
+            if !self.entries.isEmpty { self.schedulePurge() }
+        }
+    }
+
+    private func purge() {
+        let now = SchedulerTime.monotonicNow
+        entries.removeAll { $0.at.distance(to: now) > Self.maxAge }
     }
 }
 
@@ -143,8 +274,10 @@ extension LineBlock {
     /// - Parameters:
     ///   - pattern: the client's pattern.
     ///   - access: the sources it may read.
+    ///   - first: how many of the lines `pattern` takes to pass over (before `access`:
+    ///     callers with access rules pass 0 and count what `body` sees).
     ///   - body: called once per line.
-    func forEachLine(for pattern: PatternID?, access: SourceAccess?, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    func forEachLine(for pattern: PatternID?, access: SourceAccess?, from first: Int = 0, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         bytes.withUnsafeBufferPointer { all in
             func visit(_ line: Int) {
                 let start = Int(lineStarts[line]), end = Int(ends[line]) - 1
@@ -155,9 +288,10 @@ extension LineBlock {
                 body(UnsafeBufferPointer(rebasing: all[start..<end]))
             }
             if let pattern {
-                for line in matches[pattern] ?? [] { visit(Int(line)) }
+                let taken = matches[pattern] ?? []
+                for line in taken[min(first, taken.count)...] { visit(Int(line)) }
             } else {
-                for line in 0..<lineCount { visit(line) }
+                for line in min(first, lineCount)..<lineCount { visit(line) }
             }
         }
     }

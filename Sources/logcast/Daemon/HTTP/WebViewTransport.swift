@@ -39,7 +39,9 @@ import ReactiveUVHTTP
 /// lines since the last one, at most ``WebViewPage/maxLines`` (what the page keeps), after
 /// `{"t":"skipped","lines":N}` for the older ones passed over. A line that comes when no
 /// frame went out in the last 100 ms is sent at once (a trickle arrives line by line, with
-/// no delay of ours); lines within 100 ms of a frame wait for the next, at most 100 ms.
+/// no delay of ours); lines within 100 ms of a frame wait for the next, at most 125 ms
+/// (delayed frames are timed on ``WebViewFrameCache/grid``, shared by every page, so that
+/// pages sent the same lines share one encoding).
 /// While a frame is being written, the fan-out's write is held, so a page that does not
 /// read its frames is a slow client like any other (`DROPPED n`, or `--slow-client
 /// disconnect`): skipped is "too fast to show", dropped stays "lost to a slow reader".
@@ -116,7 +118,7 @@ final class WebViewTransport: BlockClientTransport {
         self.logger = logger
         self.knownFiles = knownFiles.sorted { $0.utf8.count > $1.utf8.count }
         self.initialSince = initialSince
-        pacer = WebViewPacer(knownFiles: self.knownFiles)
+        pacer = WebViewPacer(knownFiles: self.knownFiles, cache: .shared)
     }
 
     /// `web view 127.0.0.1:51234`, as the log names clients.
@@ -256,7 +258,14 @@ final class WebViewTransport: BlockClientTransport {
     private func scheduleFrame() {
         guard !frameTimed else { return }
         frameTimed = true
-        let delay = max(0, Self.frameInterval - (lastFrame.map { $0.distance(to: SchedulerTime.monotonicNow) } ?? Self.frameInterval))
+        // On a grid shared by every page (WebViewFrameCache.grid): pages sent the same lines
+        // frame them in the same loop turn and share one encoding. So a frame comes one
+        // interval to one interval plus a grid step after the last.
+        let now = SchedulerTime.monotonicNow
+        let due = lastFrame?.advanced(by: Self.frameInterval) ?? now
+        let step = UInt64(WebViewFrameCache.grid * 1e9)
+        let onGrid = SchedulerTime(nanoseconds: (due.nanoseconds + step - 1) / step * step)
+        let delay = max(0, now.distance(to: onGrid))
         frameTimer = Scheduler.main.afterDelay(delay) { [weak self] in
             guard let self else { return }
             self.frameTimer = nil

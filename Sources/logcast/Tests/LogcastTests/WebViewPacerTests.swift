@@ -101,6 +101,26 @@ import Testing
         #expect(frame.lines == stride(from: 55, through: 100, by: 5).map { String(format: "n-%06d", $0) })
     }
 
+    @Test func pagesSentTheSameBlocksShareOneEncodingAndTheirOwnSkipCounts() {
+        let cache = WebViewFrameCache(purgesOnTimer: false)
+        let blocks = (0..<8).map { block(($0 * 1000 + 1)..<($0 * 1000 + 1001), sequence: $0) }
+        var first = WebViewPacer(maxLines: 2000, knownFiles: [file], cache: cache)
+        var second = WebViewPacer(maxLines: 2000, knownFiles: [file], cache: cache)
+        var filtered = WebViewPacer(maxLines: 2000, knownFiles: [file], cache: cache)
+        // The same blocks, in different writes.
+        first.add(outbox: [], blocks: blocks[0..<8], filter: nil, access: nil, chosen: nil)
+        second.add(outbox: [], blocks: blocks[0..<3], filter: nil, access: nil, chosen: nil)
+        second.add(outbox: [], blocks: blocks[3..<8], filter: nil, access: nil, chosen: nil)
+        filtered.add(outbox: [], blocks: blocks[6..<8], filter: nil, access: nil, chosen: file)
+        let a = first.frame(), b = second.frame(), c = filtered.frame()
+        #expect(cache.hits == 1)
+        #expect(a.messages == b.messages)
+        #expect(decode(a.messages).lines == (6001...8000).map { String(format: "n-%06d", $0) })
+        #expect(a.skipped == 6000 && b.skipped == 6000)
+        // Another choice (a chosen file) is encoded for itself, with the same lines here.
+        #expect(decode(c.messages).lines == decode(a.messages).lines && c.skipped == 0)
+    }
+
     @Test func aPausedPagesRepliesAreNotSentTwiceButItsSEQIs() {
         var pacer = WebViewPacer(maxLines: 2000, knownFiles: [file])
         let queued = "\(file): n-000001\nOK STATS\nSEQ 4\n"
