@@ -41,7 +41,8 @@ import ReactiveUVHTTP
 /// frame went out in the last 100 ms is sent at once (a trickle arrives line by line, with
 /// no delay of ours); lines within 100 ms of a frame wait for the next, at most 125 ms
 /// (delayed frames are timed on ``WebViewFrameCache/grid``, shared by every page, so that
-/// pages sent the same lines share one encoding).
+/// pages sent the same lines share one encoding). While lines come faster than a page can
+/// show (the last frame had to skip some), frames come every ``busyFrameInterval`` (0.5 s).
 /// While a frame is being written, the fan-out's write is held, so a page that does not
 /// read its frames is a slow client like any other (`DROPPED n`, or `--slow-client
 /// disconnect`): skipped is "too fast to show", dropped stays "lost to a slow reader".
@@ -78,6 +79,13 @@ final class WebViewTransport: BlockClientTransport {
     private var flow = Flow.live
     /// At most one frame per this many seconds (see the type's discussion).
     static let frameInterval = 0.1
+    /// After a frame that had to skip lines (they come faster than a page can show), the
+    /// next one waits this long instead: the page shows the newest 2,000 lines either way,
+    /// and a full frame, encoded and sent to each page, is what a page costs logcast under
+    /// load (Benchmarks/README.md, "logcast's hidden costs"): two a second, not ten.
+    static let busyFrameInterval = 0.5
+    /// The last frame skipped lines (``busyFrameInterval`` applies).
+    private var lastFrameSkipped = false
     /// What the page was written and not yet sent.
     private var pacer: WebViewPacer
     /// When the last frame went out (`nil`: none yet).
@@ -251,7 +259,7 @@ final class WebViewTransport: BlockClientTransport {
     private var frameDue: Bool {
         guard !frameTimed else { return false }
         guard let lastFrame else { return true }
-        return lastFrame.distance(to: SchedulerTime.monotonicNow) >= Self.frameInterval
+        return lastFrame.distance(to: SchedulerTime.monotonicNow) >= (lastFrameSkipped ? Self.busyFrameInterval : Self.frameInterval)
     }
 
     /// Times the next frame for ``frameInterval`` after the last one (once).
@@ -262,7 +270,7 @@ final class WebViewTransport: BlockClientTransport {
         // frame them in the same loop turn and share one encoding. So a frame comes one
         // interval to one interval plus a grid step after the last.
         let now = SchedulerTime.monotonicNow
-        let due = lastFrame?.advanced(by: Self.frameInterval) ?? now
+        let due = lastFrame?.advanced(by: lastFrameSkipped ? Self.busyFrameInterval : Self.frameInterval) ?? now
         let step = UInt64(WebViewFrameCache.grid * 1e9)
         let onGrid = SchedulerTime(nanoseconds: (due.nanoseconds + step - 1) / step * step)
         let delay = max(0, now.distance(to: onGrid))
@@ -287,6 +295,7 @@ final class WebViewTransport: BlockClientTransport {
         }
         let (messages, skipped) = pacer.frame()
         linesSkipped += skipped
+        lastFrameSkipped = skipped > 0
         lastFrame = SchedulerTime.monotonicNow
         sending = true
         _ = ws.send(Signal.fromArray(messages.map { WebSocketMessage.text($0) })).subscribe(
