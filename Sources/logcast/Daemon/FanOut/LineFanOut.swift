@@ -321,21 +321,16 @@ final class LineFanOut {
     /// `flushAt` gets the earliest time a waiting batch must be written.
     private func mayWait(_ feed: ClientFeed, now: SchedulerTime, flushAt: inout SchedulerTime?) -> Bool {
         guard batching, feed.outbox.isEmpty, feed.nextSequence < nextSequence else { return false }
-        // A transport handed the blocks themselves (the web view) copies nothing however
-        // much waits: under load it waits the whole delay (a write per 25 ms, not per round;
-        // the write was most of what three pages cost once their frames were paced).
-        if !(feed.transport is BlockClientTransport) {
-            if feed.pendingFrom != feed.nextSequence || feed.pendingThrough < feed.nextSequence {
-                feed.pendingFrom = feed.nextSequence
-                feed.pendingThrough = feed.nextSequence
-                feed.pendingBytes = 0
-            }
-            for sequence in feed.pendingThrough..<nextSequence {
-                feed.pendingBytes += block(sequence).byteCount(for: feed.filter, access: feed.access)
-            }
-            feed.pendingThrough = nextSequence
-            guard feed.pendingBytes < Self.minBatchBytes else { return false }
+        if feed.pendingFrom != feed.nextSequence || feed.pendingThrough < feed.nextSequence {
+            feed.pendingFrom = feed.nextSequence
+            feed.pendingThrough = feed.nextSequence
+            feed.pendingBytes = 0
         }
+        for sequence in feed.pendingThrough..<nextSequence {
+            feed.pendingBytes += block(sequence).byteCount(for: feed.filter, access: feed.access)
+        }
+        feed.pendingThrough = nextSequence
+        guard feed.pendingBytes < Self.minBatchBytes else { return false }
         let deadline = block(feed.nextSequence).sealedAt.advanced(by: Self.maxBatchDelay)
         guard now < deadline else { return false }
         if flushAt.map({ deadline < $0 }) ?? true { flushAt = deadline }
