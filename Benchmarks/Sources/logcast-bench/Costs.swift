@@ -13,7 +13,8 @@ import Glibc
 // and B real headless Chromium pages on `GET /` with their WebSocket open (the same
 // browsers for every run, kept by one Python helper: CostsBrowsers.swift). With browsers the
 // run then goes on until every page shows the last line (the page's own count of lines
-// received is reported). logcast's CPU comes from /proc/PID/task/*/schedstat (nanoseconds,
+// received is reported, and the lines logcast skipped for it: a page is sent the newest
+// lines a few frames a second, so with the view paced N can be the throughput rows' 1M). logcast's CPU comes from /proc/PID/task/*/schedstat (nanoseconds,
 // every thread), read when the clock starts, when the TCP client has everything, and when
 // the browsers do.
 //
@@ -200,6 +201,9 @@ struct IngestRun {
     var browserCPU = 0.0
     var shown: [Int] = []
     var dropped: [Int] = []
+    /// Lines logcast passed over for each page (too fast to show; shown + skipped + dropped
+    /// is every line the page was written, sync lines included).
+    var skipped: [Int] = []
     var peakKB = 0
     var load = 0.0
 }
@@ -233,6 +237,7 @@ func runIngest(_ path: String, browsers: BrowserPool?, directory: String, payloa
         run.browserCPU = schedCPU(child.pid) - cpu0
         run.shown = got.shown
         run.dropped = got.dropped
+        run.skipped = got.skipped
     }
     run.peakKB = residentKB(child.pid, field: "VmHWM")
     browsers?.blank()
@@ -408,7 +413,7 @@ func runCosts(_ arguments: ArraySlice<String>) -> Never {
                 let run = runIngest(path, browsers: browsers ? pool : nil, directory: directory, payload: payload, lines: options.lines, pin: options.pin)
                 if browsers {
                     with.append(run)
-                    note("round \(round + 1): \(options.browsers) browsers: \(format(run.seconds, 3)) s to the TCP client, logcast CPU \(format(run.cpu, 3)) s, waited for a CPU \(format(run.wait, 3)) s; browsers done at \(format(run.browserSeconds, 2)) s (shown \(run.shown), dropped \(run.dropped)), logcast CPU by then \(format(run.browserCPU, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
+                    note("round \(round + 1): \(options.browsers) browsers: \(format(run.seconds, 3)) s to the TCP client, logcast CPU \(format(run.cpu, 3)) s, waited for a CPU \(format(run.wait, 3)) s; browsers done at \(format(run.browserSeconds, 2)) s (shown \(run.shown), skipped \(run.skipped), dropped \(run.dropped)), logcast CPU by then \(format(run.browserCPU, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
                 } else {
                     without.append(run)
                     note("round \(round + 1): no browser: \(format(run.seconds, 3)) s, logcast CPU \(format(run.cpu, 3)) s, waited for a CPU \(format(run.wait, 3)) s, peak RSS \(run.peakKB) kB, load \(format(run.load, 2))")
@@ -423,10 +428,10 @@ func runCosts(_ arguments: ArraySlice<String>) -> Never {
         let cpuWith = median(with.map(\.cpu)) / n * 1e9
         print("Ingest, \(options.lines) lines (\(format(Double(payload.bytes.count) / 1e6, 1)) MB) in 1 MiB writes, medians of \(options.runs) interleaved runs:")
         print("")
-        print("| configuration | ingest lines/s (to the TCP client) | logcast CPU per line until then | logcast waiting for a CPU meanwhile (s) | web view: all lines in every page after (s) | logcast CPU per line incl. the pages | lines each page counted | dropped | peak RSS (kB) | load avg |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |")
-        print("| `--http`, no web view client | \(grouped(rateWithout)) | \(format(cpuWithout, 0)) ns | \(format(median(without.map(\.wait)), 3)) | – | – | – | – | \(grouped(median(without.map { Double($0.peakKB) }))) | \(without.map { format($0.load, 2) }.joined(separator: ", ")) |")
-        print("| `--http`, \(options.browsers) Chromium pages on `/` | \(grouped(rateWith)) | \(format(cpuWith, 0)) ns | \(format(median(with.map(\.wait)), 3)) | \(format(median(with.map(\.browserSeconds)), 2)) | \(format(median(with.map(\.browserCPU)) / n * 1e9, 0)) ns | \(with.map { $0.shown.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(with.map { $0.dropped.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(grouped(median(with.map { Double($0.peakKB) }))) | \(with.map { format($0.load, 2) }.joined(separator: ", ")) |")
+        print("| configuration | ingest lines/s (to the TCP client) | logcast CPU per line until then | logcast waiting for a CPU meanwhile (s) | web view: all lines in every page after (s) | logcast CPU per line incl. the pages | lines each page counted | skipped (too fast to show) | dropped | peak RSS (kB) | load avg |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- |")
+        print("| `--http`, no web view client | \(grouped(rateWithout)) | \(format(cpuWithout, 0)) ns | \(format(median(without.map(\.wait)), 3)) | – | – | – | – | – | \(grouped(median(without.map { Double($0.peakKB) }))) | \(without.map { format($0.load, 2) }.joined(separator: ", ")) |")
+        print("| `--http`, \(options.browsers) Chromium pages on `/` | \(grouped(rateWith)) | \(format(cpuWith, 0)) ns | \(format(median(with.map(\.wait)), 3)) | \(format(median(with.map(\.browserSeconds)), 2)) | \(format(median(with.map(\.browserCPU)) / n * 1e9, 0)) ns | \(with.map { $0.shown.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(with.map { $0.skipped.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(with.map { $0.dropped.map(String.init).joined(separator: "/") }.joined(separator: "; ")) | \(grouped(median(with.map { Double($0.peakKB) }))) | \(with.map { format($0.load, 2) }.joined(separator: ", ")) |")
         print("")
         print("With \(options.browsers) browsers / without: ingest \(format(rateWith / rateWithout, 3))× (goal ≥ 0.95), logcast CPU per line until the TCP client is done \(format(cpuWith / cpuWithout, 3))×.")
         print("Per run (s, without | with): \(without.map { format($0.seconds, 3) }.joined(separator: " ")) | \(with.map { format($0.seconds, 3) }.joined(separator: " "))")

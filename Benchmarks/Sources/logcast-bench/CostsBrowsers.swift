@@ -12,8 +12,11 @@ import Glibc
 ///   `live` (the WebSocket is open); answers `READY`.
 /// - `wait TEXT TIMEOUT`: waits until every page's last line starts with `TEXT ` (the run's
 ///   last data line; the page keeps its last 2,000 lines); answers `DONE <seconds per page>
-///   <lines shown per page> <dropped per page>` (seconds from the command, the page's own
-///   count of lines received, the lines logcast reported dropped for it).
+///   <lines shown per page> <dropped per page> <skipped per page>` (seconds from the command,
+///   the page's own count of lines received, the lines logcast reported dropped for it, the
+///   lines logcast passed over for it as too fast to show: the view sends a page the newest
+///   lines a few frames a second, WebViewPacer.swift). The counts are the page's since it
+///   loaded (`open`), sync lines included.
 /// - `blank`: every page goes to `about:blank` (its WebSocket closes); answers `BLANK`.
 /// - `quit`.
 ///
@@ -39,7 +42,8 @@ print("STARTED", flush=True)
 
 LAST = "var l = document.querySelector('#log .line:last-child'); return l ? l.children[1].textContent : '';"
 COUNT = ("var c = document.getElementById('count').textContent; var d = document.getElementById('dropped');"
-         " return [parseInt(c, 10) || 0, d.hidden ? 0 : (parseInt(d.textContent, 10) || 0)];")
+         " var s = document.getElementById('skipped');"
+         " return [parseInt(c, 10) || 0, d.hidden ? 0 : (parseInt(d.textContent, 10) || 0), s ? (parseInt(s.dataset.count, 10) || 0) : 0];")
 
 def quit_all():
     for d in drivers:
@@ -78,8 +82,8 @@ try:
             if None in took:
                 print("FAILED not every page got %s in %s s; shown %r" % (words[1], words[2], counts), flush=True)
                 continue
-            print("DONE %s %s %s" % (",".join("%.3f" % t for t in took), ",".join(str(c[0]) for c in counts),
-                                     ",".join(str(c[1]) for c in counts)), flush=True)
+            print("DONE %s %s %s %s" % (",".join("%.3f" % t for t in took), ",".join(str(c[0]) for c in counts),
+                                        ",".join(str(c[1]) for c in counts), ",".join(str(c[2]) for c in counts)), flush=True)
         elif words[0] == "blank":
             for d in drivers:
                 d.get("about:blank")
@@ -168,12 +172,13 @@ final class BrowserPool {
     func open(port: UInt16) { _ = ask("open \(port)", timeout: 90) }
 
     /// Waits until every page shows `text` as its last line: the seconds each took from now,
-    /// the lines each page counted, the lines logcast dropped for each.
-    func wait(for text: String, timeout: Double) -> (seconds: [Double], shown: [Int], dropped: [Int]) {
+    /// the lines each page counted, the lines logcast dropped for each, the lines it skipped
+    /// for each (too fast to show).
+    func wait(for text: String, timeout: Double) -> (seconds: [Double], shown: [Int], dropped: [Int], skipped: [Int]) {
         let words = ask("wait \(text) \(Int(timeout))", timeout: timeout).split(separator: " ")
-        guard words.count == 4 else { fail("browsers: unexpected answer \(words)") }
+        guard words.count == 5 else { fail("browsers: unexpected answer \(words)") }
         func list<T>(_ word: Substring, _ make: (Substring) -> T?) -> [T] { word.split(separator: ",").compactMap(make) }
-        return (list(words[1]) { Double($0) }, list(words[2]) { Int($0) }, list(words[3]) { Int($0) })
+        return (list(words[1]) { Double($0) }, list(words[2]) { Int($0) }, list(words[3]) { Int($0) }, list(words[4]) { Int($0) })
     }
 
     /// Every page leaves the view (its WebSocket closes).

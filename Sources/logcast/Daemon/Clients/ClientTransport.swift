@@ -20,3 +20,27 @@ protocol ClientTransport: AnyObject, CustomStringConvertible {
 }
 
 extension StreamConnection: ClientTransport {}
+
+/// A transport that takes the fan-out's shared blocks themselves rather than their lines
+/// copied out as bytes: the web view (``WebViewTransport``), which shows a person only the
+/// newest lines a few times a second and so must not pay for every line it passes over.
+///
+/// Why a second write: the bytes a ``ClientTransport`` is written are the lines already
+/// gathered (a copy per filtered client) and, for the web view, parsed and encoded once
+/// per line per page; that was 0.4 µs a line a page against 0.2 µs for a line's whole
+/// ingest (Benchmarks/README.md, "logcast's hidden costs"). Handed the blocks, the view
+/// keeps references until its next frame and reads only the lines it sends. Everything
+/// else is the same contract: one write at a time, completing when the fan-out may write
+/// again; the lines are counted as sent when handed over.
+protocol BlockClientTransport: ClientTransport {
+    /// Writes `outbox` (lines already taken and replies, as ``ClientTransport/write(_:)``
+    /// would get them), then the lines `filter` and `access` take from `blocks`, in order.
+    ///
+    /// - Parameters:
+    ///   - outbox: bytes queued before the blocks' lines (may be empty).
+    ///   - blocks: the shared blocks not yet written to this client, oldest first.
+    ///   - filter: the client's pattern (`nil`: every line).
+    ///   - access: the sources it may read (`nil`: every source).
+    /// - Returns: a signal that completes when the fan-out may write again.
+    func write(outbox: [UInt8], blocks: ArraySlice<LineBlock>, filter: PatternID?, access: SourceAccess?) -> Signal<Void>
+}

@@ -30,7 +30,9 @@ import ReactiveUV
 ///    each block it has not passed, behind its replies (``gather(_:into:)``), or hands the
 ///    block's own array to a client taking every line.
 /// 6. ``write(_:_:lines:)`` hands the bytes to the feed's `ClientTransport`
-///    (`StreamConnection` for TCP and Unix sockets, `TLSConnection`, `WebViewTransport`);
+///    (`StreamConnection` for TCP and Unix sockets, `TLSConnection`), or the blocks
+///    themselves to a `BlockClientTransport` (`WebViewTransport`, which frames only the
+///    newest lines, a few times a second);
 ///    until it completes that feed is not written again, and past ``queueLimit`` behind it
 ///    loses lines (``enforceLimit(_:)``).
 ///
@@ -265,6 +267,25 @@ final class LineFanOut {
             return
         }
         if !state.isDraining && mayWait(feed, now: now, flushAt: &flushAt) { return }
+        if let taker = feed.transport as? BlockClientTransport {
+            // The web view: the blocks themselves, no line copied (BlockClientTransport).
+            let taken = blocks[(feed.nextSequence - firstSequence)..<(nextSequence - firstSequence)]
+            var fromBlocks = 0
+            for block in taken { fromBlocks += block.count(for: feed.filter, access: feed.access) }
+            let lines = feed.outboxLines + fromBlocks
+            let outbox = feed.outbox
+            feed.nextSequence = nextSequence
+            feed.outbox = []
+            feed.outboxLines = 0
+            feed.noticeBytes = 0
+            guard !outbox.isEmpty || lines > 0 else {
+                if state.isDraining { feed.drained() }
+                return
+            }
+            write(feed, taker.write(outbox: outbox, blocks: fromBlocks > 0 ? taken : [], filter: feed.filter, access: feed.access),
+                  lines: lines)
+            return
+        }
         var lines = feed.outboxLines
         var bytes: [UInt8]
         if nextSequence - feed.nextSequence == 1 && feed.outbox.isEmpty && feed.filter == nil && feed.access == nil {
@@ -288,7 +309,7 @@ final class LineFanOut {
             if state.isDraining { feed.drained() }
             return
         }
-        write(feed, bytes, lines: lines)
+        write(feed, feed.transport.write(bytes), lines: lines)
     }
 
     /// Whether `feed`'s lines may wait for more: only while lines stream in, with no reply
@@ -330,14 +351,15 @@ final class LineFanOut {
     /// The kept block with `sequence` (some feed has not passed it).
     private func block(_ sequence: Int) -> LineBlock { blocks[sequence - firstSequence] }
 
-    /// Hands `bytes` to the feed's transport; when the write completes, the feed is visited
-    /// again if more waits for it (or its drain ends), and a replay waiting for room goes on.
-    private func write(_ feed: ClientFeed, _ bytes: [UInt8], lines: Int) {
+    /// Runs `writing` (the feed's transport writing its bytes or blocks); when it completes,
+    /// the feed is visited again if more waits for it (or its drain ends), and a replay
+    /// waiting for room goes on.
+    private func write(_ feed: ClientFeed, _ writing: Signal<Void>, lines: Int) {
         feed.writing = true
         feed.linesSent += lines
         stats.linesSent += lines
         feed.lastOutput = Scheduler.main.now
-        _ = feed.transport.write(bytes).subscribe(
+        _ = writing.subscribe(
             error: { [weak feed] error in
                 guard let feed else { return }
                 feed.writing = false

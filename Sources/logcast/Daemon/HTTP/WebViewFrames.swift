@@ -16,19 +16,34 @@ import Glibc
 /// (``WebViewTransport/split(_:knownFiles:)`` and ``MetricsEndpoint/jsonEscape(_:)``), so
 /// the frames are the same in every case (WebViewFramesTests checks them against that
 /// path).
+///
+/// **Pacing** (``WebViewTransport``'s frames, WebViewPacer.swift): the builder also passes
+/// over the oldest ``toSkip`` lines it would show (counting them), can only count
+/// (``countOnly``: how many lines a write holds for the page, ``shown``), and can leave out
+/// replies already sent while the page was paused (``repliesSent``). Lines from the
+/// fan-out's blocks (``addBlockLine(_:)``) are always lines: only queued bytes hold replies.
 struct WebViewFrameBuilder {
     /// The known files' bytes, longest first (as ``WebViewTransport/knownFiles``).
     let known: [[UInt8]]
     let knownFiles: [String]
-    let chosenFile: String?
-    let chosen: [UInt8]?
+    private(set) var chosenFile: String?
+    private(set) var chosen: [UInt8]?
     /// Every known file and the chosen one are ASCII. Otherwise every line takes the String
     /// path: String comparison is by canonical equivalence, under which a few non-ASCII
     /// scalars equal ASCII ones (U+212A KELVIN SIGN is `K`), and bytes would not see it.
-    let namesASCII: Bool
+    private(set) var namesASCII: Bool
+    private let knownASCII: Bool
 
     private(set) var messages: [String] = []
     private(set) var replies: Set<String> = []
+    /// Lines still to pass over before framing (the oldest of a frame that holds too many).
+    var toSkip = 0
+    /// Only count the lines that would be shown (``shown``); build no message.
+    var countOnly = false
+    /// Replies were sent already (while paused): only `SEQ`s, which wait with their lines.
+    var repliesSent = false
+    /// Lines that would be shown (skipped ones included): this page's lines, its file's.
+    private(set) var shown = 0
     /// The `lines` message being built (empty: none open).
     private var run: [UInt8] = []
 
@@ -43,39 +58,80 @@ struct WebViewFrameBuilder {
     init(knownFiles: [String], chosenFile: String?) {
         self.knownFiles = knownFiles
         known = knownFiles.map { Array($0.utf8) }
+        knownASCII = known.allSatisfy { $0.allSatisfy { $0 < 0x80 } }
         self.chosenFile = chosenFile
         chosen = chosenFile.map { Array($0.utf8) }
-        namesASCII = (known + (chosen.map { [$0] } ?? [])).allSatisfy { $0.allSatisfy { $0 < 0x80 } }
+        namesASCII = knownASCII && (chosen?.allSatisfy { $0 < 0x80 } ?? true)
     }
 
-    /// Frames every line of `bytes` (the last may lack its line feed), in order.
+    /// Lines from here on are shown only from `file` (`nil`: every file), as `FILE` chose
+    /// when they were written.
+    mutating func choose(_ file: String?) {
+        guard file != chosenFile else { return }
+        chosenFile = file
+        chosen = file.map { Array($0.utf8) }
+        namesASCII = knownASCII && (chosen?.allSatisfy { $0 < 0x80 } ?? true)
+    }
+
+    /// Frames every line of `bytes` (the last may lack its line feed), in order, and closes
+    /// the last `lines` message.
     mutating func add(_ bytes: [UInt8]) {
+        addLines(bytes)
+        flushRun()
+    }
+
+    /// Frames every line of `bytes` (lines or replies), leaving the `lines` message open
+    /// for the lines that follow.
+    mutating func addLines(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { all in
             guard let base = all.baseAddress else { return }
             var start = 0
             while start < all.count {
                 let end = memchr(base + start, 10, all.count - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? all.count
-                line(UnsafeBufferPointer(start: base + start, count: end - start))
+                line(UnsafeBufferPointer(start: base + start, count: end - start), fromBlock: false)
                 start = end + 1
             }
         }
-        flushRun()
+    }
+
+    /// Frames one line of a shared block (`<source>: <text>`, without its line feed): a log
+    /// line whatever its first word.
+    mutating func addBlockLine(_ line: UnsafeBufferPointer<UInt8>) {
+        self.line(line, fromBlock: true)
     }
 
     /// The messages and which of them are replies (see ``WebViewTransport/frames(_:)``).
     var result: (messages: [String], replies: Set<String>) { (messages, replies) }
 
-    private mutating func line(_ line: UnsafeBufferPointer<UInt8>) {
+    /// Closes the open `lines` message; the messages and which are replies.
+    mutating func finish() -> (messages: [String], replies: Set<String>) {
+        flushRun()
+        return (messages, replies)
+    }
+
+    /// Whether a line of the page's file is framed now (not only counted, nor passed over).
+    private mutating func takes() -> Bool {
+        shown += 1
+        if countOnly { return false }
+        if toSkip > 0 {
+            toSkip -= 1
+            return false
+        }
+        return true
+    }
+
+    private mutating func line(_ line: UnsafeBufferPointer<UInt8>, fromBlock: Bool) {
         guard namesASCII, line.allSatisfy({ $0 < 0x80 }) else {
-            stringLine(String(decoding: line, as: UTF8.self))
+            stringLine(String(decoding: line, as: UTF8.self), fromBlock: fromBlock)
             return
         }
-        guard let (fileEnd, textStart) = split(line) else {
+        guard let (fileEnd, textStart) = split(line, fromBlock: fromBlock) else {
             reply(line)
             return
         }
         let file = UnsafeBufferPointer(rebasing: line[..<fileEnd])
         if let chosen, !file.elementsEqual(chosen) { return }
+        guard takes() else { return }
         openLine()
         Self.escape(file, into: &run)
         run += [UInt8(ascii: "\""), UInt8(ascii: ","), UInt8(ascii: "\"")]
@@ -85,7 +141,7 @@ struct WebViewFrameBuilder {
 
     /// An ASCII line's file (its end) and text (its start), as ``WebViewTransport/split(_:knownFiles:)``
     /// finds them; `nil` for a reply.
-    private func split(_ line: UnsafeBufferPointer<UInt8>) -> (Int, Int)? {
+    private func split(_ line: UnsafeBufferPointer<UInt8>, fromBlock: Bool) -> (Int, Int)? {
         for file in known where line.count >= file.count + 2 {
             let same = file.isEmpty || file.withUnsafeBufferPointer { memcmp(line.baseAddress!, $0.baseAddress!, file.count) == 0 }
             if same && line[file.count] == UInt8(ascii: ":") && line[file.count + 1] == UInt8(ascii: " ") {
@@ -94,7 +150,7 @@ struct WebViewFrameBuilder {
         }
         let wordEnd = line.firstIndex(of: UInt8(ascii: " ")) ?? line.count
         let word = UnsafeBufferPointer(rebasing: line[..<wordEnd])
-        if Self.replyWords.contains(where: { word.elementsEqual($0) }) { return nil }
+        if !fromBlock && Self.replyWords.contains(where: { word.elementsEqual($0) }) { return nil }
         var i = 0
         while i + 1 < line.count {
             if line[i] == UInt8(ascii: ":") && line[i + 1] == UInt8(ascii: " ") { return (i, i + 2) }
@@ -109,6 +165,7 @@ struct WebViewFrameBuilder {
     }
 
     private mutating func reply(_ line: UnsafeBufferPointer<UInt8>) {
+        if countOnly || (repliesSent && !line.starts(with: "SEQ ".utf8)) { return }
         flushRun()
         var message = Self.replyOpen
         Self.escape(line, into: &message)
@@ -120,15 +177,17 @@ struct WebViewFrameBuilder {
     }
 
     /// A line that is not all ASCII: the String path, whose frames these must equal.
-    private mutating func stringLine(_ line: String) {
-        if let (file, text) = WebViewTransport.split(line, knownFiles: knownFiles) {
+    private mutating func stringLine(_ line: String, fromBlock: Bool) {
+        if let (file, text) = WebViewTransport.split(line, knownFiles: knownFiles, fromBlock: fromBlock) {
             if let chosenFile, chosenFile != file { return }
+            guard takes() else { return }
             openLine()
             run += Array(MetricsEndpoint.jsonEscape(file).utf8)
             run += [UInt8(ascii: "\""), UInt8(ascii: ","), UInt8(ascii: "\"")]
             run += Array(MetricsEndpoint.jsonEscape(text).utf8)
             run += [UInt8(ascii: "\""), UInt8(ascii: "]")]
         } else {
+            if countOnly || (repliesSent && !line.hasPrefix("SEQ ")) { return }
             flushRun()
             let message = #"{"t":"reply","text":""# + MetricsEndpoint.jsonEscape(line) + "\"}"
             messages.append(message)

@@ -9,7 +9,11 @@
 ///
 /// The page speaks the protocol ``WebViewTransport`` documents: it sends line-protocol
 /// commands (`GREP`, `PAUSE`, `RESUME`, `FILE`, `STATS`) as text messages and shows the JSON
-/// frames it receives. It keeps at most ``WebViewPage/maxLines`` lines in the DOM.
+/// frames it receives. It keeps at most ``WebViewPage/maxLines`` lines in the DOM; logcast
+/// sends it at most that many per frame, a few frames a second, and says how many older
+/// lines it passed over (`{"t":"skipped","lines":N}`): the page shows the running total in
+/// its status area ("skipped N lines: too fast to show"), apart from `DROPPED` (lines lost
+/// because the page did not read).
 enum WebViewPage {
     /// Lines the page keeps; older ones are removed from the DOM.
     static let maxLines = 2000
@@ -31,6 +35,7 @@ enum WebViewPage {
       <button id="clear" type="button">Clear</button>
       <span id="status" data-state="connecting">connecting</span>
       <span id="count">0 lines</span>
+      <span id="skipped" data-count="0" hidden></span>
     </header>
     <div id="error" hidden></div>
     <div id="dropped" hidden></div>
@@ -45,8 +50,8 @@ enum WebViewPage {
     "use strict";
     (function () {
       var MAX_LINES = \#(maxLines);
-      var log, statusEl, countEl, errorEl, droppedEl, filterEl, fileEl, pauseEl;
-      var ws = null, retry = 0, paused = false, shown = 0, highlight = null;
+      var log, statusEl, countEl, skippedEl, errorEl, droppedEl, filterEl, fileEl, pauseEl;
+      var ws = null, retry = 0, paused = false, shown = 0, skipped = 0, highlight = null;
       var appliedFilter = "", requestedFilter = null, knownFiles = {};
       // With a hub (--from): where to resume after a reconnect (the message after the last
       // SEQ seen, or where this view's replay started).
@@ -143,8 +148,18 @@ enum WebViewPage {
         }
       }
 
+      // Lines logcast passed over because they came faster than a page can show them (it
+      // sends the newest, a few frames a second): not lost to a slow page (that is DROPPED).
+      function skip(n) {
+        skipped += n;
+        skippedEl.dataset.count = String(skipped);
+        skippedEl.textContent = "skipped " + skipped + " lines: too fast to show";
+        skippedEl.hidden = false;
+      }
+
       function handle(message) {
         if (message.t === "lines") addLines(message.lines);
+        else if (message.t === "skipped") skip(message.lines);
         else if (message.t === "reply") reply(message.text);
         else if (message.t === "hello") {
           for (var i = 0; i < message.files.length; i++) addFile(message.files[i]);
@@ -180,6 +195,7 @@ enum WebViewPage {
         log = document.getElementById("log");
         statusEl = document.getElementById("status");
         countEl = document.getElementById("count");
+        skippedEl = document.getElementById("skipped");
         errorEl = document.getElementById("error");
         droppedEl = document.getElementById("dropped");
         filterEl = document.getElementById("filter");
@@ -219,6 +235,7 @@ enum WebViewPage {
     #status[data-state="disconnected"], #status[data-state="closed"] { color: #b00020; }
     #error { padding: 0.4em 0.8em; background: #fde7ea; color: #b00020; }
     #dropped { padding: 0.4em 0.8em; background: #fff4d6; }
+    #skipped { color: #5a6270; }
     #log { padding: 0.3em 0.8em; white-space: pre-wrap; word-break: break-all; }
     .line { border-bottom: 1px solid #f2f2f2; }
     .file { color: #5a6270; margin-right: 0.7em; }

@@ -57,6 +57,8 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         // Every numbered line, counted and in order; the page's bound.
         XCTAssertEqual(line(run.lines, "NUMBERED"), "200 in order", output)
         XCTAssertEqual(line(run.lines, "BOUND"), "2000 first=bulk-0501 last=bulk-2500", output)
+        // A burst: the page got the newest lines and a count of those passed over, exactly.
+        XCTAssertEqual(line(run.lines, "BURST"), "shown+skipped+dropped=30000 skipped>0=True in-order=True said=skipped N lines: too fast to show", output)
         // The filter: exactly the matching lines, each with its highlight.
         let matches = stride(from: 7, through: 97, by: 10).map { String(format: "n-%04d", $0) } + ["n-9997"]
         XCTAssertEqual(line(run.lines, "FILTERED"), matches.joined(separator: ","), output)
@@ -148,6 +150,26 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         XCTAssertTrue(q.errors.contains("ended: too slow"), "the session ended by the slow-client policy: \(q.errors)")
         q.signal(SIGTERM)
         XCTAssertEqual(q.waitForExit(timeout: 30), 0, q.errors)
+    }
+
+    /// A page is sent what it can show (WebViewPacer): a burst far faster than the view's
+    /// rate comes as frames at most ten a second, each the newest lines (at most the page's
+    /// 2,000) after an exact count of those passed over; a slow trickle comes line by line.
+    func testABurstComesAsTheNewestLinesWithAnExactSkipCountAndATrickleLineByLine() throws {
+        let a = dir + "/app.log"
+        _ = FileManager.default.createFile(atPath: a, contents: nil)
+        let (p, port) = try startWithHTTP([a])
+        let run = try python(webViewProtocolScript, [String(port), a, "", "pace"])
+        let output = run.lines.joined(separator: "\n") + "\n" + run.errors
+        XCTAssertEqual(run.status, 0, output)
+        // Each line written 0.25 s after the last arrived is a frame of its own, at once.
+        XCTAssertEqual(line(run.lines, "TRICKLE"), (1...10).map { String(format: "t-%04d", $0) }.joined(separator: " "), output)
+        // 50,000 lines in one write: every line is received, skipped or dropped, exactly;
+        // the received ones in order, each run after a skip starting exactly past it.
+        XCTAssertEqual(line(run.lines, "BURST"), "received+skipped+dropped=50000 skipped>0 gaps-exact in-order last=b-050000", output)
+        XCTAssertEqual(line(run.lines, "FRAMES"), "at most 2000 lines each, at most one per 0.1 s", output)
+        p.signal(SIGTERM)
+        XCTAssertEqual(p.waitForExit(timeout: 30), 0, p.errors)
     }
 
     func testWithATokenThePageAndTheWebSocketAskForItAndACookieKeepsIt() throws {
@@ -399,6 +421,22 @@ try:
     kept = rows()
     print("BOUND", "%d first=%s last=%s" % (len(kept), kept[0][1], kept[-1][1]))
 
+    # A burst far faster than a page can show: logcast sends the newest lines and says how
+    # many it passed over; the page counts them apart from DROPPED.
+    COUNTS = ("return [parseInt(document.getElementById('count').textContent, 10) || 0,"
+              " parseInt(document.getElementById('skipped').dataset.count, 10) || 0,"
+              " document.getElementById('dropped').hidden ? 0 : (parseInt(document.getElementById('dropped').textContent, 10) || 0),"
+              " document.getElementById('skipped').hidden ? '' : document.getElementById('skipped').textContent];")
+    clear()
+    shown0, skipped0, dropped0, _ = d.execute_script(COUNTS)
+    append(a, ["burst-%05d" % i for i in range(1, 30001)])
+    wait(lambda: d.execute_script("var l = document.querySelector('#log .line:last-child'); return l && l.children[1].textContent === 'burst-30000';"), "burst-30000")
+    shown1, skipped1, dropped1, said = d.execute_script(COUNTS)
+    kept = [int(t[6:]) for t in texts("burst-")]
+    print("BURST", "shown+skipped+dropped=%d skipped>0=%s in-order=%s said=%s" % (
+        (shown1 - shown0) + (skipped1 - skipped0) + (dropped1 - dropped0), skipped1 > skipped0,
+        kept == sorted(set(kept)) and len(kept) <= 2000, said.replace(str(skipped1), "N")))
+
     # A filter: only the matches come, each highlighted.
     clear()
     set_filter(r"n-\d\d\d7")
@@ -468,7 +506,7 @@ finally:
 """#
 
 /// Python `websockets` against `/ws`: `PORT FILE_A FILE_B|TOKEN MODE`, MODE one of `filter`,
-/// `drop`, `disconnect`, `token`. Prints one line per check.
+/// `drop`, `disconnect`, `token`, `pace`. Prints one line per check.
 let webViewProtocolScript = #"""
 import os, sys, time, json, http.client
 for v in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
@@ -614,6 +652,61 @@ elif mode in ("drop", "disconnect"):
         numbered = [g for g in got if g != "x-9999"]
         ok = numbered == sorted(numbered) and len(set(numbered)) == len(numbered)
         print("DROP", "received+dropped=%d dropped>0 %s first=%s" % (len(numbered) + dropped if dropped else -1, "in-order" if ok else "out-of-order", numbered[0] if numbered else "-"))
+
+elif mode == "pace":
+    ws = connect(url, open_timeout=30, max_size=None, max_queue=None)
+    json.loads(ws.recv(timeout=30))
+    sync(ws, [a])
+    # A trickle: each line written 0.25 s after the previous one arrived.
+    frames = []
+    for i in range(1, 11):
+        append(a, ["t-%04d" % i])
+        for m in messages(ws):
+            if m["t"] == "skipped":
+                frames.append("skipped")
+            elif m["t"] == "lines":
+                frames.append(",".join(t for (f, t) in m["lines"]))
+                if any(t == "t-%04d" % i for (f, t) in m["lines"]):
+                    break
+        time.sleep(0.25)
+    print("TRICKLE", " ".join(frames))
+    # A burst: 50,000 lines in one write.
+    total = 50000
+    start = time.time()
+    append(a, ["b-%06d %s" % (i, "." * 30) for i in range(1, total + 1)])
+    received = skipped = dropped = frames = biggest = last = 0
+    gap = 0
+    gaps_exact = in_order = True
+    for m in messages(ws):
+        if m["t"] == "skipped":
+            skipped += m["lines"]
+            gap += m["lines"]
+        elif m["t"] == "reply" and m["text"].startswith("DROPPED "):
+            dropped = int(m["text"].split(" ")[1])
+        elif m["t"] == "lines":
+            numbers = [int(t[2:8]) for (f, t) in m["lines"] if t.startswith("b-")]
+            frames += 1
+            biggest = max(biggest, len(m["lines"]))
+            for n in numbers:
+                if n <= last:
+                    in_order = False
+                if n != last + 1 + gap:
+                    gaps_exact = False
+                gap = 0
+                last = n
+            received += len(numbers)
+            if last == total:
+                break
+    elapsed = time.time() - start
+    if dropped:
+        gaps_exact = True  # lines lost to a slow reader leave gaps of their own (counted in the sum)
+    print("BURST", "received+skipped+dropped=%d skipped%s %s %s last=b-%06d" % (received + skipped + dropped, ">0" if skipped > 0 else "=0",
+          "gaps-exact" if gaps_exact else "gaps-wrong", "in-order" if in_order else "out-of-order", last))
+    # Frames go out at most every 0.1 s (timers may fire a millisecond early: 0.09), the
+    # first at once: however late this reader ran, the last arrived after the last was sent.
+    print("FRAMES", "at most 2000 lines each, at most one per 0.1 s" if biggest <= 2000 and frames <= elapsed / 0.09 + 2
+          else "%d frames in %.2f s, the biggest %d lines" % (frames, elapsed, biggest))
+    ws.close()
 
 elif mode == "token":
     token = b
