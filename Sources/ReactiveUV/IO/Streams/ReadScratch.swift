@@ -13,7 +13,9 @@ import Glibc
 // the array a read was sent in is kept as the thread's spare and the next read's bytes go
 // into it. Its copy-on-write does the rest: a subscriber that kept the chunk keeps its bytes
 // (the refill sees a shared buffer and gets a new one, as before), and the kept array is
-// never written again.
+// never written again. The price: until the next read on the thread, the scratch shares
+// the last chunk with its subscriber, so a subscriber that appends to the chunk it was sent
+// (rather than to an array of its own) copies it first, as it would any shared array.
 
 /// The loop thread's read memory: the buffer libuv reads into, and the spare array the
 /// next read's chunk is built in. Thread-confined (one per thread, reached through a
