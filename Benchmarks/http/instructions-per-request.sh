@@ -13,6 +13,9 @@
 # the cost of one request, start-up and warm-up excluded. Depth 1 sends one request at a
 # time on each of 4 keep-alive connections; depth 16 pipelines 16 per write. User-space
 # instructions only: the kernel's share (the reads and writes) is not in it.
+#
+# Set KEEP=DIR to keep each depth's second callgrind file as DIR/callgrind-depthN.out (for
+# callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)"; exit 1; }
@@ -64,6 +67,7 @@ total_instructions() {
     python3 "$OUT/load.py" "$port" 4 "$2" "$1" >/dev/null
     kill -INT "$pid"
     wait "$pid" 2>/dev/null || true
+    [ -n "${KEEP:-}" ] && cp "$OUT/cg.out" "$KEEP/callgrind-depth$1.out"
     callgrind_annotate "$OUT/cg.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 

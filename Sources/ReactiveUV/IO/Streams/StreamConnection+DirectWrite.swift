@@ -3,22 +3,35 @@
 // for every write, about a third of the instructions an HTTP request cost; this is the
 // same write with one object for its completion.
 
-/// The completion of one ``StreamConnection/writeOnLoop(_:_:)``: `completion` runs once, on
-/// the loop thread, with `nil` when the bytes were handed to the kernel or the error that
-/// failed the write (the connection then closes, or is closed).
+/// The completion of ``StreamConnection/writeOnLoop(_:_:)``: `completion` runs on the loop
+/// thread, with `nil` when the bytes were handed to the kernel or the error that failed the
+/// write (the connection then closes, or is closed).
+///
+/// One-shot by default: `completion` runs once and is let go of before it runs (it may
+/// hold the writer, and the request that holds this object lives until the write callback
+/// returns). A writer that has one write in flight at a time may instead keep one
+/// `reusable` object and pass it to each write (the HTTP server's connections do): no
+/// object and no closure context per write. Its closure must not hold the writer strongly
+/// (the writer holds it), and it runs once per write.
 package final class DirectWrite: WriteWaiter {
     private var completion: (((any Error)?) -> Void)?
+    private let reusable: Bool
 
-    /// A completion to pass to one write.
+    /// A completion to pass to one write, or to each write in turn when `reusable`.
     ///
-    /// - Parameter completion: run once, on the loop thread.
-    package init(_ completion: @escaping ((any Error)?) -> Void) {
+    /// - Parameters:
+    ///   - reusable: keep `completion` after it ran, for the next write.
+    ///   - completion: run once per write, on the loop thread.
+    package init(reusable: Bool = false, _ completion: @escaping ((any Error)?) -> Void) {
         self.completion = completion
+        self.reusable = reusable
     }
 
     override func writeFinished(_ error: (any Error)?) {
-        // Let go of the closure before calling it: it may hold the writer, and the
-        // request that holds this object lives until the write callback returns.
+        if reusable {
+            completion.unsafelyUnwrapped(error)
+            return
+        }
         guard let completion else { return }
         self.completion = nil
         completion(error)

@@ -12,6 +12,18 @@ final class StreamReader {
         self.sink = sink
         self.lifetime = lifetime
     }
+
+    /// Sends the `count` bytes at `bytes` as one chunk, built in `scratch`'s spare array
+    /// and handed back to it once the subscriber returned. A method of the reader so that
+    /// its `let`s are read from a guaranteed `self` (fewer retains than reading them
+    /// through the stream's optional `reader`).
+    @inline(__always)
+    func deliver(_ bytes: UnsafePointer<UInt8>, _ count: Int, _ scratch: ReadScratch) {
+        if lifetime.isDisposed { return }
+        let chunk = scratch.chunk(bytes, count)
+        sink(.next(chunk))
+        scratch.recycle(chunk)
+    }
 }
 
 extension UVStream {
@@ -52,6 +64,9 @@ extension UVStream {
             reader.lifetime.dispose()
             return
         }
+        // The thread's read memory, looked up once (here, on the loop thread) rather than
+        // in every alloc_cb and read_cb.
+        if readScratch == nil { readScratch = ReadScratch.current }
         self.reader = reader
         updateReading()
     }
@@ -94,31 +109,13 @@ extension UVStream {
         }
     }
 
-    /// Hands libuv the loop thread's one read buffer (see ``threadReadBuffer``).
-    private static let allocCallback: uv_alloc_cb = { _, _, buffer in
-        guard let buffer else { return }
-        buffer.pointee = uv_buf_init(UVStream.threadReadBuffer.assumingMemoryBound(to: CChar.self), UInt32(UVStream.readBufferSize))
+    /// Hands libuv the loop thread's one read buffer (``ReadScratch``).
+    private static let allocCallback: uv_alloc_cb = { handle, _, buffer in
+        guard let handle, let buffer else { return }
+        // Reading starts only after `startReading` set the scratch.
+        let scratch = UVStream.from(handle).readScratch.unsafelyUnwrapped
+        buffer.pointee = uv_buf_t(base: scratch.buffer.assumingMemoryBound(to: CChar.self), len: UVStream.readBufferSize)
     }
-
-    /// The read buffer every stream read on this thread shares, allocated on first use and
-    /// freed when the thread ends.
-    ///
-    /// libuv calls `alloc_cb`, `read(2)` and `read_cb` one after the other for a stream,
-    /// and `didRead` copies the bytes out before it sends them, so the buffer is free again
-    /// before anything else can run: one per thread is enough. One per connection kept
-    /// a 64 KiB block (its touched pages resident) for every idle connection.
-    static var threadReadBuffer: UnsafeMutableRawPointer {
-        if let buffer = pthread_getspecific(readBufferKey) { return buffer }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferSize, alignment: 16)
-        pthread_setspecific(readBufferKey, buffer)
-        return buffer
-    }
-
-    private static let readBufferKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { $0?.deallocate() }
-        return key
-    }()
 
     /// Copies the bytes out and sends them; end of stream completes; errors close.
     private static let readCallback: uv_read_cb = { handle, count, buffer in
@@ -128,10 +125,8 @@ extension UVStream {
 
     func didRead(_ count: Int, _ base: UnsafeMutablePointer<CChar>?) {
         if count > 0, let base {
-            guard let reader, !reader.lifetime.isDisposed else { return }
-            let bytes = UnsafeRawPointer(base).assumingMemoryBound(to: UInt8.self)
-            let chunk = [UInt8](UnsafeBufferPointer(start: bytes, count: count))
-            reader.sink(.next(chunk))
+            guard let reader else { return }
+            reader.deliver(UnsafeRawPointer(base).assumingMemoryBound(to: UInt8.self), count, readScratch.unsafelyUnwrapped)
         } else if count == Int(UV_EOF.rawValue) {
             // libuv has stopped reading by itself.
             isReading = false

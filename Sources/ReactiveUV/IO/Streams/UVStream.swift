@@ -7,8 +7,10 @@ import Glibc
 /// One object per handle (`uv_tcp_t`, `uv_pipe_t` or `uv_tty_t`). It owns:
 /// - the handle's heap memory, freed in the close callback, never earlier;
 /// - nothing for reading: every `alloc_cb` hands libuv the loop thread's one read buffer
-///   (each read's bytes are copied out into the `[UInt8]` that is sent, so the buffer is
-///   free again when `read_cb` returns; an idle connection holds no read memory);
+///   (``ReadScratch``; each read's bytes are copied out into the `[UInt8]` that is sent, so
+///   the buffer is free again when `read_cb` returns; an idle connection holds no read
+///   memory). The array a chunk was sent in goes back to the thread's scratch and the next
+///   read refills it in place unless a subscriber kept it (copy-on-write);
 /// - the write requests in flight (each one heap block: `uv_write_t` followed by the bytes
 ///   it writes, freed in its write callback).
 ///
@@ -52,6 +54,9 @@ final class UVStream: @unchecked Sendable {
     @exclusivity(unchecked) var reader: StreamReader?
     /// Whether `uv_read_start` is in effect.
     @exclusivity(unchecked) var isReading = false
+    /// The loop thread's read buffer and spare chunk (``ReadScratch``), set when reading
+    /// first starts (on the loop thread, so always that thread's).
+    @exclusivity(unchecked) var readScratch: ReadScratch?
     /// Whether the peer's end of stream was read.
     @exclusivity(unchecked) var readEOF = false
     /// The line splitting kept between `lines` subscriptions (``connectionLines()``).
