@@ -28,11 +28,27 @@ final class FileCounters: @unchecked Sendable {
     func delivered(_ chunk: [UInt8]) {
         hadFile = true
         bytes += chunk.count
-        var n = 0
-        for byte in chunk where byte == 10 { n += 1 }
+        var n = Self.lineFeeds(in: chunk)
         // A chunk's last line may lack its break (the file's end): it is still a line.
         if let last = chunk.last, last != 10 { n += 1 }
         lines += n
+    }
+
+    /// The line feeds in `chunk`, found with `memchr`. Why not a loop over the bytes: the
+    /// optimizer did not vectorize it, and at about 1 ns a byte it was 18–28% of logcast's
+    /// CPU while ingesting (`perf`, Benchmarks/README.md's hidden costs); `memchr` skips a
+    /// line of 100 bytes in a few instructions (about 4× faster on 100-byte lines).
+    static func lineFeeds(in chunk: [UInt8]) -> Int {
+        chunk.withUnsafeBytes { raw in
+            guard var at = raw.baseAddress else { return 0 }
+            let end = at + raw.count
+            var n = 0
+            while at < end, let found = memchr(at, 10, end - at) {
+                n &+= 1
+                at = UnsafeRawPointer(found) + 1
+            }
+            return n
+        }
     }
 
     /// Counts what a notice says about the file.
