@@ -187,20 +187,11 @@ struct HeadWriter {
         count += bytes.count
     }
 
-    /// A string's bytes: in place when the string has contiguous UTF-8 (native strings
-    /// do), byte by byte otherwise.
+    /// A string's (or substring's) bytes: in place when they are contiguous UTF-8 (native
+    /// strings' are), byte by byte otherwise. Generic so both views share it; inlined, so
+    /// each caller gets its own specialization.
     @inline(__always)
-    mutating func put(_ text: String.UTF8View) {
-        let done = text.withContiguousStorageIfAvailable { b -> Bool in
-            if let source = b.baseAddress { (base + count).initialize(from: source, count: b.count) }
-            count += b.count
-            return true
-        }
-        if done == nil { for byte in text { put(byte) } }
-    }
-
-    @inline(__always)
-    mutating func put(_ text: Substring.UTF8View) {
+    mutating func put<UTF8Bytes: Sequence<UInt8>>(_ text: UTF8Bytes) {
         let done = text.withContiguousStorageIfAvailable { b -> Bool in
             if let source = b.baseAddress { (base + count).initialize(from: source, count: b.count) }
             count += b.count

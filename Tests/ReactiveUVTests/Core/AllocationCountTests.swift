@@ -107,7 +107,7 @@ final class AllocationCountTests: XCTestCase {
     {
         let log = FileManager.default.temporaryDirectory
             .appendingPathComponent("ruv-alloc-log-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: log.path, contents: nil), log.path)
         defer { try? FileManager.default.removeItem(at: log) }
         let handle = try FileHandle(forWritingTo: log)
         defer { try? handle.close() }

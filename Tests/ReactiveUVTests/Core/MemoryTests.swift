@@ -15,7 +15,7 @@ final class MemoryTests: XCTestCase {
             let d = chain.subscribeNext { received.append($0) }
             if i % 1000 == 0 {
                 subject.sendNext(i)
-                weak var weakD = d
+                weak let weakD = d
                 sampled.append { weakD }
             }
             d.dispose()

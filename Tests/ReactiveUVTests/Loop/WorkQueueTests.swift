@@ -110,7 +110,7 @@ final class WorkQueueTests: XCTestCase {
         a.schedule { seen.value.append("a:" + name(Scheduler.current)) }
         a.schedule { seen.value.append("a:" + name(Scheduler.current)) }
         loop.execute { seen.value.append("x:" + name(Scheduler.current)) }
-        b.schedule { seen.value.append("b:" + name(Scheduler.current)) }
+        _ = b.schedule { seen.value.append("b:" + name(Scheduler.current)) }
         a.schedule { seen.value.append("a:" + name(Scheduler.current)) }
         XCTAssertTrue(loop.run(until: { seen.value.count == 5 }, timeout: 30))
         XCTAssertEqual(seen.value, ["a:a", "a:a", "x:main", "b:b", "a:a"])

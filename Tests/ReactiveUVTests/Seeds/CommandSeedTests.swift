@@ -310,7 +310,7 @@ final class CommandSeedTests: XCTestCase {
         let log = SeedLog()
         var command: Command<Int, Int>? = Command<Int, Int> { ret($0) }
         guard assertUsable(command!) else { return }
-        weak var weakCommand = command
+        weak let weakCommand = command
         command!.executionSignals.subscribe(completed: { log("executionSignals completed\(Seeds.thread)") })
         command = nil
         XCTAssertNil(weakCommand, "the command should be deallocated once released")
@@ -325,7 +325,7 @@ final class CommandSeedTests: XCTestCase {
         var command: Command<Int, Int>? = Command<Int, Int>(enabled: Signal.return(true).concat(.never())) {
             Signal.return($0)
         }
-        weak var weakCommand = command
+        weak let weakCommand = command
         command!.enabled.subscribe(next: { log("enabled \($0)") }, completed: { log("enabled completed") })
         command = nil
         XCTAssertNil(weakCommand, "the command should be deallocated once released")

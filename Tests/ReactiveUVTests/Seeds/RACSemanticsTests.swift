@@ -85,7 +85,7 @@ final class RACSemanticsTests: XCTestCase {
     func testReleasedCommandCompletesAllFourOfItsSignals() {
         let log = SeedLog()
         var command: Command<Int, Int>? = Command<Int, Int> { Signal.return($0) }
-        weak var weakCommand = command
+        weak let weakCommand = command
         command!.executionSignals.subscribe(completed: { log("executionSignals completed\(Seeds.thread)") })
         command!.executing.subscribe(completed: { log("executing completed\(Seeds.thread)") })
         command!.enabled.subscribe(completed: { log("enabled completed\(Seeds.thread)") })
