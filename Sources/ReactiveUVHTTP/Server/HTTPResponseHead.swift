@@ -187,17 +187,22 @@ struct HeadWriter {
         count += bytes.count
     }
 
-    /// A string's (or substring's) bytes: in place when they are contiguous UTF-8 (native
-    /// strings' are), byte by byte otherwise. Generic so both views share it; inlined, so
-    /// each caller gets its own specialization.
+    /// A string's bytes: in place when the string has contiguous UTF-8 (native strings
+    /// do), byte by byte otherwise.
     @inline(__always)
-    mutating func put<UTF8Bytes: Sequence<UInt8>>(_ text: UTF8Bytes) {
-        let done = text.withContiguousStorageIfAvailable { b -> Bool in
-            if let source = b.baseAddress { (base + count).initialize(from: source, count: b.count) }
-            count += b.count
-            return true
-        }
-        if done == nil { for byte in text { put(byte) } }
+    mutating func put(_ text: String.UTF8View) {
+        if text.withContiguousStorageIfAvailable({ put(contiguous: $0) }) == nil { for byte in text { put(byte) } }
+    }
+
+    @inline(__always)
+    mutating func put(_ text: Substring.UTF8View) {
+        if text.withContiguousStorageIfAvailable({ put(contiguous: $0) }) == nil { for byte in text { put(byte) } }
+    }
+
+    @inline(__always)
+    private mutating func put(contiguous b: UnsafeBufferPointer<UInt8>) {
+        if let source = b.baseAddress { (base + count).initialize(from: source, count: b.count) }
+        count += b.count
     }
 
     /// `n` in decimal (n >= 0).
