@@ -36,10 +36,7 @@ final class LogcastAlertTests: LogcastProcessTestCase {
         }
         XCTAssertTrue(seen, "the tail of \(file) never started")
         client.send("QUIT\n")
-        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
-            throw HarnessError.timedOut("no 'http on' line: \(p.output)")
-        }
-        return (p, Int(p.output[range].split(separator: ":").last!.dropLast())!)
+        return (p, try p.httpPort())
     }
 
 

@@ -91,6 +91,22 @@ final class LogcastProcess: @unchecked Sendable {
     }
 }
 
+extension LogcastProcess {
+    /// The port of its `--http` listener, from its "http on HOST:PORT;" line (waited for up
+    /// to `timeout` seconds; throws if it exits first or never says it).
+    func httpPort(timeout: Double = 60) throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let range = output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) {
+                return Int(output[range].split(separator: ":").last!.dropLast())!
+            }
+            if !process.isRunning { throw HarnessError.exited(errors) }
+            usleep(10_000)
+        }
+        throw HarnessError.timedOut("no 'http on' line: \(output) \(errors)")
+    }
+}
+
 enum HarnessError: Error {
     case exited(String)
     case timedOut(String)

@@ -286,9 +286,7 @@ final class LogcastJournalTests: LogcastProcessTestCase {
         let fields = stats(c)
         XCTAssertEqual(fields["journal_entries"], "8")
         XCTAssertEqual(fields["journal_lost"], "1")
-        let httpPort = try XCTUnwrap(Int(p.output.components(separatedBy: "http on 127.0.0.1:").dropFirst().first?
-            .prefix(while: { $0.isNumber }) ?? ""), "http port: \(p.output)")
-        let metrics = try scrapeMetrics(httpPort)
+        let metrics = try scrapeMetrics(try p.httpPort())
         XCTAssertEqual(metrics["logcast_journal_entries_total"], 8)
         XCTAssertEqual(metrics["logcast_journal_lost_entries_total"], 1)
         XCTAssertEqual(metrics["logcast_journal_cursor_resets_total"], 0)

@@ -27,20 +27,7 @@ final class LogcastMetricsTests: XCTestCase {
         let p = try LogcastProcess(arguments)
         processes.append(p)
         _ = try p.waitUntilListening()
-        return (p, try httpPort(p))
-    }
-
-    /// Waits for "http on HOST:PORT;" in logcast's output.
-    func httpPort(_ p: LogcastProcess) throws -> Int {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) {
-                return Int(p.output[range].split(separator: ":").last!.dropLast())!
-            }
-            if !p.process.isRunning { throw HarnessError.exited(p.errors) }
-            usleep(10_000)
-        }
-        throw HarnessError.timedOut("no 'http on' line: \(p.output) \(p.errors)")
+        return (p, try p.httpPort())
     }
 
     /// `curl` (bounded): the status and body of `GET http://127.0.0.1:port/path`.

@@ -78,12 +78,6 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         return (p, client)
     }
 
-    /// The port of logcast's `--http` listener, from its "http on" line.
-    static func httpPort(_ p: LogcastProcess) -> Int? {
-        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else { return nil }
-        return Int(p.output[range].split(separator: ":").last!.dropLast())
-    }
-
     /// `file`'s lines read so far by `/metrics` (-1 when not listed), after waiting up to
     /// 60 s for it to reach `count`, if given.
     static func linesRead(_ http: Int, file: String, waitingFor count: Double? = nil) throws -> Double {
@@ -168,7 +162,7 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
     func testTraceAtTheEndOfARotatedFileStaysOneEvent() throws {
         let file = dir + "/app.log"
         let (p, client) = try startLogcast(file, ["--http", "127.0.0.1:0"])
-        let http = try XCTUnwrap(Self.httpPort(p), "no 'http on' line: \(p.output)")
+        let http = try p.httpPort()
         let first = Self.javaTrace(1)
         let second = try Self.pythonTrace(2)
         // The trace's first lines are read (and held, waiting for the rest) before the rename.
@@ -223,10 +217,7 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
         for piece in pieces { XCTAssertLessThanOrEqual(piece.joined(separator: "\n\t").utf8.count, 1024, "each piece within the maximum") }
         let cuts = (Int(try stats(p.port)["multiline_cuts"] ?? "") ?? -1) - before
         XCTAssertEqual(cuts, pieces.count - 1, "each cut counted")
-        guard let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) else {
-            return XCTFail("no 'http on' line: \(p.output)")
-        }
-        let samples = try scrapeMetrics(Int(p.output[range].split(separator: ":").last!.dropLast())!)
+        let samples = try scrapeMetrics(try p.httpPort())
         XCTAssertEqual(samples["logcast_multiline_cuts_total"], Double(cuts + before), "/metrics counts the cuts as STATS does")
         XCTAssertGreaterThanOrEqual(samples["logcast_multiline_events_total"] ?? 0, Double(pieces.count))
     }
@@ -266,7 +257,7 @@ final class LogcastMultilineTests: LogcastProcessTestCase {
     func testShutdownSendsThePendingEvent() throws {
         let file = dir + "/app.log"
         let (p, client) = try startLogcast(file, ["--multiline-timeout", "600", "--http", "127.0.0.1:0"])
-        let http = try XCTUnwrap(Self.httpPort(p), "no 'http on' line: \(p.output)")
+        let http = try p.httpPort()
         let before = try Self.linesRead(http, file: file)
         XCTAssertGreaterThan(before, 0)
         let event = Self.javaTrace(9)

@@ -10,15 +10,7 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
     /// Starts logcast and waits for its listener and its HTTP endpoint; the HTTP port.
     func startWithHTTP(_ arguments: [String]) throws -> (LogcastProcess, Int) {
         let p = try start(arguments + ["--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--heartbeat", "0"])
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let range = p.output.range(of: #"http on [^ ]+:(\d+);"#, options: .regularExpression) {
-                return (p, Int(p.output[range].split(separator: ":").last!.dropLast())!)
-            }
-            if !p.process.isRunning { throw HarnessError.exited(p.errors) }
-            usleep(10_000)
-        }
-        throw HarnessError.timedOut("no 'http on' line: \(p.output) \(p.errors)")
+        return (p, try p.httpPort())
     }
 
     /// Runs `python3 -c script arguments…` (bounded by `timeout(1)`); its status, standard

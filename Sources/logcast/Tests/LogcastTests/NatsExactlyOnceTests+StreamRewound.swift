@@ -16,7 +16,7 @@ extension NatsExactlyOnceTests {
         let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
-        let edge = try startEdge([log], urls: servers.urls)
+        let edge = try startEdge([log], urls: servers.urls, extra: ["--http", "127.0.0.1:0"])
         let first = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
         counter = first
         // Several 16 KiB batches, so the last one is acknowledged well above sequence 1.
@@ -45,6 +45,10 @@ extension NatsExactlyOnceTests {
         XCTAssertTrue(edge.errors.contains("acknowledged at \(before) is no longer there (message \(before) holds no message)"),
                       "the edge names the batch and the message it looked for: \(edge.errors.suffix(1500))")
         XCTAssertFalse(edge.errors.contains("(out of order)"), "a false alarm: \(edge.errors.suffix(1500))")
+        // Counted apart in /metrics, for an operator's alert.
+        let metrics = try scrapeMetrics(try edge.httpPort())
+        XCTAssertEqual(metrics["logcast_nats_edge_sequence_rewinds_total"], 1, "\(metrics.filter { $0.key.contains("nats") })")
+        XCTAssertEqual(metrics["logcast_nats_edge_out_of_order_total"], 0, "\(metrics.filter { $0.key.contains("nats") })")
     }
 
     /// Deletes `LOGS` and makes it again as the edge made it (one replica, `logs.>`, the
