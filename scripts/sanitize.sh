@@ -19,7 +19,8 @@
 # The two lanes run at the same time (SANITIZE_SERIAL=1: one after the other). Most of a
 # lane's time is tests that wait (for processes, servers, timers), not CPU: side by side the
 # two took 44 min in all where one after the other took 58 (this 2-core VM, loaded by other
-# builds; 53 min one after the other on CI's), and CI has 90 min for everything. Each lane's
+# builds; 53 min one after the other on CI's), and 34 min in a lightly loaded rehearsal; CI
+# has 90 min for everything. Each lane's
 # output goes to the terminal with its name in front of
 # every line (`[tsan] `, `[asan] `) and whole to <scratch>/sanitizer-logs/; the summary at
 # the end names every failed test with its assertion, so the end of the log says what failed.
