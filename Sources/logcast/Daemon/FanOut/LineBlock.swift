@@ -76,9 +76,7 @@ extension LineBlock {
     private func lines(for pattern: PatternID?, access: SourceAccess, _ body: (Int) -> Void) {
         bytes.withUnsafeBufferPointer { all in
             func visit(_ line: Int) {
-                let start = Int(lineStarts[line]), text = Int(textStarts[line])
-                let source = UnsafeBufferPointer(rebasing: all[start..<max(start, text - 2)])
-                if access.allows(source) { body(line) }
+                if allows(line, access, in: all) { body(line) }
             }
             if let pattern {
                 for line in matches[pattern] ?? [] { visit(Int(line)) }
@@ -86,6 +84,13 @@ extension LineBlock {
                 for line in 0..<lineCount { visit(line) }
             }
         }
+    }
+
+    /// Whether `access` allows line `line`'s source (its text before `: `); `all` is
+    /// ``bytes``' buffer.
+    func allows(_ line: Int, _ access: SourceAccess, in all: UnsafeBufferPointer<UInt8>) -> Bool {
+        let start = Int(lineStarts[line]), text = Int(textStarts[line])
+        return access.allows(UnsafeBufferPointer(rebasing: all[start..<max(start, text - 2)]))
     }
 
     /// ``count(for:)`` for a client with `access`.

@@ -280,12 +280,8 @@ extension LineBlock {
     func forEachLine(for pattern: PatternID?, access: SourceAccess?, from first: Int = 0, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         bytes.withUnsafeBufferPointer { all in
             func visit(_ line: Int) {
-                let start = Int(lineStarts[line]), end = Int(ends[line]) - 1
-                if let access {
-                    let text = Int(textStarts[line])
-                    guard access.allows(UnsafeBufferPointer(rebasing: all[start..<max(start, text - 2)])) else { return }
-                }
-                body(UnsafeBufferPointer(rebasing: all[start..<end]))
+                if let access, !allows(line, access, in: all) { return }
+                body(UnsafeBufferPointer(rebasing: all[Int(lineStarts[line])..<Int(ends[line]) - 1]))
             }
             if let pattern {
                 let taken = matches[pattern] ?? []
