@@ -59,9 +59,8 @@ struct WebViewFrameBuilder {
         self.knownFiles = knownFiles
         known = knownFiles.map { Array($0.utf8) }
         knownASCII = known.allSatisfy { $0.allSatisfy { $0 < 0x80 } }
-        self.chosenFile = chosenFile
-        chosen = chosenFile.map { Array($0.utf8) }
-        namesASCII = knownASCII && (chosen?.allSatisfy { $0 < 0x80 } ?? true)
+        namesASCII = knownASCII
+        choose(chosenFile)
     }
 
     /// Lines from here on are shown only from `file` (`nil`: every file), as `FILE` chose
@@ -165,7 +164,7 @@ struct WebViewFrameBuilder {
     }
 
     private mutating func reply(_ line: UnsafeBufferPointer<UInt8>) {
-        if countOnly || (repliesSent && !line.starts(with: "SEQ ".utf8)) { return }
+        if dropsReply(isSEQ: line.starts(with: "SEQ ".utf8)) { return }
         flushRun()
         var message = Self.replyOpen
         Self.escape(line, into: &message)
@@ -174,6 +173,12 @@ struct WebViewFrameBuilder {
         messages.append(text)
         // A `SEQ` says the lines before it arrived: while paused it waits with them.
         if !line.starts(with: "SEQ ".utf8) { replies.insert(text) }
+    }
+
+    /// Whether a reply is left out: only counting, or sent already while paused (but a
+    /// `SEQ`, which waits with its lines).
+    private func dropsReply(isSEQ: Bool) -> Bool {
+        countOnly || (repliesSent && !isSEQ)
     }
 
     /// A line that is not all ASCII: the String path, whose frames these must equal.
@@ -187,7 +192,7 @@ struct WebViewFrameBuilder {
             run += Array(MetricsEndpoint.jsonEscape(text).utf8)
             run += [UInt8(ascii: "\""), UInt8(ascii: "]")]
         } else {
-            if countOnly || (repliesSent && !line.hasPrefix("SEQ ")) { return }
+            if dropsReply(isSEQ: line.hasPrefix("SEQ ")) { return }
             flushRun()
             let message = #"{"t":"reply","text":""# + MetricsEndpoint.jsonEscape(line) + "\"}"
             messages.append(message)

@@ -259,7 +259,18 @@ final class WebViewTransport: BlockClientTransport {
     private var frameDue: Bool {
         guard !frameTimed else { return false }
         guard let lastFrame else { return true }
-        return lastFrame.distance(to: SchedulerTime.monotonicNow) >= (lastFrameSkipped ? Self.busyFrameInterval : Self.frameInterval)
+        return lastFrame.distance(to: SchedulerTime.monotonicNow) >= interval
+    }
+
+    /// The least time between two frames now (``busyFrameInterval`` after a frame that
+    /// skipped lines).
+    private var interval: Double { lastFrameSkipped ? Self.busyFrameInterval : Self.frameInterval }
+
+    /// Forgets the timed frame, if any.
+    private func cancelFrameTimer() {
+        frameTimer?.dispose()
+        frameTimer = nil
+        frameTimed = false
     }
 
     /// Times the next frame for ``frameInterval`` after the last one (once).
@@ -270,7 +281,7 @@ final class WebViewTransport: BlockClientTransport {
         // frame them in the same loop turn and share one encoding. So a frame comes one
         // interval to one interval plus a grid step after the last.
         let now = SchedulerTime.monotonicNow
-        let due = lastFrame?.advanced(by: lastFrameSkipped ? Self.busyFrameInterval : Self.frameInterval) ?? now
+        let due = lastFrame?.advanced(by: interval) ?? now
         let step = UInt64(WebViewFrameCache.grid * 1e9)
         let onGrid = SchedulerTime(nanoseconds: (due.nanoseconds + step - 1) / step * step)
         let delay = max(0, now.distance(to: onGrid))
@@ -286,9 +297,7 @@ final class WebViewTransport: BlockClientTransport {
     /// Sends what waits as one frame (``WebViewPacer/frame()``); when it is flushed, the
     /// fan-out's held write completes and the next frame is timed if lines came meanwhile.
     private func sendFrame() {
-        frameTimer?.dispose()
-        frameTimer = nil
-        frameTimed = false
+        cancelFrameTimer()
         guard !pacer.isEmpty else {
             releaseHeldWrite()
             return
@@ -406,9 +415,7 @@ final class WebViewTransport: BlockClientTransport {
     private func close(code: UInt16, reason: String) {
         if case .closed = flow { return }
         flow = .closed
-        frameTimer?.dispose()
-        frameTimer = nil
-        frameTimed = false
+        cancelFrameTimer()
         let held = heldWrite
         heldWrite = nil
         held?.sendError(WebSocketError.closed)
