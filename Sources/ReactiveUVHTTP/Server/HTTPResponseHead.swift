@@ -180,11 +180,7 @@ struct HeadWriter {
 
     @inline(__always)
     mutating func put(_ bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { b in
-            guard let source = b.baseAddress else { return }
-            (base + count).initialize(from: source, count: b.count)
-        }
-        count += bytes.count
+        bytes.withUnsafeBufferPointer { put(contiguous: $0) }
     }
 
     /// A string's bytes: in place when the string has contiguous UTF-8 (native strings
