@@ -154,7 +154,7 @@ final class LogcastWebViewTests: LogcastProcessTestCase {
         let run = try python(webViewProtocolScript, [String(port), a, "", "pace"])
         let output = run.lines.joined(separator: "\n") + "\n" + run.errors
         XCTAssertEqual(run.status, 0, output)
-        // Each line written 0.25 s after the last arrived is a frame of its own, at once.
+        // Each line written once the last arrived is a frame of its own.
         XCTAssertEqual(line(run.lines, "TRICKLE"), (1...10).map { String(format: "t-%04d", $0) }.joined(separator: " "), output)
         // 50,000 lines in one write: every line is received, skipped or dropped, exactly;
         // the received ones in order, each run after a skip starting exactly past it.
@@ -533,6 +533,13 @@ def lines_until(ws, last):
             if any(l.endswith(last) for l in got):
                 return got
 
+def metric(line_start):
+    """The value of the /metrics sample whose line starts with `line_start`."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    body = c.getresponse().read().decode()
+    return int(float([l for l in body.splitlines() if l.startswith(line_start)][0].split(" ")[-1]))
+
 def reply(ws, prefix):
     for m in messages(ws):
         if m["t"] == "reply" and m["text"].startswith(prefix):
@@ -638,10 +645,7 @@ elif mode in ("drop", "disconnect"):
             if "x-9999" in got:
                 break
         # Only the paused view drops (the live client reads everything): the daemon's count.
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
-        dropped = int(float([l for l in body.splitlines() if l.startswith("logcast_lines_dropped_total ")][0].split(" ")[1]))
+        dropped = metric("logcast_lines_dropped_total ")
         # The view is told at the next tick (DROPPED <lines lost so far>; an earlier report
         # may have said fewer).
         while reported != dropped:
@@ -657,7 +661,8 @@ elif mode == "pace":
     ws = connect(url, open_timeout=30, max_size=None, max_queue=None)
     json.loads(ws.recv(timeout=30))
     sync(ws, [a])
-    # A trickle: each line written 0.25 s after the previous one arrived.
+    # A trickle: each line written once the previous one arrived, so one line waits at a
+    # time and every frame holds one (sent at once or on the next frame tick alike).
     frames = []
     for i in range(1, 11):
         append(a, ["t-%04d" % i])
@@ -668,7 +673,6 @@ elif mode == "pace":
                 frames.append(",".join(t for (f, t) in m["lines"]))
                 if any(t == "t-%04d" % i for (f, t) in m["lines"]):
                     break
-        time.sleep(0.25)
     print("TRICKLE", " ".join(frames))
     # A burst: 50,000 lines in one write.
     total = 50000
@@ -708,11 +712,7 @@ elif mode == "pace":
           else "%d frames in %.2f s, the biggest %d lines" % (frames, elapsed, biggest))
     # A burst read while the page is paused (logcast's own count says when), then RESUME.
     def lines_read():
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
-        key = 'logcast_file_lines_read_total{file="%s"} ' % a
-        return int(float([l for l in body.splitlines() if l.startswith(key)][0].split(" ")[-1]))
+        return metric('logcast_file_lines_read_total{file="%s"} ' % a)
     ws.send("PAUSE")
     reply(ws, "OK PAUSE")
     before = lines_read()
