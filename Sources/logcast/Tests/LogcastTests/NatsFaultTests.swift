@@ -156,16 +156,45 @@ final class NatsFaultTests: XCTestCase {
         print("NatsFaultTests: link delay: \(net.delayMethod)")
 
         var recoveries: [(String, Double)] = []
+        // What the edges said, then the verdict, printed last whatever happens: the last
+        // lines of a failing run are what CI's summary quotes, and after a failed wait the
+        // test stops (every later wait would only run out its time: CI's failing run of
+        // 2026-11-28 spent 50 minutes so).
+        var verdict = "NatsFaultTests: stopped before its end"
+        defer {
+            for (i, edge) in edges.enumerated() {
+                let said = edge.errors.split(separator: "\n").filter { $0.contains("nats:") }
+                print("NatsFaultTests: edge \(i + 1) said \(said.count) NATS lines; the last 40:")
+                for line in said.suffix(40) { print("  \(line.prefix(300))") }
+            }
+            for line in edges.flatMap({ $0.errors.split(separator: "\n") }) where line.contains("the stream's sequence went back") {
+                print("NatsFaultTests: \(line.prefix(600))")
+            }
+            for why in reader.rereads { print("NatsFaultTests: the reader read the stream again: \(why)") }
+            print(verdict)
+        }
+        /// Waits on the reader for every number below `expecting` (or, with `level`, for the
+        /// stream to be within `level` lines of the writer, however far it has gone); on
+        /// failure records why (the reader's and the stream's state, the edge's last
+        /// words) and stops the test.
+        func awaitStream(_ what: String, _ expecting: Int, level: Int? = nil, stall: Double, timeout: Double) throws {
+            let done = { level.map { reader.contiguous + $0 >= writer.count } ?? (reader.contiguous >= expecting) }
+            if reader.wait(stall: stall, timeout: timeout, expecting: expecting, until: done) { return }
+            let missing = reader.missingInStream.map {
+                "line \($0) is missing from the stream read again from its start (later lines kept arriving)"
+            } ?? "no line missing found"
+            verdict = "NatsFaultTests: FAILED \(what): the stream holds every line below \(reader.contiguous) of \(expecting); \(missing); \(whoStopped(reader))"
+            XCTFail("\(verdict); edge: \(edge?.errors.suffix(2000) ?? "")")
+            throw HarnessError.timedOut(verdict)
+        }
         /// Waits until the stream is level with the writer (within a second of lines),
         /// runs `fault`, then `heal`, and times until every line written before the heal is stored.
         func fault(_ name: String, _ fault: () throws -> Void, heal: () throws -> Void) throws {
-            XCTAssertTrue(reader.wait(stall: 60, timeout: 240) { reader.contiguous + 5_000 >= writer.count },
-                          "before '\(name)': stream at \(reader.contiguous) of \(writer.count); \(whoStopped(reader)); edge: \(edge?.errors.suffix(1500) ?? "")")
+            try awaitStream("before '\(name)'", writer.count - 5_000, level: 5_000, stall: 60, timeout: 240)
             try fault()
             try heal()
             let healed = Date(), written = writer.count
-            let caughtUp = reader.wait(stall: 90, timeout: 180) { reader.contiguous >= written }
-            XCTAssertTrue(caughtUp, "after '\(name)': stream at \(reader.contiguous) of \(written); \(whoStopped(reader)); edge: \(edge?.errors.suffix(2000) ?? "")")
+            try awaitStream("after '\(name)'", written, stall: 90, timeout: 180)
             recoveries.append((name, Date().timeIntervalSince(healed)))
         }
 
@@ -205,9 +234,7 @@ final class NatsFaultTests: XCTestCase {
                 pass(2)
                 try server.restart()
                 XCTAssertTrue(server.waitForLog("Server is ready", timeout: 30), "\(name) did not restart")
-                let written = writer.count
-                XCTAssertTrue(reader.wait(stall: 90, timeout: 180) { reader.contiguous >= written },
-                              "after restarting \(name): stream at \(reader.contiguous) of \(written); \(self.whoStopped(reader))")
+                try awaitStream("after restarting \(name)", writer.count, stall: 90, timeout: 180)
             }
         }, heal: {})
         try fault("edge SIGKILLed, its file renamed while it is down, restarted", {
@@ -223,8 +250,14 @@ final class NatsFaultTests: XCTestCase {
         writer.stop()
         let total = writer.count
         appendText(log, "END\n")
-        XCTAssertTrue(reader.wait(stall: 90, timeout: 300) { reader.sawEnd && reader.contiguous >= total },
-                      "stream holds \(reader.contiguous) of \(total) (END: \(reader.sawEnd)); \(whoStopped(reader)); consumer errors: \(reader.consumerErrors)")
+        try awaitStream("at the end", total, stall: 90, timeout: 300)
+        XCTAssertTrue(reader.wait(stall: 90, timeout: 120) { reader.sawEnd },
+                      "no END: \(whoStopped(reader)); consumer errors: \(reader.consumerErrors)")
+        // The count is of the stream as its leader serves it now, read whole from its
+        // start (what was read along the way may mix two histories of a 2.9.10 stream).
+        reader.rereadAll("the final count")
+        try awaitStream("reading the whole stream again at the end", total, stall: 90, timeout: 300)
+        XCTAssertTrue(reader.wait(stall: 90, timeout: 120) { reader.sawEnd }, "no END in the final read: \(whoStopped(reader))")
         if let hubClient, let hub {
             XCTAssertTrue(EventLoop.main.run(until: { hubClient.contiguous >= total }, timeout: 120),
                           "the hub client got \(hubClient.contiguous) of \(total); hub: \(hub.errors.suffix(1500))")
@@ -238,23 +271,13 @@ final class NatsFaultTests: XCTestCase {
         XCTAssertEqual(reader.inversions.count, 0, "out of file order: first \(reader.inversions.prefix(3))")
         XCTAssertFalse(edges.contains { $0.errors.contains("(out of order)") }, "the edge saw a batch stored out of order")
         // A rewound stream (NatsEdge+Order.swift) is not a reorder; what it did to the lines
-        // is what the reader counted above. Printed, to read the counts against.
-        for line in edges.flatMap({ $0.errors.split(separator: "\n") }) where line.contains("the stream's sequence went back") {
-            print("NatsFaultTests: \(line.prefix(600))")
-        }
+        // is what the reader counted above (its words are printed at the end, with the rest).
         XCTAssertEqual(recoveries.count, 6)
         print("NatsFaultTests: the stream reader's consumer was made again after a silent stall \(reader.stallRestarts) times")
-        print("NatsFaultTests: \(total) lines, 0 lost, 0 duplicated, 0 out of order expected; lost \(missing.count), duplicated \(duplicated.count), out of order \(reader.inversions.count)")
         for (name, seconds) in recoveries {
             print("NatsFaultTests: \(name): every line written before the heal stored \(String(format: "%.2f", seconds)) s after it")
         }
-        // What the edges said (when they resent, reconnected, found copies): to read the
-        // recovery times above against.
-        for (i, edge) in edges.enumerated() {
-            let said = edge.errors.split(separator: "\n").filter { $0.contains("nats:") }
-            print("NatsFaultTests: edge \(i + 1) said \(said.count) NATS lines; the last 40:")
-            for line in said.suffix(40) { print("  \(line.prefix(300))") }
-        }
+        verdict = "NatsFaultTests: \(total) lines, 0 lost, 0 duplicated, 0 out of order expected; lost \(missing.count), duplicated \(duplicated.count), out of order \(reader.inversions.count); the stream read again \(reader.rereads.count) times"
     }
 }
 

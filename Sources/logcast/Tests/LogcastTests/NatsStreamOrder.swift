@@ -18,12 +18,17 @@ final class StreamOrderReader {
     /// Numbers read after a greater number of the same file (each is one line out of order).
     private(set) var inversions: [(file: String, number: Int, after: Int, sequence: UInt64)] = []
     private(set) var sawEnd = false
+    /// Lines read since the stream was last read from its start (``rereadAll(_:)``).
     private(set) var lines = 0
+    /// Lines read in all, rereads included: what the waits count as progress.
+    private var delivered = 0
     /// The stream sequence of the last message read.
     private(set) var lastSequence: UInt64 = 0
-    /// When each number was first read (for the time a backlog took to be stored).
-    private(set) var firstSeen: [Int: Date] = [:]
     private(set) var consumerErrors: [String] = []
+    /// Times the whole stream was read again from its start, and why (``rereadAll(_:)``).
+    private(set) var rereads: [String] = []
+    /// Bumped by every new consumer: a message of an earlier one still queued is dropped.
+    private var generation = 0
     /// Times the consumer was made again because it had delivered nothing for
     /// ``stallLimit`` seconds while the stream held messages past the last one read.
     private(set) var stallRestarts = 0
@@ -88,8 +93,12 @@ final class StreamOrderReader {
     /// Makes the consumer again from the message after the last one read when it has been
     /// silent for ``stallLimit`` seconds while the stream holds more (see ``stallRestarts``).
     private func restartIfStalled(silentFor seconds: Double) {
-        guard seconds >= StreamOrderReader.stallLimit, !closed, let info = streamInfo(),
-              info.lastSequence > lastSequence else { return }
+        guard seconds >= StreamOrderReader.stallLimit, !closed, let info = streamInfo() else { return }
+        if info.lastSequence < lastSequence {
+            rereadAll("the stream's last sequence (#\(info.lastSequence), leader \(info.leader ?? "none")) is below the last one read (#\(lastSequence)): the reader read another history than the leader's")
+            return
+        }
+        guard info.lastSequence > lastSequence else { return }
         stallRestarts += 1
         print("StreamOrderReader: nothing delivered for \(Int(seconds)) s while the stream holds up to #\(info.lastSequence) (read up to #\(lastSequence)): consumer made again (\(stallRestarts) so far)")
         restart?.dispose()
@@ -97,12 +106,43 @@ final class StreamOrderReader {
         startConsumer()
     }
 
+    /// Forgets everything read and reads the stream again from its first message, as the
+    /// leader now has it.
+    ///
+    /// Why: Debian's nats-server 2.9.10 can leave a 3-replica stream's replicas with
+    /// different histories after a leader change (docs/design/nats-durability.md, section
+    /// 7). A consumer that read part of one history and goes on in another skips every
+    /// message whose sequence it has passed already, so lines the stream holds look missing
+    /// to it: in CI's failing run of 2026-11-28 the fault test's reader stayed short of the
+    /// writer for 50 minutes while the edge found every batch it resent already stored.
+    /// What counts is the stream as its leader serves it; reading it again costs seconds.
+    func rereadAll(_ why: String) {
+        guard !closed else { return }
+        rereads.append(why)
+        print("StreamOrderReader: reading the stream again from its start (\(rereads.count) so far): \(why)")
+        restart?.dispose()
+        consumer?.dispose()
+        counts = [:]
+        inversions = []
+        sawEnd = false
+        lines = 0
+        lastSequence = 0
+        contiguous = 0
+        greatest = [:]
+        startConsumer()
+    }
+
     private func startConsumer() {
         guard !closed, let js else { return }
+        generation += 1
+        let generation = self.generation
         consumer = js.consume(stream: stream, from: .sequence(lastSequence + 1)).subscribe(
-            next: { [weak self] message in self?.received(message) },
+            next: { [weak self] message in
+                guard let self, self.generation == generation else { return }
+                self.received(message)
+            },
             error: { [weak self] error in
-                guard let self, !self.closed else { return }
+                guard let self, !self.closed, self.generation == generation else { return }
                 self.consumer = nil
                 self.consumerErrors.append("\(error)")
                 self.restart = Scheduler.main.afterDelay(0.5) { [weak self] in self?.startConsumer() }
@@ -113,17 +153,16 @@ final class StreamOrderReader {
         guard let sequence = message.streamSequence, sequence > lastSequence else { return }
         lastSequence = sequence
         let file = message.headers["Logcast-File"] ?? message.subject
-        let now = Date()
         var start = 0
         let payload = message.payload
         for (i, byte) in payload.enumerated() where byte == 10 {
             let line = payload[start..<i]
             start = i + 1
             lines += 1
+            delivered += 1
             if line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32),
                let n = Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self)) {
                 counts[n, default: 0] += 1
-                if firstSeen[n] == nil { firstSeen[n] = now }
                 if let top = greatest[file], n < top {
                     inversions.append((file, n, top, sequence))
                 } else {
@@ -138,15 +177,46 @@ final class StreamOrderReader {
 
     /// Runs the main loop until `done` holds; false when no line arrived for `stall`
     /// seconds or after `timeout` in all (the bound is on progress, as in ``StreamLineCounter``).
-    func wait(stall: Double = 60, timeout: Double = 600, until done: @escaping () -> Bool) -> Bool {
+    ///
+    /// With `expecting`, every number below it is known to be written: when lines go on
+    /// arriving but ``contiguous`` stays below it for ``stuckLimit`` seconds, a number is
+    /// missing from what was read, so the stream is read again from its start
+    /// (``rereadAll(_:)``, once per wait); when it is still missing ``stuckLimit`` seconds
+    /// after the reread caught up to it, with later lines arriving, the stream does not
+    /// hold it (it is not on its way either: the edge sends each file in order): the wait
+    /// ends at once, false, and ``missingInStream`` says which number.
+    func wait(stall: Double = 60, timeout: Double = 600, expecting: Int? = nil, until done: @escaping () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
-        var seen = lines
+        var seen = delivered
         var lastProgress = Date()
         var lastCheck = Date()
+        var stuckAt = contiguous, stuckSince = Date(), arrivedWhileStuck = 0
+        var reread = false
+        missingInStream = nil
         while Date() < deadline {
             if EventLoop.main.run(until: done, timeout: 2) { return true }
-            if lines != seen {
-                seen = lines
+            if contiguous != stuckAt {
+                stuckAt = contiguous
+                stuckSince = Date()
+                arrivedWhileStuck = 0
+            }
+            arrivedWhileStuck += delivered - seen
+            if let expecting, contiguous < expecting, arrivedWhileStuck > 0,
+               Date().timeIntervalSince(stuckSince) >= StreamOrderReader.stuckLimit {
+                // Lines arrive, the least unread number does not move.
+                if !reread {
+                    reread = true
+                    rereadAll("number \(contiguous) not read for \(Int(StreamOrderReader.stuckLimit)) s while \(arrivedWhileStuck) other lines arrived")
+                    stuckAt = -1
+                } else {
+                    missingInStream = contiguous
+                    return false
+                }
+                stuckSince = Date()
+                arrivedWhileStuck = 0
+            }
+            if delivered != seen {
+                seen = delivered
                 lastProgress = Date()
                 lastCheck = lastProgress
             } else if Date().timeIntervalSince(lastProgress) > stall {
@@ -159,24 +229,18 @@ final class StreamOrderReader {
         return false
     }
 
-    /// Whether every number below `total` was read.
-    func holdsAll(below total: Int) -> Bool {
-        counts.count >= total && (0..<total).allSatisfy { counts[$0] != nil }
-    }
+    /// How long lines may arrive while the least unread number stays put before ``wait``
+    /// reads the stream again. Longer than a renamed file's catch-up, when the new file's
+    /// later numbers are read before the old file's rest.
+    static let stuckLimit = 30.0
+
+    /// After a ``wait`` that ended false: the number the stream, read again from its
+    /// start, does not hold (nil when the wait ended for another reason).
+    private(set) var missingInStream: Int?
 
     /// Numbers below `total` never read, and numbers read more than once.
     func check(_ total: Int) -> (missing: [Int], duplicated: [Int]) {
         ((0..<total).filter { counts[$0] == nil }, counts.filter { $0.value > 1 }.map(\.key).sorted())
-    }
-
-    /// When the last of the numbers below `total` was first read (nil if one is missing).
-    func lastArrival(below total: Int) -> Date? {
-        var latest: Date?
-        for n in 0..<total {
-            guard let at = firstSeen[n] else { return nil }
-            if latest == nil || at > latest! { latest = at }
-        }
-        return latest
     }
 
     func close() {
