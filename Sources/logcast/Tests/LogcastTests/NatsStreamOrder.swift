@@ -18,15 +18,15 @@ final class StreamOrderReader {
     /// Numbers read after a greater number of the same file (each is one line out of order).
     private(set) var inversions: [(file: String, number: Int, after: Int, sequence: UInt64)] = []
     private(set) var sawEnd = false
-    /// Lines read since the stream was last read from its start (``rereadAll(_:)``).
+    /// Lines read since the stream was last read from its start (``readFromLeader(_:timeout:)``).
     private(set) var lines = 0
     /// Lines read in all, rereads included: what the waits count as progress.
     private var delivered = 0
     /// The stream sequence of the last message read.
     private(set) var lastSequence: UInt64 = 0
     private(set) var consumerErrors: [String] = []
-    /// Times the whole stream was read again from its start, and why (``rereadAll(_:)``).
-    private(set) var rereads: [String] = []
+    /// Times the stream was read from its leader, and why (``readFromLeader(_:timeout:)``).
+    private(set) var leaderReads: [String] = []
     /// Bumped by every new consumer: a message of an earlier one still queued is dropped.
     private var generation = 0
     /// Times the consumer was made again because it had delivered nothing for
@@ -95,7 +95,7 @@ final class StreamOrderReader {
     private func restartIfStalled(silentFor seconds: Double) {
         guard seconds >= StreamOrderReader.stallLimit, !closed, let info = streamInfo() else { return }
         if info.lastSequence < lastSequence {
-            rereadAll("the stream's last sequence (#\(info.lastSequence), leader \(info.leader ?? "none")) is below the last one read (#\(lastSequence)): the reader read another history than the leader's")
+            _ = readFromLeader("the stream's last sequence (#\(info.lastSequence), leader \(info.leader ?? "none")) is below the last one read (#\(lastSequence)): the reader read another history than the leader's")
             return
         }
         guard info.lastSequence > lastSequence else { return }
@@ -106,22 +106,83 @@ final class StreamOrderReader {
         startConsumer()
     }
 
-    /// Forgets everything read and reads the stream again from its first message, as the
-    /// leader now has it.
+    /// Forgets everything read and reads the stream message by message from its leader
+    /// (`STREAM.MSG.GET`, which only the stream's leader answers), eight requests at a time,
+    /// then goes on with a consumer from the message after the last one; false when the
+    /// leader did not answer every sequence within `timeout` seconds.
     ///
-    /// Why: Debian's nats-server 2.9.10 can leave a 3-replica stream's replicas with
-    /// different histories after a leader change (docs/design/nats-durability.md, section
-    /// 7). A consumer that read part of one history and goes on in another skips every
-    /// message whose sequence it has passed already, so lines the stream holds look missing
-    /// to it: in CI's failing run of 2026-11-28 the fault test's reader stayed short of the
-    /// writer for 50 minutes while the edge found every batch it resent already stored.
-    /// What counts is the stream as its leader serves it; reading it again costs seconds.
-    func rereadAll(_ why: String) {
-        guard !closed else { return }
-        rereads.append(why)
-        print("StreamOrderReader: reading the stream again from its start (\(rereads.count) so far): \(why)")
+    /// Why not a consumer: an ordered consumer is placed on any of the stream's servers
+    /// and delivers that server's copy. Debian's nats-server 2.9.10 can leave one copy with
+    /// other messages at a few sequences after a leader change (its debug log then says
+    /// "skipping message with sequence N with last of M": seen in this test's run of
+    /// 2026-11-28, where a reader whose consumer sat on that copy lacked line 2,575 that the
+    /// leader held), so only the leader's copy says what the stream holds.
+    func readFromLeader(_ why: String, timeout: Double = 300) -> Bool {
+        guard !closed, let js, let info = streamInfo() else { return false }
+        leaderReads.append(why)
+        print("StreamOrderReader: reading the stream's \(info.lastSequence) messages from its leader \(info.leader ?? "none") (\(leaderReads.count) so far): \(why)")
         restart?.dispose()
         consumer?.dispose()
+        consumer = nil
+        generation += 1
+        forget()
+        let last = info.lastSequence
+        let state = LeaderRead()
+        func ask(_ sequence: UInt64) {
+            state.pending[sequence] = js.message(stream: stream, sequence: sequence).subscribe(
+                next: { state.answers[sequence] = $0 },
+                error: { error in
+                    state.pending[sequence] = nil
+                    if let nats = error as? NATSError, nats.serverCode == 10037 {
+                        state.absent.insert(sequence)  // deleted, or never stored: nothing there
+                    } else {
+                        state.failures[sequence, default: 0] += 1
+                        if state.failures[sequence]! < 5 { state.retry.append(sequence) }
+                    }
+                },
+                completed: { state.pending[sequence] = nil })
+        }
+        var asked: UInt64 = 0, done: UInt64 = 0
+        let deadline = Date().addingTimeInterval(timeout)
+        while done < last && Date() < deadline && (state.failures[done + 1] ?? 0) < 5 {
+            while state.pending.count < 8 {
+                if let again = state.retry.popLast() {
+                    ask(again)
+                } else if asked < last {
+                    asked += 1
+                    ask(asked)
+                } else {
+                    break
+                }
+            }
+            let next = done + 1
+            _ = EventLoop.main.run(until: { state.answers[next] != nil || state.absent.contains(next) || !state.retry.isEmpty }, timeout: 1)
+            while done < last {
+                if let message = state.answers.removeValue(forKey: done + 1) {
+                    received(message)
+                } else if !state.absent.contains(done + 1) {
+                    break
+                }
+                done += 1
+            }
+        }
+        for (_, get) in state.pending { get.dispose() }
+        lastSequence = max(lastSequence, done)
+        startConsumer()
+        return done == last
+    }
+
+    /// What a read from the leader has asked and been answered (loop thread).
+    private final class LeaderRead {
+        var answers: [UInt64: NATSMessage] = [:]
+        var absent: Set<UInt64> = []
+        var failures: [UInt64: Int] = [:]
+        var retry: [UInt64] = []
+        var pending: [UInt64: Disposable] = [:]
+    }
+
+    /// Forgets every line read (the counts, the order kept, the end marker).
+    private func forget() {
         counts = [:]
         inversions = []
         sawEnd = false
@@ -129,8 +190,8 @@ final class StreamOrderReader {
         lastSequence = 0
         contiguous = 0
         greatest = [:]
-        startConsumer()
     }
+
 
     private func startConsumer() {
         guard !closed, let js else { return }
@@ -180,11 +241,11 @@ final class StreamOrderReader {
     ///
     /// With `expecting`, every number below it is known to be written: when lines go on
     /// arriving but ``contiguous`` stays below it for ``stuckLimit`` seconds, a number is
-    /// missing from what was read, so the stream is read again from its start
-    /// (``rereadAll(_:)``, once per wait); when it is still missing ``stuckLimit`` seconds
-    /// after the reread caught up to it, with later lines arriving, the stream does not
-    /// hold it (it is not on its way either: the edge sends each file in order): the wait
-    /// ends at once, false, and ``missingInStream`` says which number.
+    /// missing from what was read, so the stream is read again from its leader
+    /// (``readFromLeader(_:timeout:)``, once per wait); when it is still missing
+    /// ``stuckLimit`` seconds later, with later lines arriving, the stream does not hold
+    /// it (it is not on its way either: the edge sends each file in order): the wait ends
+    /// at once, false, and ``missingInStream`` says which number.
     func wait(stall: Double = 60, timeout: Double = 600, expecting: Int? = nil, until done: @escaping () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         var seen = delivered
@@ -206,7 +267,7 @@ final class StreamOrderReader {
                 // Lines arrive, the least unread number does not move.
                 if !reread {
                     reread = true
-                    rereadAll("number \(contiguous) not read for \(Int(StreamOrderReader.stuckLimit)) s while \(arrivedWhileStuck) other lines arrived")
+                    _ = readFromLeader("number \(contiguous) not read for \(Int(StreamOrderReader.stuckLimit)) s while \(arrivedWhileStuck) other lines arrived")
                     stuckAt = -1
                 } else {
                     missingInStream = contiguous
@@ -235,7 +296,7 @@ final class StreamOrderReader {
     static let stuckLimit = 30.0
 
     /// After a ``wait`` that ended false: the number the stream, read again from its
-    /// start, does not hold (nil when the wait ended for another reason).
+    /// leader, does not hold (nil when the wait ended for another reason).
     private(set) var missingInStream: Int?
 
     /// Numbers below `total` never read, and numbers read more than once.
