@@ -59,6 +59,9 @@ public struct JetStreamInfo: Sendable {
     public let leader: String?
     /// The other nodes holding replicas.
     public let replicaNames: [String]
+    /// The other nodes holding replicas, with how far each is behind the leader (in the
+    /// order of ``replicaNames``).
+    public let replicas: [JetStreamReplica]
 
     init(_ si: UnsafeMutablePointer<jsStreamInfo>) {
         let config = si.pointee.Config
@@ -75,18 +78,36 @@ public struct JetStreamInfo: Sendable {
         consumers = Int(si.pointee.State.Consumers)
         if let cluster = si.pointee.Cluster {
             leader = cluster.pointee.Leader.map { String(cString: $0) }
-            var names: [String] = []
+            var peers: [JetStreamReplica] = []
             if let replicas = cluster.pointee.Replicas {
                 for i in 0..<Int(cluster.pointee.ReplicasLen) {
-                    if let peer = replicas[i], let n = peer.pointee.Name { names.append(String(cString: n)) }
+                    if let peer = replicas[i], let n = peer.pointee.Name {
+                        peers.append(JetStreamReplica(name: String(cString: n), current: peer.pointee.Current,
+                                                      offline: peer.pointee.Offline, lag: peer.pointee.Lag))
+                    }
                 }
             }
-            replicaNames = names
+            replicas = peers
+            replicaNames = peers.map(\.name)
         } else {
             leader = nil
+            replicas = []
             replicaNames = []
         }
     }
+}
+
+/// A node holding a replica of a stream, as the stream's leader sees it.
+public struct JetStreamReplica: Sendable, Equatable {
+    /// The node's server name.
+    public let name: String
+    /// Whether it has everything the leader has (a replica that is catching up, or that
+    /// the leader has not heard from lately, is not).
+    public let current: Bool
+    /// Whether the leader considers it gone.
+    public let offline: Bool
+    /// How many log entries it is behind the leader.
+    public let lag: UInt64
 }
 
 /// The server's acknowledgement of a JetStream publish.

@@ -37,6 +37,22 @@ final class JetStreamClusterTests: NATSTestCase {
         let stored = try awaitValue(js.streamInfo("C"))
         XCTAssertEqual(stored.messages, UInt64(total))
         XCTAssertNotEqual(stored.leader, nil)
+        // The killed node catches up: the leader then lists both other nodes as replicas,
+        // the killed one among the three, each current and none behind.
+        var healed: JetStreamInfo?
+        let healDeadline = Date().addingTimeInterval(120)
+        while healed == nil && Date() < healDeadline {
+            let now = try awaitValue(js.streamInfo("C"))
+            if now.replicas.count == 2 && now.replicas.allSatisfy({ $0.current && !$0.offline && $0.lag == 0 }) {
+                healed = now
+            } else {
+                _ = waitFor(0.5) { false }
+            }
+        }
+        let whole = try XCTUnwrap(healed, "the replicas never all caught up")
+        XCTAssertEqual(Set(whole.replicas.map(\.name) + [whole.leader ?? ""]).count, 3)
+        XCTAssertTrue(whole.replicas.map(\.name).contains(leaderName) || whole.leader == leaderName)
+        XCTAssertEqual(whole.replicaNames, whole.replicas.map(\.name))
         // Read back with a consumer made again after a failure (from after the last message
         // read): right after the old leader's return the cluster can still let a consumer's
         // creation time out (a CI run saw "replayed 0" with a single try).

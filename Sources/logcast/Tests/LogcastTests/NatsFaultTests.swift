@@ -9,7 +9,9 @@ import XCTest
 /// under real faults, one at a time, while a writer appends numbered lines: after each
 /// fault heals, every line written before the heal must be stored (the time it took is
 /// printed); at the end every line is in the stream once and each file's lines are in
-/// file order by stream sequence.
+/// file order by stream sequence. A fault starts only once the stream's replicas have
+/// caught up from the one before (``awaitReplicas``), and what the stream holds is read
+/// from its leader (``StreamOrderReader/readFromLeader(_:timeout:)``).
 ///
 /// Shorter than the issue's durations, to keep the run short: the partitions and the
 /// pause last 5 s (longer than the servers' leader election, so the leader does change;
@@ -196,9 +198,36 @@ final class NatsFaultTests: XCTestCase {
             XCTFail("\(verdict); edge: \(edge?.errors.suffix(2000) ?? "")")
             throw HarnessError.timedOut(verdict)
         }
-        /// Waits until the stream is level with the writer (within a second of lines),
-        /// runs `fault`, then `heal`, and times until every line written before the heal is stored.
+        /// Waits until the stream's leader lists both other servers as replicas, current
+        /// and at most a second of writes behind: a fault is over only once its replicas
+        /// have caught up, as an operator waits before restarting the next server. (Without
+        /// it, a leader SIGKILLed while the server stopped just before was still catching
+        /// up left 2.9.10's stream without lines it had acknowledged, in a run here.)
+        func awaitReplicas(_ what: String) throws {
+            let deadline = Date().addingTimeInterval(180)
+            let since = Date()
+            var last: JetStreamInfo?
+            while Date() < deadline {
+                if let info = reader.streamInfo() {
+                    last = info
+                    if info.replicas.count == serverNames.count - 1,
+                       info.replicas.allSatisfy({ $0.current && !$0.offline && $0.lag <= 200 }) {
+                        let waited = Date().timeIntervalSince(since)
+                        if waited > 5 { print("NatsFaultTests: \(what): the replicas caught up after \(Int(waited)) s") }
+                        return
+                    }
+                }
+                reader.pass(1)
+            }
+            verdict = "NatsFaultTests: FAILED \(what): the replicas never all caught up in 180 s: leader \(last?.leader ?? "none"), replicas \(last?.replicas.map { "\($0.name) current \($0.current) offline \($0.offline) lag \($0.lag)" } ?? [])"
+            XCTFail(verdict)
+            throw HarnessError.timedOut(verdict)
+        }
+        /// Waits until the stream is level with the writer (within a second of lines) and
+        /// its replicas have caught up, runs `fault`, then `heal`, and times until every
+        /// line written before the heal is stored.
         func fault(_ name: String, _ fault: () throws -> Void, heal: () throws -> Void) throws {
+            try awaitReplicas("before '\(name)'")
             try awaitStream("before '\(name)'", writer.count - 5_000, level: 5_000, stall: 60, timeout: 240)
             try fault()
             try heal()
@@ -244,6 +273,7 @@ final class NatsFaultTests: XCTestCase {
                 try server.restart()
                 XCTAssertTrue(server.waitForLog("Server is ready", timeout: 30), "\(name) did not restart")
                 try awaitStream("after restarting \(name)", writer.count, stall: 90, timeout: 180)
+                try awaitReplicas("after restarting \(name)")
             }
         }, heal: {})
         try fault("edge SIGKILLed, its file renamed while it is down, restarted", {

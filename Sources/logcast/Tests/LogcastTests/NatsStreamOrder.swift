@@ -77,6 +77,9 @@ final class StreamOrderReader {
         startConsumer()
     }
 
+    /// Runs the main loop (the reader reads meanwhile) for `seconds`.
+    func pass(_ seconds: Double) { _ = EventLoop.main.run(until: { false }, timeout: seconds) }
+
     /// The stream's current leader (server name), or nil when the servers do not answer.
     func leader() -> String? { streamInfo()?.leader }
 
