@@ -71,10 +71,12 @@ struct RecursiveSpinLock: @unchecked Sendable {
 /// an owner that holds it as a stored `let` (``Subject/Roster``): no allocation, nothing
 /// to destroy.
 ///
-/// Why a second lock type: ``RecursiveSpinLock`` is a copyable view of two heap cells, for
-/// owners that share it with closures; this one is the words themselves, `Atomic`s, which
-/// have a stable address of their own inside the owner (they are never copied or moved),
-/// so the owner pays no allocation for its lock. Noncopyable, so it can only be used in place.
+/// Why a second lock type: ``RecursiveSpinLock`` is a copyable handle on two heap cells;
+/// this one is the words themselves, `Atomic`s, which have a stable address of their own
+/// inside the owner (they are never copied or moved), so the owner pays no allocation for
+/// its lock. Noncopyable, so it can only be used in place. (`Subscriber` and `LockedState`
+/// still hold a ``RecursiveSpinLock``; holding this one instead would save them its two
+/// allocations, a change of its own, not made yet.)
 ///
 /// The depth is an `Atomic` too, used only with relaxed loads and stores (plain moves on
 /// x86-64 and arm64): only the owning thread touches it, so it needs no ordering, but a
