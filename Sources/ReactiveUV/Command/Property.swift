@@ -95,11 +95,11 @@ public final class MutableProperty<Value>: Property<Value>, @unchecked Sendable 
 
     /// Changes the value in place with `action`, atomically with respect to other setters.
     public func modify(_ action: (inout Value) -> Void) {
-        subject.lock.lock()
+        subject.roster.lock.lock()
         var v = subject.current
         action(&v)
         subject.sendNext(v)
-        subject.lock.unlock()
+        subject.roster.lock.unlock()
     }
 
     /// Sets the property from every value of `signal` until it terminates or the property is

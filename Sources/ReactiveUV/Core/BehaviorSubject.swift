@@ -18,8 +18,8 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
     /// The current value.
     @inlinable
     public var value: Value {
-        lock.lock()
-        defer { lock.unlock() }
+        roster.lock.lock()
+        defer { roster.lock.unlock() }
         return current
     }
 
@@ -28,10 +28,10 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
-        lock.lock()
+        roster.lock.lock()
         if let terminal {
             let last = current
-            lock.unlock()
+            roster.lock.unlock()
             observer(.next(last))
             if !lifetime.isDisposed { observer(terminal) }
             return
@@ -40,7 +40,7 @@ public final class BehaviorSubject<Value>: Subject<Value>, @unchecked Sendable {
         // re-entrantly from that callback reaches this subscriber too.
         let id = addEntry(observer, lifetime, subscriber: subscriber)
         observer(.next(current))
-        lock.unlock()
+        roster.lock.unlock()
         registerRemoval(id, lifetime)
     }
 }

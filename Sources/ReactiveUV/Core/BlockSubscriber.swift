@@ -1,4 +1,5 @@
 import CSystemShims
+import Synchronization
 
 /// The subscriber behind `subscribe(next:error:completed:)` and its relatives: RAC's
 /// `RACSubscriber` block subscriber. It is also the subscription's lifetime, so one object
@@ -46,10 +47,9 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// delivery's outermost frame releases the callbacks once its own call has returned.
     @usableFromInline static var releasePendingBit: Int { 8 }
 
-    // The delivering thread's token (or 0) is the subclass word of `Disposable`'s inline
-    // storage, and `closed` a bit of its state word: no allocation besides this object.
-    // (That C's atomics reach these words in a `BlockSubscriber` too is pinned by
-    // `DisposableLayoutTests`.)
+    // The delivering thread's token (or 0) is `Disposable`'s `subclassWord`, and `closed` a
+    // bit of its `state` word: both `Atomic<Int>` stored in this object, so no allocation
+    // besides this object.
 
     @inlinable
     init(next: ((Value) -> Void)?, error: ((any Error) -> Void)?, completed: (() -> Void)?) {
@@ -106,41 +106,41 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// called. (One locked instruction per terminal event instead of two.)
     @inlinable @inline(__always)
     func deliver(_ event: Event<Value>, sourceLockHeld: Bool) {
-        let inFlight = subclassWord.pointer
-        let state = self.state.pointer
-        let me = Int64(Int(bitPattern: csys_thread_token()))
-        let previous: Int64
+        let me = Int(bitPattern: csys_thread_token())
+        let previous: Int
         if sourceLockHeld || event.isTerminating {
-            previous = csys_atomic_int_load(inFlight, csys_relaxed)
-            if previous != me { csys_atomic_int_store(inFlight, me, csys_relaxed) }
+            previous = subclassWord.load(ordering: .relaxed)
+            if previous != me { subclassWord.store(me, ordering: .relaxed) }
         } else {
-            previous = csys_atomic_int_exchange(inFlight, me, csys_seq_cst)
+            previous = subclassWord.exchange(me, ordering: .sequentiallyConsistent)
         }
         defer {
             if previous != me {
                 // The outermost delivery on this thread: release the callbacks if a
                 // disposal or a terminal event inside it left that to us.
-                if csys_atomic_int_load(state, csys_relaxed) & Int64(BlockSubscriber.releasePendingBit) != 0 {
+                if state.load(ordering: .relaxed) & BlockSubscriber.releasePendingBit != 0 {
                     releasePendingCallbacks()
                 }
-                csys_atomic_int_store(inFlight, 0, csys_release)
+                subclassWord.store(0, ordering: .releasing)
             }
         }
         switch event {
         case .next(let value):
-            let gate = csys_atomic_int_load(state, sourceLockHeld ? csys_relaxed : csys_seq_cst)
-            if gate & Int64(BlockSubscriber.closedBit) != 0 { return }
+            // Two spellings because an `Atomic` ordering must be a constant.
+            let gate = sourceLockHeld
+                ? state.load(ordering: .relaxed) : state.load(ordering: .sequentiallyConsistent)
+            if gate & BlockSubscriber.closedBit != 0 { return }
             BlockSubscriber.call(&onNext, value)
         case .error(let error):
-            guard let was = closeForTermination(state) else { return }
+            guard let was = closeForTermination() else { return }
             BlockSubscriber.call(&onError, error)
             releaseCallbacksAfterClosing(insideDelivery: previous == me)
-            if was & Int64(Disposable.disposedBit) == 0 { disposeMembers() }
+            if was & Disposable.disposedBit == 0 { disposeMembers() }
         case .completed:
-            guard let was = closeForTermination(state) else { return }
+            guard let was = closeForTermination() else { return }
             BlockSubscriber.call(&onCompleted)
             releaseCallbacksAfterClosing(insideDelivery: previous == me)
-            if was & Int64(Disposable.disposedBit) == 0 { disposeMembers() }
+            if was & Disposable.disposedBit == 0 { disposeMembers() }
         }
     }
 
@@ -155,12 +155,15 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// not a fetch-or: the disposed bit must stay clear when the gate was closed by
     /// `dispose()`, which disposes the members itself afterwards.
     @inlinable @inline(__always)
-    func closeForTermination(_ state: UnsafeMutablePointer<csys_atomic_int>) -> Int64? {
-        let closing = Int64(BlockSubscriber.closedBit | Disposable.disposedBit)
-        var was = csys_atomic_int_load(state, csys_relaxed)
+    func closeForTermination() -> Int? {
+        let closing = BlockSubscriber.closedBit | Disposable.disposedBit
+        var was = state.load(ordering: .relaxed)
         while true {
-            if was & Int64(BlockSubscriber.closedBit) != 0 { return nil }
-            if csys_atomic_int_compare_exchange(state, &was, was | closing, csys_seq_cst) { return was }
+            if was & BlockSubscriber.closedBit != 0 { return nil }
+            let (exchanged, original) = state.compareExchange(
+                expected: was, desired: was | closing, ordering: .sequentiallyConsistent)
+            if exchanged { return was }
+            was = original
         }
     }
 
@@ -198,7 +201,7 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     @usableFromInline
     final func releaseCallbacksAfterClosing(insideDelivery: Bool) {
         if insideDelivery {
-            csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.releasePendingBit), csys_seq_cst)
+            state.bitwiseOr(BlockSubscriber.releasePendingBit, ordering: .sequentiallyConsistent)
         } else {
             releaseCallbacks()
         }
@@ -208,8 +211,8 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// bit releases, once.
     @usableFromInline
     final func releasePendingCallbacks() {
-        let was = csys_atomic_int_fetch_and(state.pointer, ~Int64(BlockSubscriber.releasePendingBit), csys_seq_cst)
-        if was & Int64(BlockSubscriber.releasePendingBit) != 0 { releaseCallbacks() }
+        let was = state.bitwiseAnd(~BlockSubscriber.releasePendingBit, ordering: .sequentiallyConsistent).oldValue
+        if was & BlockSubscriber.releasePendingBit != 0 { releaseCallbacks() }
     }
 
     /// Closes the gate, waits for a delivery running on another thread, then disposes the
@@ -219,17 +222,17 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         // Already disposed (a terminal event ended it, the common case for a subscription
         // disposed by its owner afterwards) and no delivery under way: the callbacks are
         // gone and the members disposed, so no locked instruction is needed.
-        if csys_atomic_int_load(state.pointer, csys_seq_cst) & Int64(Disposable.disposedBit) != 0
-            && csys_atomic_int_load(subclassWord.pointer, csys_seq_cst) == 0 {
+        if state.load(ordering: .sequentiallyConsistent) & Disposable.disposedBit != 0
+            && subclassWord.load(ordering: .sequentiallyConsistent) == 0 {
             return
         }
-        let closedHere = csys_atomic_int_fetch_or(state.pointer, Int64(BlockSubscriber.closedBit), csys_seq_cst)
-            & Int64(BlockSubscriber.closedBit) == 0
-        let me = Int64(Int(bitPattern: csys_thread_token()))
+        let closedHere = state.bitwiseOr(BlockSubscriber.closedBit, ordering: .sequentiallyConsistent).oldValue
+            & BlockSubscriber.closedBit == 0
+        let me = Int(bitPattern: csys_thread_token())
         var spins = 0
-        var delivering: Int64 = 0
+        var delivering = 0
         while true {
-            delivering = csys_atomic_int_load(subclassWord.pointer, csys_seq_cst)
+            delivering = subclassWord.load(ordering: .sequentiallyConsistent)
             if delivering == 0 || delivering == me { break }
             spins += 1
             if spins > 64 { csys_thread_yield() }

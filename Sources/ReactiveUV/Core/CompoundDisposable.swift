@@ -1,4 +1,5 @@
 import CSystemShims
+import Synchronization
 
 /// A disposable made of others: RAC's `RACCompoundDisposable`.
 ///
@@ -9,7 +10,7 @@ import CSystemShims
 /// it all down.
 ///
 /// Removal is O(1): the members are a bag in insertion order where a removed member leaves
-/// a hole (`nil`), and each member remembers its slot (the hint in its own state words,
+/// a hole (`nil`), and each member remembers its slot (the hint in its own `slotHint` word,
 /// checked by identity before use, so a member added to several compounds is still found,
 /// by a scan, in the ones whose hint it does not carry). Holes are squeezed out when they
 /// outnumber the members, so the bag stays within twice its live size: a subject with
@@ -48,7 +49,7 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
             disposable.dispose()
             return
         }
-        disposable.slotHint.store(members.count, csys_relaxed)
+        disposable.slotHint.store(members.count, ordering: .relaxed)
         members.append(disposable)
         unlockState()
     }
@@ -63,7 +64,7 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
             unlockState()
             return
         }
-        let hint = disposable.slotHint.load(csys_relaxed)
+        let hint = disposable.slotHint.load(ordering: .relaxed)
         if hint >= 0 && hint < members.count && members[hint] === disposable {
             removeLocked(at: hint)
         } else if let i = members.lastIndex(where: { $0 === disposable }) {
@@ -89,7 +90,7 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
                 guard let m = members[i] else { continue }
                 // Move the hint along only if it is ours (a member of several compounds
                 // carries the slot of the last one it was added to).
-                if m.slotHint.load(csys_relaxed) == i { m.slotHint.store(kept, csys_relaxed) }
+                if m.slotHint.load(ordering: .relaxed) == i { m.slotHint.store(kept, ordering: .relaxed) }
                 members[kept] = m
                 kept += 1
             }
@@ -117,7 +118,7 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
     @usableFromInline
     final func disposeMembers() {
         var spins = 0
-        while state.load(csys_acquire) & Disposable.lockBit != 0 {
+        while state.load(ordering: .acquiring) & Disposable.lockBit != 0 {
             spins += 1
             if spins > 32 { csys_thread_yield() }
         }

@@ -42,7 +42,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
 
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
-        lock.lock()
+        roster.lock.lock()
         // Positions are absolute (counting compacted values), and the bound is re-read each
         // time: a value sent re-entrantly during the replay is appended and replayed too.
         var position = compacted + head
@@ -50,7 +50,7 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
             let index = max(position - compacted, head)
             if index >= buffer.count { break }
             if lifetime.isDisposed {
-                lock.unlock()
+                roster.lock.unlock()
                 return
             }
             // The next position is fixed before the callback, which may compact the buffer.
@@ -58,16 +58,16 @@ public final class ReplaySubject<Value>: Subject<Value>, @unchecked Sendable {
             observer(.next(buffer[index]))
         }
         if let terminal {
-            lock.unlock()
+            roster.lock.unlock()
             if !lifetime.isDisposed { observer(terminal) }
             return
         }
         if lifetime.isDisposed {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         let id = addEntry(observer, lifetime, subscriber: subscriber)
-        lock.unlock()
+        roster.lock.unlock()
         registerRemoval(id, lifetime)
     }
 }

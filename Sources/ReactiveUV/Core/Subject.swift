@@ -83,8 +83,6 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     /// The subscribers and the lock that serializes sends and guards everything below.
     @usableFromInline let roster = Roster()
-    /// The roster's lock (for subclasses' critical sections).
-    @inlinable final var lock: RecursiveSpinLock { roster.lock }
     // Unchecked exclusivity: every access happens under the lock, and the dynamic check
     // would cost more than the send itself.
     /// The latched terminal event.
@@ -159,14 +157,14 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     /// new entry.
     @inlinable
     final func attachLive(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable, subscriber: BlockSubscriber<Value>?) {
-        lock.lock()
+        roster.lock.lock()
         if let terminal {
-            lock.unlock()
+            roster.lock.unlock()
             observer(terminal)
             return
         }
         let entry = addEntry(observer, lifetime, subscriber: subscriber)
-        lock.unlock()
+        roster.lock.unlock()
         registerRemoval(entry, lifetime)
     }
 
@@ -224,15 +222,15 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     public final func sendCompleted() { terminate(.completed) }
 
     final func terminate(_ event: Event<Value>) {
-        lock.lock()
+        roster.lock.lock()
         if terminal != nil {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         terminal = event
         let current = roster.takeEntries()
         for slot in current where !slot.entry.lifetime.isDisposed { slot.entry.sink(event) }
-        lock.unlock()
+        roster.lock.unlock()
         subscriptions.dispose()
     }
 
@@ -254,8 +252,8 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
 
     /// Whether the subject has sent a terminal event.
     public var hasTerminated: Bool {
-        lock.lock()
-        defer { lock.unlock() }
+        roster.lock.lock()
+        defer { roster.lock.unlock() }
         return terminal != nil
     }
 }

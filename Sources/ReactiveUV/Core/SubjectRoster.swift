@@ -1,4 +1,5 @@
 import CSystemShims
+import Synchronization
 
 extension Subject {
     /// A subject's subscribers and the lock that serializes its sends: the part of a
@@ -12,14 +13,14 @@ extension Subject {
     /// (a third of the time of `merge` in the benchmarks). A removal holds the roster
     /// strongly instead; the subject empties it when it goes (``detachAll()``), which also
     /// breaks the roster → entry → lifetime → removal → roster cycle. Its lock's two words
-    /// are its own first stored property, so a subject is two allocations (itself and its
-    /// roster), not the three it was when its lock allocated its own two words.
+    /// are stored in it (``lock``, `Atomic`s), so a subject is two allocations (itself and
+    /// its roster) and its lock none.
     @usableFromInline
     final class Roster: @unchecked Sendable {
-        /// The lock's owner word and re-entry depth. The **first** stored property of this
-        /// root class, so it starts where the stored properties start (as `Disposable`'s
-        /// state words do); never read or written by Swift code after `init`.
-        @usableFromInline final var lockWords: (csys_atomic_int, Int)
+        /// Serializes sends and guards everything else here and the subject's latched
+        /// terminal event. Its words (`Atomic`s) live in this object, at an address of
+        /// their own: no allocation for the lock.
+        @usableFromInline final let lock = InlineRecursiveSpinLock()
         // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
         // would cost more than the send itself.
         /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
@@ -57,23 +58,7 @@ extension Subject {
 
         @inlinable
         init() {
-            lockWords = (csys_atomic_int(value: 0), 0)
             remove = { roster, removal in roster.removeEntry(removal) }
-        }
-
-        /// Serializes sends and guards everything else here and the subject's latched
-        /// terminal event: a view of ``lockWords``.
-        ///
-        /// Right only while ``lockWords`` is this root class's first stored property:
-        /// `SubjectRosterLayoutTests` (Tests/ReactiveUVTests/Core/) fails when that
-        /// assumption breaks.
-        @inlinable
-        final var lock: RecursiveSpinLock {
-            let words = UnsafeMutableRawPointer(_getUnsafePointerToStoredProperties(self))
-            return RecursiveSpinLock(
-                owner: words.assumingMemoryBound(to: csys_atomic_int.self),
-                depth: (words + MemoryLayout<csys_atomic_int>.stride).assumingMemoryBound(to: Int.self)
-            )
         }
 
         /// Call before changing `entries` (with the lock held): if a send may be reading

@@ -1,4 +1,5 @@
 import CSystemShims
+import Synchronization
 
 /// A re-entrant lock built on one atomic word, for serializing sends where concurrency
 /// enters a chain (subjects, `Signal.create` subscribers, merge-like operators).
@@ -21,15 +22,6 @@ struct RecursiveSpinLock: @unchecked Sendable {
         owner = UnsafeAtomicInt(0)
         depth = .allocate(capacity: 1)
         depth.initialize(to: 0)
-    }
-
-    /// A lock over two words its owner keeps in its own storage and alive as long as the
-    /// lock is used (``Subject/Roster`` does, as `Disposable` keeps its state inline): no
-    /// allocation, and never `destroy()`ed. `owner` must start at 0.
-    @inlinable
-    init(owner: UnsafeMutablePointer<csys_atomic_int>, depth: UnsafeMutablePointer<Int>) {
-        self.owner = UnsafeAtomicInt(pointer: owner)
-        self.depth = depth
     }
 
     @inlinable
@@ -73,4 +65,69 @@ struct RecursiveSpinLock: @unchecked Sendable {
     /// True when the calling thread holds the lock.
     @inlinable
     var isHeldByCurrentThread: Bool { owner.load(csys_relaxed) == Int(bitPattern: csys_thread_token()) }
+}
+
+/// ``RecursiveSpinLock``'s lock with its two words stored in the object that uses it, for
+/// an owner that holds it as a stored `let` (``Subject/Roster``): no allocation, nothing
+/// to destroy.
+///
+/// Why a second lock type: ``RecursiveSpinLock`` is a copyable handle on two heap cells;
+/// this one is the words themselves, `Atomic`s, which have a stable address of their own
+/// inside the owner (they are never copied or moved), so the owner pays no allocation for
+/// its lock. Noncopyable, so it can only be used in place. (`Subscriber` and `LockedState`
+/// still hold a ``RecursiveSpinLock``; holding this one instead would save them its two
+/// allocations, a change of its own, not made yet.)
+///
+/// The depth is an `Atomic` too, used only with relaxed loads and stores (plain moves on
+/// x86-64 and arm64): only the owning thread touches it, so it needs no ordering, but a
+/// plain `var` inside a `let` cannot change, and a `var` lock would make every `lock()`
+/// a formal write access to the whole lock, the owner word other threads spin on included.
+@usableFromInline
+struct InlineRecursiveSpinLock: ~Copyable, Sendable {
+    /// Owner thread token (`csys_thread_token`), or 0 when free.
+    @usableFromInline let owner = Atomic<Int>(0)
+    /// Re-entry depth, touched only by the owning thread.
+    @usableFromInline let depth = Atomic<Int>(0)
+
+    @inlinable
+    init() {}
+
+    @inlinable
+    borrowing func lock() {
+        let me = Int(bitPattern: csys_thread_token())
+        if owner.load(ordering: .relaxed) == me {
+            depth.store(depth.load(ordering: .relaxed) + 1, ordering: .relaxed)
+            return
+        }
+        if !owner.compareExchange(expected: 0, desired: me, ordering: .acquiring).exchanged {
+            lockSlow(me)
+        }
+        depth.store(1, ordering: .relaxed)
+    }
+
+    @usableFromInline
+    borrowing func lockSlow(_ me: Int) {
+        var spins = 0
+        while true {
+            if owner.load(ordering: .relaxed) == 0
+                && owner.compareExchange(expected: 0, desired: me, ordering: .acquiring).exchanged {
+                return
+            }
+            spins += 1
+            if spins > 64 { csys_thread_yield() }
+        }
+    }
+
+    @inlinable
+    borrowing func unlock() {
+        let d = depth.load(ordering: .relaxed) - 1
+        depth.store(d, ordering: .relaxed)
+        if d == 0 { owner.store(0, ordering: .releasing) }
+    }
+
+    /// True when the calling thread holds the lock.
+    @inlinable
+    var isHeldByCurrentThread: Bool {
+        owner.load(ordering: .relaxed) == Int(bitPattern: csys_thread_token())
+    }
 }
