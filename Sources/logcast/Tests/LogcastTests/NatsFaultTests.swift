@@ -55,8 +55,8 @@ final class NatsFaultTests: XCTestCase {
             """
             let path = directory + "/\(name).conf"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
-            // -D: a server's debug log is where 2.9.10 says its copy of the stream parted
-            // from the leader's (printed at the end).
+            // -D: a server's debug log is where it says it skipped a replicated message its
+            // copy already went past (printed at the end).
             servers[name] = try net.start(name, [nats, "-c", path, "-D"], log: directory + "/\(name).log")
         }
         for (name, server) in servers {
@@ -187,6 +187,13 @@ final class NatsFaultTests: XCTestCase {
             }
             print(verdict)
         }
+        /// Records why the test stops (the verdict printed last), fails it with `detail`
+        /// added, and stops it.
+        func stop(_ why: String, detail: String = "") throws -> Never {
+            verdict = "NatsFaultTests: FAILED \(why)"
+            XCTFail(verdict + detail)
+            throw HarnessError.timedOut(verdict)
+        }
         /// Waits on the reader for every number below `expecting` (or, with `level`, for the
         /// stream to be within `level` lines of the writer, however far it has gone); on
         /// failure records why (the reader's and the stream's state, the edge's last
@@ -197,9 +204,8 @@ final class NatsFaultTests: XCTestCase {
             let missing = reader.missingInStream.map {
                 "line \($0) is missing from the stream read again from its leader (later lines kept arriving)"
             } ?? "no line missing found"
-            verdict = "NatsFaultTests: FAILED \(what): the stream holds every line below \(reader.contiguous) of \(expecting); \(missing); \(whoStopped(reader))"
-            XCTFail("\(verdict); edge: \(edge?.errors.suffix(2000) ?? "")")
-            throw HarnessError.timedOut(verdict)
+            try stop("\(what): the stream holds every line below \(reader.contiguous) of \(expecting); \(missing); \(whoStopped(reader))",
+                     detail: "; edge: \(edge?.errors.suffix(2000) ?? "")")
         }
         /// Waits until the stream's leader lists both other servers as replicas, current
         /// and at most a second of writes behind: a fault is over only once its replicas
@@ -220,11 +226,9 @@ final class NatsFaultTests: XCTestCase {
                         return
                     }
                 }
-                reader.pass(1)
+                pass(1)
             }
-            verdict = "NatsFaultTests: FAILED \(what): the replicas never all caught up in 180 s: leader \(last?.leader ?? "none"), replicas \(last?.replicas.map { "\($0.name) current \($0.current) offline \($0.offline) lag \($0.lag)" } ?? [])"
-            XCTFail(verdict)
-            throw HarnessError.timedOut(verdict)
+            try stop("\(what): the replicas never all caught up in 180 s: leader \(last?.leader ?? "none"), replicas \(last?.replicas.map { "\($0.name) current \($0.current) offline \($0.offline) lag \($0.lag)" } ?? [])")
         }
         /// Waits until the stream is level with the writer (within a second of lines) and
         /// its replicas have caught up, runs `fault`, then `heal`, and times until every

@@ -18,9 +18,7 @@ final class StreamOrderReader {
     /// Numbers read after a greater number of the same file (each is one line out of order).
     private(set) var inversions: [(file: String, number: Int, after: Int, sequence: UInt64)] = []
     private(set) var sawEnd = false
-    /// Lines read since the stream was last read from its start (``readFromLeader(_:timeout:)``).
-    private(set) var lines = 0
-    /// Lines read in all, rereads included: what the waits count as progress.
+    /// Lines read in all, rereads from the leader included: what the waits count as progress.
     private var delivered = 0
     /// The stream sequence of the last message read.
     private(set) var lastSequence: UInt64 = 0
@@ -76,9 +74,6 @@ final class StreamOrderReader {
         }
         startConsumer()
     }
-
-    /// Runs the main loop (the reader reads meanwhile) for `seconds`.
-    func pass(_ seconds: Double) { _ = EventLoop.main.run(until: { false }, timeout: seconds) }
 
     /// The stream's current leader (server name), or nil when the servers do not answer.
     func leader() -> String? { streamInfo()?.leader }
@@ -189,12 +184,10 @@ final class StreamOrderReader {
         counts = [:]
         inversions = []
         sawEnd = false
-        lines = 0
         lastSequence = 0
         contiguous = 0
         greatest = [:]
     }
-
 
     private func startConsumer() {
         guard !closed, let js else { return }
@@ -222,7 +215,6 @@ final class StreamOrderReader {
         for (i, byte) in payload.enumerated() where byte == 10 {
             let line = payload[start..<i]
             start = i + 1
-            lines += 1
             delivered += 1
             if line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32),
                let n = Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self)) {
