@@ -79,6 +79,44 @@ SERVERS=(ruv node nio h2o c-floor)
 echo "idle RSS (KiB, after one request):"
 for s in "${SERVERS[@]}"; do printf '  %-8s %s\n' "$s" "$(rss_kib "${SPIDS[$s]}")"; done
 
+# Memory per idle keep-alive connection (issue 29: <= 4 KiB): IDLE_CONNECTIONS clients each
+# send one request, read its answer and stay open; the server's RSS after, less before,
+# divided by the count. Twice per server, the second after the first's clients closed (so
+# what the first run grew and kept, a pool or a free list, is not counted again).
+IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-2000}
+cat > "$OUT/idle.py" <<'PY'
+import socket, sys, time
+port, count, pid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def rss():
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
+before = rss()
+socks = []
+for _ in range(count):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
+    data = b""
+    while not data.endswith(b"Hello, World!"):
+        chunk = s.recv(4096)
+        if not chunk:
+            sys.exit(f"connection closed after {data!r}")
+        data += chunk
+    socks.append(s)
+time.sleep(1)  # the last answers' writes completed on the server's side too
+after = rss()
+print(f"{(after - before) * 1024 / count:.0f}")
+for s in socks:
+    s.close()
+PY
+ulimit -n 65536 2>/dev/null || true
+echo "RSS per idle keep-alive connection ($IDLE_CONNECTIONS connections, two runs, bytes):"
+for s in "${SERVERS[@]}"; do
+    first=$(python3 "$OUT/idle.py" "${PORTS[$s]}" "$IDLE_CONNECTIONS" "${SPIDS[$s]}")
+    sleep 1
+    second=$(python3 "$OUT/idle.py" "${PORTS[$s]}" "$IDLE_CONNECTIONS" "${SPIDS[$s]}")
+    printf '  %-8s %s, %s\n' "$s" "$first" "$second"
+done
+
 # One wrk run; appends "server config rps p99_ms cpu_us" to $OUT/results.
 measure() {
     local s=$1 cfg=$2 conns script=()
