@@ -160,7 +160,10 @@ final class NatsFaultTests: XCTestCase {
         writer.start()
         print("NatsFaultTests: link delay: \(net.delayMethod)")
 
-        var recoveries: [(String, Double)] = []
+        /// Per fault: seconds from the heal until the stream's leader held the last line
+        /// written before it (``StreamOrderReader/lastStoredLine()``), and until the reader's
+        /// consumer had delivered every line before it.
+        var recoveries: [(name: String, stored: Double?, read: Double)] = []
         // What the edges said, then the verdict, printed last whatever happens: the last
         // lines of a failing run are what CI's summary quotes, and after a failed wait the
         // test stops (every later wait would only run out its time: CI's failing run of
@@ -239,8 +242,19 @@ final class NatsFaultTests: XCTestCase {
             try fault()
             try heal()
             let healed = Date(), written = writer.count
+            // Stored: polled on the leader while the reader's consumer goes on delivering
+            // (the loop runs during each poll); bounded, and a run that never sees it stored
+            // says so (nil) and is judged by the reader's wait below.
+            var stored: Double?
+            while Date().timeIntervalSince(healed) < 180 {
+                if let last = reader.lastStoredLine(), last >= written - 1 {
+                    stored = Date().timeIntervalSince(healed)
+                    break
+                }
+                pass(0.1)
+            }
             try awaitStream("after '\(name)'", written, stall: 90, timeout: 180)
-            recoveries.append((name, Date().timeIntervalSince(healed)))
+            recoveries.append((name, stored, Date().timeIntervalSince(healed)))
         }
 
         try fault("stream leader cut off from every host for 5 s", {
@@ -321,8 +335,9 @@ final class NatsFaultTests: XCTestCase {
         // is what the reader counted above (its words are printed at the end, with the rest).
         XCTAssertEqual(recoveries.count, 6)
         print("NatsFaultTests: the stream reader's consumer was made again after a silent stall \(reader.stallRestarts) times")
-        for (name, seconds) in recoveries {
-            print("NatsFaultTests: \(name): every line written before the heal stored \(String(format: "%.2f", seconds)) s after it")
+        for (name, stored, read) in recoveries {
+            let storedText = stored.map { String(format: "stored in the stream (its leader's last message) %.2f s after it", $0) } ?? "never seen stored by the leader probe within 180 s"
+            print("NatsFaultTests: \(name): every line written before the heal \(storedText); read by the test's consumer \(String(format: "%.2f", read)) s after it")
         }
         verdict = "NatsFaultTests: \(total) lines, 0 lost, 0 duplicated, 0 out of order expected; lost \(missing.count), duplicated \(duplicated.count), out of order \(reader.inversions.count); the stream read from its leader \(reader.leaderReads.count) times"
     }

@@ -88,6 +88,29 @@ final class StreamOrderReader {
         return info.value
     }
 
+    /// The number of the last line in the stream's last message, read from the stream's
+    /// leader (`STREAM.MSG.GET`), or nil when the leader does not answer within 10 s.
+    ///
+    /// What the stream has stored, as opposed to what this reader's consumer has delivered
+    /// so far: the edge sends each file's batches in order, one at a time, so the last
+    /// stored message holding line n says every line before n was sent and acknowledged
+    /// first (whether each is really there is what the final count checks). The fault test
+    /// times a recovery by it: the reader's own consumer, placed on some server, can take
+    /// longer to come back than the stream took to store the lines.
+    func lastStoredLine() -> Int? {
+        guard let js, let info = streamInfo(), info.lastSequence > 0 else { return nil }
+        let box = ReplayBox<NATSMessage>()
+        let get = js.message(stream: stream, sequence: info.lastSequence).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
+        defer { get.dispose() }
+        _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 10)
+        guard let payload = box.value?.payload else { return nil }
+        var end = payload.endIndex
+        while end > payload.startIndex, payload[end - 1] == 10 { end -= 1 }
+        let lastLine = payload[(payload[..<end].lastIndex(of: 10).map { $0 + 1 } ?? payload.startIndex)..<end]
+        guard lastLine.first == UInt8(ascii: "L"), let space = lastLine.firstIndex(of: 32) else { return nil }
+        return Int(String(decoding: lastLine[lastLine.startIndex + 1..<space], as: UTF8.self))
+    }
+
     /// Makes the consumer again from the message after the last one read when it has been
     /// silent for ``stallLimit`` seconds while the stream holds more (see ``stallRestarts``).
     private func restartIfStalled(silentFor seconds: Double) {
