@@ -158,6 +158,48 @@ final class NatsBatchSizeTests: XCTestCase {
         assertInFileOrder(messages, total: bulk + trickle, end: false)
     }
 
+    /// The server restarted with a smaller `max_payload` (64 KiB) while the edge queued a
+    /// backlog in 1 MiB batches: after the reconnect the edge reads the new limit and cuts
+    /// what it queued (and what was in flight) to it; every line is stored once, in order,
+    /// and every message stored after the restart fits the new limit.
+    func testAReconnectToAServerWithASmallerLimitCutsTheQueuedBatches() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let server = try XCTUnwrap(servers.servers.first)
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let edge = try startEdge(log, urls: servers.urls)
+        let client = try LineClient(port: edge.port)
+        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        self.counter = counter
+        let first = 5_000
+        appendText(log, lines(0..<first))
+        XCTAssertTrue(counter.waitForAll(first, end: false), "stream holds \(counter.counts.count) of \(first); edge: \(edge.errors.suffix(1500))")
+        let before = counter.lastSequence
+        server.stop(SIGTERM)
+        // Queued while the server is away (the edge's client sees every line taken).
+        let total = 30_000
+        appendText(log, lines(first..<total) + "END\n")
+        let seen = client.readLines(timeout: 120) { $0.last?.hasSuffix("END") ?? false }
+        XCTAssertTrue(seen.last?.hasSuffix("END") ?? false, "the edge did not read the file: \(edge.errors.suffix(1500))")
+        let config = try String(contentsOfFile: server.configPath, encoding: .utf8)
+        try (config + "\nmax_payload: 65536\n").write(toFile: server.configPath, atomically: true, encoding: .utf8)
+        try server.start()
+        XCTAssertTrue(counter.waitForAll(total), "stream holds \(counter.counts.count) of \(total); consumer errors \(counter.consumerErrors); edge: \(edge.errors.suffix(2000))")
+        let (duplicated, missing) = counter.check(total)
+        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
+        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
+        let messages = try storedMessages(servers.urls, count: counter.lastSequence)
+        assertInFileOrder(messages, total: total)
+        for (i, message) in messages.enumerated().dropFirst(Int(before)) {
+            XCTAssertLessThanOrEqual(messageBytes(message), 65536, "message \(i + 1), stored after the restart, over the new limit")
+        }
+        XCTAssertTrue(edge.errors.contains("at most 65536 bytes"), "the edge says it cut its batches: \(edge.errors.suffix(1500))")
+        // Cut on reconnecting, before sending: not by the fallback after a refusal.
+        XCTAssertFalse(edge.errors.contains("greater than maximum allowed"), "a batch was refused: \(edge.errors.suffix(1500))")
+    }
+
     // MARK: Reading the stream's messages
 
     /// Messages 1...count of stream LOGS, read one by one (with their headers).
