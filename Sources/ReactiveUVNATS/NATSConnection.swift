@@ -58,6 +58,25 @@ public final class NATSConnection: @unchecked Sendable {
         return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED
     }
 
+    /// The most bytes the connected server accepts in one message, headers and payload
+    /// together (its `max_payload`, 1 MiB unless its operator set another), or `nil` once
+    /// the connection is closed. Read on the loop's thread.
+    ///
+    /// The server says it in the INFO it sends on every connect, so after a
+    /// ``NATSConnectionEvent/reconnected(_:)`` this is the new server's limit, which may
+    /// differ from the last one's: read it again then. A publish over it fails at once
+    /// (cnats: "Payload … greater than maximum allowed"); a JetStream message's headers
+    /// (its id and whatever ``JetStream/publish(_:payload:id:headers:retrying:)`` adds)
+    /// count towards it, so a publisher cutting its payloads to fit leaves room for them.
+    /// Wraps cnats's `natsConnection_GetMaxPayload`.
+    ///
+    /// - Returns: the limit in bytes; `nil` when the connection is closed.
+    public var maxPayload: Int? {
+        guard let nc, !isClosed else { return nil }
+        let limit = natsConnection_GetMaxPayload(nc)
+        return limit > 0 ? Int(limit) : nil
+    }
+
     /// Closes the connection (any thread; idempotent). Subscriptions end, unacknowledged
     /// JetStream publishes fail with `NATS_CONNECTION_CLOSED`, and cnats's handles on the
     /// loop are closed; ``events`` sends ``NATSConnectionEvent/closed`` when it is done.

@@ -49,6 +49,9 @@ public struct NATSError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let notFound = Status(rawValue: NATS_NOT_FOUND.rawValue)
         /// `NATS_SSL_ERROR`: the TLS handshake or verification failed.
         public static let tlsError = Status(rawValue: NATS_SSL_ERROR.rawValue)
+        /// `NATS_MAX_PAYLOAD`: the message is larger than the server accepts
+        /// (``NATSConnection/maxPayload``).
+        public static let maxPayload = Status(rawValue: NATS_MAX_PAYLOAD.rawValue)
     }
 
     /// Makes an error.

@@ -125,11 +125,21 @@ func startServers(_ count: Int, dir: String) throws -> [String] {
 }
 
 /// The end offset named by the stream's last message, polled on the main loop.
+///
+/// Why its requests time out after 0.5 s (not JetStream's 5 s): a freshly started cluster
+/// answers no JetStream request until it has elected its meta leader (~0.2–0.5 s after
+/// "Server is ready" here), and a request sent before that is never answered. The edge's
+/// own stream lookup met that (5 s timeout, then a 2 s pause: the R3 rows' 7.1–7.6 s before
+/// the first stored batch until 2026-11-28; it now asks again every second), and a probe
+/// asking at the edge's start would wait its own 5 s on top of it. A request that times out
+/// is simply asked again at the next poll; once the edge is done the cluster is idle and
+/// answers at once.
 final class StreamProbe {
     var js: JetStream?
     var connection: Disposable?
     init(_ urls: [String]) {
-        connection = NATS.connect(urls).subscribe(next: { [weak self] c in self?.js = try? c.jetStream() }, error: { print("probe: \($0)") })
+        connection = NATS.connect(urls).subscribe(next: { [weak self] c in self?.js = try? c.jetStream(requestTimeout: 0.5) },
+                                                  error: { print("probe: \($0)") })
         _ = EventLoop.main.run(until: { self.js != nil }, timeout: 30)
     }
     func lastEnd(_ stream: String) -> Int64 {
@@ -154,8 +164,8 @@ let extraEdgeArguments = (ProcessInfo.processInfo.environment["LOGCAST_BENCH_EDG
 
 /// One file → stream run: the rate from the edge's start, and the rate from the moment the
 /// stream first held one of its batches (the ingest once the edge has connected and the
-/// stream exists: a freshly started 3-node cluster takes seconds to elect the leaders that
-/// creating an R3 stream needs, which the first rate counts and an operator's running
+/// stream exists: a freshly started 3-node cluster elects a meta leader, then the new
+/// stream's leader, ~1 s in all here, which the first rate counts and an operator's running
 /// cluster does not pay).
 struct IngestRun {
     var rate: Double

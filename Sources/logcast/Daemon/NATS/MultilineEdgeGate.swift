@@ -27,7 +27,8 @@ import ReactiveUV
 /// Main loop only.
 final class MultilineEdgeGate {
     let rules: MultilineRules
-    let batchBytes: Int
+    /// The edge's batch size (cut to the server's limit on each connect: NatsEdge+Payload.swift).
+    var batchBytes: Int
     /// Gets each run of whole events (``NatsEdge/received(_:)``).
     let release: (TailChunk) -> Void
 

@@ -45,6 +45,9 @@ import ReactiveUVNATS
 ///   the batch) other than the file's at the copy's range, mean another content, and the
 ///   batch goes out under the next salted id (`idTaken`); only bytes the file still holds
 ///   are a resend.
+/// - A batch is whatever whole lines have been read and not yet sent, up to `--batch-bytes`
+///   (1 MiB by default) cut to the connected server's `max_payload` less room for the
+///   headers (NatsEdge+Payload.swift): a trickle goes out at once in small batches.
 /// - While the servers are away, at most `max((window + 4) × --batch-bytes, 2 MiB)` per file waits in memory:
 ///   then the follower is stopped and later resumed from the acknowledged positions. The
 ///   file itself is the buffer.
@@ -52,7 +55,13 @@ final class NatsEdge {
     // Main loop only.
     let target: NatsTarget
     let subject: String
-    let batchBytes: Int
+    /// `--batch-bytes`: the most bytes of lines in one message asked for.
+    let requestedBatchBytes: Int
+    /// The most bytes of lines in one message now: ``requestedBatchBytes``, cut to what the
+    /// connected server accepts (NatsEdge+Payload.swift).
+    var batchBytes: Int
+    /// The last server limit (`max_payload`) the log was told about.
+    var payloadLimitSaid: Int?
     let replicas: Int
     let dedupeWindow: Double
     let store: TailCheckpointStore
@@ -69,6 +78,9 @@ final class NatsEdge {
     var files: [FileIdentity: EdgeFile] = [:]
     var connection: NATSConnection?
     var js: JetStream?
+    /// The same connection's context for finding or creating the stream, whose requests
+    /// time out after ``lookupTimeout`` (NatsEdge+Window.swift).
+    var streamLookup: JetStream?
     var ready = false
     /// Counters for STATS-like logging and tests.
     var messagesAcknowledged = 0
@@ -104,7 +116,10 @@ final class NatsEdge {
         self.target = NatsTarget(urls: target.urls, stream: target.stream, options: options)
         self.window = NatsEdge.windowSetting()
         self.subject = subject
-        self.batchBytes = batchBytes
+        self.requestedBatchBytes = batchBytes
+        // Until a server says its limit, the default one's (1 MiB): the lines read before
+        // the first connect are queued in batches that fit it.
+        self.batchBytes = NatsEdge.batchLimit(requested: batchBytes, maxPayload: 1 << 20)
         self.replicas = replicas
         self.dedupeWindow = dedupeWindow
         self.store = try StateDirectory.open(stateDirectory)

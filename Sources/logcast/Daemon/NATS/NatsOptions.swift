@@ -22,8 +22,8 @@ struct NatsOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: "Where file positions are kept. Edge: positions the stream acknowledged (default $HOME/.local/state/logcast, /var/lib/logcast for root). Without --publish: positions read, so a restarted logcast gives its first client what was written while it was down.")
     var stateDir: String?
 
-    @Option(name: .customLong("batch-bytes"), help: "Edge: the most bytes of whole lines in one message (1024...1048576).")
-    var batchBytes: Int = 256 * 1024
+    @Option(name: .customLong("batch-bytes"), help: "Edge: the most bytes of whole lines in one message (1024...1048576), cut to the server's max_payload less 8 KiB for headers.")
+    var batchBytes: Int = 1 << 20
 
     @Option(name: .customLong("stream-replicas"), help: "Edge: replicas of a stream it creates (1, 3 or 5; more than 1 needs a cluster).")
     var streamReplicas: Int = 1
@@ -98,7 +98,7 @@ struct NatsOptions: ParsableArguments {
             let stats = server.stats
             edge.counters = { stats.counters(for: $0) }
             if let multiline {
-                edge.multiline = MultilineEdgeGate(rules: multiline, batchBytes: batchBytes) { [weak edge] in edge?.received($0) }
+                edge.multiline = MultilineEdgeGate(rules: multiline, batchBytes: edge.batchBytes) { [weak edge] in edge?.received($0) }
             }
             edge.start()
             running.edge = edge
