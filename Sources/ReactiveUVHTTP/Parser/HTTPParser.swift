@@ -287,7 +287,7 @@ final class HTTPParser {
 
     private func storeField() {
         let value = takeText()
-        if headersDone { trailers.add(fieldName, value) } else { head.headers.add(fieldName, value) }
+        if headersDone { trailers.addUnchecked(fieldName, value) } else { head.headers.addUnchecked(fieldName, value) }
         fieldName = ""
         readingValue = false
     }
