@@ -66,9 +66,14 @@ final class HTTPServerConnection {
         parser = HTTPParser(.request, limits: server.options.parserLimits)
         idleSince = csys_monotonic_ns()
         plainStream = transport as? StreamConnection
-        parser.onHead = { [unowned self] head in self.head(head) }
-        parser.onBody = { [unowned self] bytes in self.current?.receiveBody(bytes) }
-        parser.onEnd = { [unowned self] trailers in
+        // `unowned(unsafe)`: the parser is this connection's and calls these only from
+        // inside `parser.parse` and `parser.finish`, which only this connection's own
+        // methods call (`parse`, `readEnded`), so their `self` keeps it alive for the
+        // call. The checked `unowned` cost an atomic strong retain and a release per
+        // callback.
+        parser.onHead = { [unowned(unsafe) self] head in self.head(head) }
+        parser.onBody = { [unowned(unsafe) self] bytes in self.current?.receiveBody(bytes) }
+        parser.onEnd = { [unowned(unsafe) self] trailers in
             self.current?.endBody(trailers: trailers)
             self.current = nil
         }
