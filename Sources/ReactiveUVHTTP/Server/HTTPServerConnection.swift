@@ -267,7 +267,7 @@ final class HTTPServerConnection {
             var closeAfter = false
             for request in queue {
                 guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
-                let keep = keepAlive(after: request)
+                let keep = keepAlive(after: request, headers: headers)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
                 let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
                 let start = out.count
@@ -286,7 +286,7 @@ final class HTTPServerConnection {
         case .stream(let status, let headers, let body):
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
-            let keep = keepAlive(after: first) && !http10
+            let keep = keepAlive(after: first, headers: headers) && !http10
             // HEAD carries the framing the GET would (RFC 9110 9.3.2), only the body is left
             // out; a status without a body (1xx, 204, 304) has no framing at all.
             let framing: HTTPResponseHead.Framing = HTTPStatus.hasNoBody(status, method: "GET") || http10 ? .none : .chunked
@@ -325,14 +325,16 @@ final class HTTPServerConnection {
         }
     }
 
-    /// Whether the connection stays open after answering `request`.
-    private func keepAlive(after request: HTTPRequest) -> Bool {
+    /// Whether the connection stays open after answering `request` with `headers` (its
+    /// response's fields, which the caller already took out of `request.response`: matching
+    /// the response again here copied it, a retain and release of each of its arrays, per
+    /// request).
+    private func keepAlive(after request: HTTPRequest, headers: HTTPHeaders) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         // A refused upgrade (400, 426): the parser stopped at its head and the client may
         // already be speaking the other protocol, so nothing after it is read as HTTP.
         if request.upgradeRequested { return false }
-        if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
-        if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
+        if headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
         // now: the only safe end is to close.
         if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
