@@ -72,7 +72,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         version = head.version
         headers = head.headers
         loop = connection.loop
-        peer = connection.transport.description
+        peer = connection.peer
         self.connection = connection
         keepAliveRequested = head.keepAlive
         expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")

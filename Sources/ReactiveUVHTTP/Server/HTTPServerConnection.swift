@@ -24,6 +24,9 @@ import ReactiveUV
 final class HTTPServerConnection {
     let transport: any HTTPTransport
     let loop: EventLoop
+    /// The transport's description, every request's ``HTTPRequest/peer``: asked of the
+    /// transport once, not through the protocol per request.
+    let peer: String
     let server: HTTPServerState
     private let parser: HTTPParser
     // Every `var` below lives on the connection's loop thread (docs/ENGINE.md, rule 2):
@@ -62,6 +65,7 @@ final class HTTPServerConnection {
     init(transport: any HTTPTransport, server: HTTPServerState) {
         self.transport = transport
         self.loop = transport.loop
+        self.peer = transport.description
         self.server = server
         parser = HTTPParser(.request, limits: server.options.parserLimits)
         idleSince = csys_monotonic_ns()
