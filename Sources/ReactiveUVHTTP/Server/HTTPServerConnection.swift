@@ -385,7 +385,15 @@ final class HTTPServerConnection {
                 request.bodyDiscarding = true
             }
         }
-        queue.removeFirst(min(count, queue.count))
+        let finished = min(count, queue.count)
+        if finished == queue.count {
+            // Every queued answer written (the usual case): emptied from the end, keeping
+            // its capacity, rather than through `removeFirst(_:)`'s generic
+            // `replaceSubrange` (~70 instructions a request).
+            while !queue.isEmpty { queue.removeLast() }
+        } else {
+            queue.removeFirst(finished)
+        }
         if queue.isEmpty { idleSince = csys_monotonic_ns() }
         if closeAfter {
             noMoreRequests = true
