@@ -1,5 +1,6 @@
-import ReactiveUVHTTP
 import Testing
+
+@testable import ReactiveUVHTTP
 
 @Suite struct HTTPHeadersTests {
     @Test func namesCompareCaseInsensitivelyAndKeepOrder() {
@@ -51,6 +52,31 @@ import Testing
         for bad in "()<>@,;:\\\"/[]?={} \t" {
             #expect(!HTTPHeaders.isValidField(name: "a\(bad)b", value: "v"), "\(bad) is not a token byte")
         }
+    }
+
+    /// Headers remember whether every field was checked as it was added (an application's
+    /// constant headers are then not checked again per response); when that is not known
+    /// (a field read from the wire, an invalid field added and removed), the fields are
+    /// checked where they are written.
+    @Test func headersRememberWhetherTheirFieldsWereChecked() {
+        var h: HTTPHeaders = ["Content-Type": "text/plain"]
+        #expect(h.fieldsChecked && h.allFieldsValid)
+        h.add("X-Bad", "a\r\nSet-Cookie: evil=1")
+        #expect(!h.fieldsChecked && !h.allFieldsValid)
+        #expect(HTTPResponseHead.encode(status: 200, headers: h, framing: .length(0), keepAlive: true, date: []) == nil)
+        h.remove("X-Bad")
+        #expect(!h.fieldsChecked, "no longer known once an invalid field was added")
+        #expect(h.allFieldsValid, "so it is checked again, and holds")
+        #expect(HTTPResponseHead.encode(status: 200, headers: h, framing: .length(0), keepAlive: true, date: []) != nil)
+        #expect(!HTTPHeaders([("Bad Name", "v")]).fieldsChecked)
+        #expect(HTTPHeaders([("Good-Name", "v")]).fieldsChecked)
+        var parsed = HTTPHeaders()
+        parsed.addUnchecked("Host", "example")
+        #expect(!parsed.fieldsChecked && parsed.allFieldsValid)
+        var wire = HTTPHeaders()
+        wire.addUnchecked("X-Bad", "a\nb")
+        #expect(!wire.allFieldsValid)
+        #expect(HTTPResponseHead.encode(status: 200, headers: wire, framing: .length(0), keepAlive: true, date: []) == nil)
     }
 
     @Test func fieldsThatWouldSplitAMessageAreInvalid() {

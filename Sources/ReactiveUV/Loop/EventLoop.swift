@@ -49,10 +49,12 @@ public final class EventLoop: @unchecked Sendable {
     /// `wake`'s `uv_async_t`, read by `execute` on any thread (`uv_async_send`); set once
     /// in `init`, before the loop is shared, and valid until `close()`.
     @exclusivity(unchecked) private(set) var asyncHandle: UnsafeMutablePointer<uv_async_t>!
-    /// Runs fired timers in deadline order once per iteration (see `EventLoop+Timers`).
+    /// Runs fired timers in deadline order in the iteration they fired in (see
+    /// `EventLoop+Timers`); started only while timers are due.
     private(set) var prepare: UVHandle<uv_prepare_t>!
-    /// `prepare`'s `uv_prepare_t` (tests tell the loop's own handles apart by it).
-    private(set) var prepareHandle: UnsafeMutablePointer<uv_prepare_t>!
+    /// `prepare`'s `uv_prepare_t` (tests tell the loop's own handles apart by it). Read on
+    /// the loop thread when a timer fires (``startDueTimerPass()``); valid until `close()`.
+    @exclusivity(unchecked) private(set) var prepareHandle: UnsafeMutablePointer<uv_prepare_t>!
 
     // MARK: State guarded by `queueLock`
     let queueLock = UnsafeLock()
@@ -188,10 +190,9 @@ public final class EventLoop: @unchecked Sendable {
         prepare.owner = self
         self.prepare = prepare
         self.prepareHandle = prepare.pointer
-        try prepare.check(uv_prepare_start(prepare.pointer) { handle in
-            guard let handle else { return }
-            UVHandleCore.owner(of: handle, as: EventLoop.self).drainDueTimers()
-        }, "uv_prepare_start")
+        // Not started here: a timer that fires starts it (`startDueTimerPass`), and the
+        // pass stops it once nothing is due, so a turn without due timers makes no call
+        // into Swift for it.
         prepare.unref()
     }
 

@@ -72,7 +72,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         version = head.version
         headers = head.headers
         loop = connection.loop
-        peer = connection.transport.description
+        peer = connection.peer
         self.connection = connection
         keepAliveRequested = head.keepAlive
         expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")
@@ -264,7 +264,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
             self.onLoop {
                 guard !d.isDisposed else { return }
                 guard !self.answered else { return subscriber.sendError(HTTPServerError.alreadyAnswered) }
-                if let bad = headers.fields.first(where: { !HTTPHeaders.isValidField(name: $0.name, value: $0.value) }) {
+                if !headers.fieldsChecked, let bad = headers.fields.first(where: { !HTTPHeaders.isValidField(name: $0.name, value: $0.value) }) {
                     return subscriber.sendError(HTTPServerError.invalidHeader(name: bad.name))
                 }
                 self.answered = true
@@ -281,13 +281,13 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         // "already answered" is only known on the loop, where the extra answer is dropped.
         let box = HTTPBox(response)
         loop.execute { _ = self.answerOnLoop(box.value) }
-        return response.headers.fields.allSatisfy { HTTPHeaders.isValidField(name: $0.name, value: $0.value) }
+        return response.headers.allFieldsValid
     }
 
     private func answerOnLoop(_ response: HTTPPendingResponse) -> Bool {
         guard !answered else { return false }
         answered = true
-        let valid = response.headers.fields.allSatisfy { HTTPHeaders.isValidField(name: $0.name, value: $0.value) }
+        let valid = response.headers.allFieldsValid
         self.response = valid ? response : .bytes(status: 500, headers: [:], body: [])
         connection.flush()
         return valid

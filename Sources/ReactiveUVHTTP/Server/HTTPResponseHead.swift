@@ -67,8 +67,11 @@ enum HTTPResponseHead {
         // 426 used to carry its `Connection: Upgrade` and our `Connection: close` as two
         // fields.
         var connectionOptions: [Substring] = []
+        // Fields checked as they were added (``HTTPHeaders/fieldsChecked``) are not
+        // checked again; every other field is, here, whatever path the head came by.
+        let checked = headers.fieldsChecked
         for (name, value) in headers.fields {
-            guard HTTPHeaders.isValidField(name: name, value: value) else { return false }
+            guard checked || HTTPHeaders.isValidField(name: name, value: value) else { return false }
             // Our own fields are looked for by length first: most names match none of them.
             let length = name.utf8.count
             if length == 10, HTTPHeaders.sameName(name, "Connection") {

@@ -24,6 +24,9 @@ import ReactiveUV
 final class HTTPServerConnection {
     let transport: any HTTPTransport
     let loop: EventLoop
+    /// The transport's description, every request's ``HTTPRequest/peer``: asked of the
+    /// transport once, not through the protocol per request.
+    let peer: String
     let server: HTTPServerState
     private let parser: HTTPParser
     // Every `var` below lives on the connection's loop thread (docs/ENGINE.md, rule 2):
@@ -62,13 +65,19 @@ final class HTTPServerConnection {
     init(transport: any HTTPTransport, server: HTTPServerState) {
         self.transport = transport
         self.loop = transport.loop
+        self.peer = transport.description
         self.server = server
         parser = HTTPParser(.request, limits: server.options.parserLimits)
         idleSince = csys_monotonic_ns()
         plainStream = transport as? StreamConnection
-        parser.onHead = { [unowned self] head in self.head(head) }
-        parser.onBody = { [unowned self] bytes in self.current?.receiveBody(bytes) }
-        parser.onEnd = { [unowned self] trailers in
+        // `unowned(unsafe)`: the parser is this connection's and calls these only from
+        // inside `parser.parse` and `parser.finish`, which only this connection's own
+        // methods call (`parse`, `readEnded`), so their `self` keeps it alive for the
+        // call. The checked `unowned` cost an atomic strong retain and a release per
+        // callback.
+        parser.onHead = { [unowned(unsafe) self] head in self.head(head) }
+        parser.onBody = { [unowned(unsafe) self] bytes in self.current?.receiveBody(bytes) }
+        parser.onEnd = { [unowned(unsafe) self] trailers in
             self.current?.endBody(trailers: trailers)
             self.current = nil
         }
@@ -262,7 +271,7 @@ final class HTTPServerConnection {
             var closeAfter = false
             for request in queue {
                 guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
-                let keep = keepAlive(after: request)
+                let keep = keepAlive(after: request, headers: headers)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
                 let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
                 let start = out.count
@@ -281,7 +290,7 @@ final class HTTPServerConnection {
         case .stream(let status, let headers, let body):
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
-            let keep = keepAlive(after: first) && !http10
+            let keep = keepAlive(after: first, headers: headers) && !http10
             // HEAD carries the framing the GET would (RFC 9110 9.3.2), only the body is left
             // out; a status without a body (1xx, 204, 304) has no framing at all.
             let framing: HTTPResponseHead.Framing = HTTPStatus.hasNoBody(status, method: "GET") || http10 ? .none : .chunked
@@ -320,14 +329,16 @@ final class HTTPServerConnection {
         }
     }
 
-    /// Whether the connection stays open after answering `request`.
-    private func keepAlive(after request: HTTPRequest) -> Bool {
+    /// Whether the connection stays open after answering `request` with `headers` (its
+    /// response's fields, which the caller already took out of `request.response`: matching
+    /// the response again here copied it, a retain and release of each of its arrays, per
+    /// request).
+    private func keepAlive(after request: HTTPRequest, headers: HTTPHeaders) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         // A refused upgrade (400, 426): the parser stopped at its head and the client may
         // already be speaking the other protocol, so nothing after it is read as HTTP.
         if request.upgradeRequested { return false }
-        if case .bytes(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
-        if case .stream(_, let headers, _)? = request.response, headers.hasToken("Connection", "close") { return false }
+        if headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
         // now: the only safe end is to close.
         if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
@@ -374,7 +385,15 @@ final class HTTPServerConnection {
                 request.bodyDiscarding = true
             }
         }
-        queue.removeFirst(min(count, queue.count))
+        let finished = min(count, queue.count)
+        if finished == queue.count {
+            // Every queued answer written (the usual case): emptied from the end, keeping
+            // its capacity, rather than through `removeFirst(_:)`'s generic
+            // `replaceSubrange` (~70 instructions a request).
+            while !queue.isEmpty { queue.removeLast() }
+        } else {
+            queue.removeFirst(finished)
+        }
         if queue.isEmpty { idleSince = csys_monotonic_ns() }
         if closeAfter {
             noMoreRequests = true

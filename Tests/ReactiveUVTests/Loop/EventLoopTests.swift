@@ -79,6 +79,34 @@ final class EventLoopTests: XCTestCase {
         XCTAssertNoThrow(try loop.close())
     }
 
+    /// The prepare handle that runs due timers is started by a timer firing and stopped
+    /// once none is due: a turn of the loop with no due timer makes no call for it.
+    func testPrepareHandleRunsOnlyWhileTimersAreDue() throws {
+        let loop = try EventLoop()
+        let prepare = UnsafeRawPointer(loop.prepareHandle!).assumingMemoryBound(to: uv_handle_t.self)
+        XCTAssertEqual(uv_is_active(prepare), 0, "started with no timer due")
+        // Two rounds: the handle must start again after it was stopped.
+        for round in 0..<2 {
+            let fired = Confined<[Int]>([])
+            let activeInBlocks = Confined<[Bool]>([])
+            let now = csys_monotonic_ns()
+            // Scheduled out of deadline order, 0.3 ms apart: the pass runs them by deadline.
+            let deadlines: [UInt64] = [now + 10_300_000, now + 10_000_000, now + 12_000_000]
+            for (index, deadline) in deadlines.enumerated() {
+                _ = loop.scheduleTimer(at: deadline, repeatEvery: nil) {
+                    activeInBlocks.value.append(uv_is_active(prepare) != 0)
+                    fired.value.append(index)
+                }
+            }
+            XCTAssertTrue(loop.run(until: { fired.value.count == 3 }, timeout: 30), "round \(round)")
+            XCTAssertEqual(fired.value, [1, 0, 2], "round \(round)")
+            XCTAssertEqual(activeInBlocks.value, [true, true, true], "round \(round): the handle is started while timers are due")
+            // The pass that ran the last timer stopped the handle.
+            XCTAssertEqual(uv_is_active(prepare), 0, "round \(round): still started with nothing due")
+        }
+        XCTAssertNoThrow(try loop.close())
+    }
+
     func testTimerScheduledFromAnotherThreadFiresOnTheLoopThreadNotBeforeItsDeadline() throws {
         let loop = try EventLoop()
         let result = Locked<(fired: Bool, onLoop: Bool, early: Bool)>((false, false, false))

@@ -54,19 +54,27 @@ extension UVStream {
         if shutdownState != .none {
             return .failed(UVError(code: UV_EPIPE.rawValue, operation: "write after shutdown", target: target))
         }
-        let queued = uv_stream_get_write_queue_size(uvStream)
-        let limit = highWaterMark.load()
-        switch policy {
-        case .dropAndCount where queued >= limit:
-            droppedWrites.fetchAdd(1)
-            droppedBytes.fetchAdd(bytes.count)
-            return .dropped
-        case .disconnect where queued >= limit:
-            return .failed(overflow(queued: queued, limit: limit))
-        case .pauseSource where queued >= limit * UVStream.pauseSourceOverflowFactor:
-            return .failed(overflow(queued: queued, limit: limit * UVStream.pauseSourceOverflowFactor))
-        default:
-            break
+        // libuv's public `write_queue_size` field, read in place (what
+        // `uv_stream_get_write_queue_size` returns, without the call).
+        let queued = uvStream.pointee.write_queue_size
+        // With nothing queued no policy can refuse the write (the high-water mark is at
+        // least 1): the policy and the mark, two atomic loads and a conversion, are read
+        // only when something is queued. That is nearly never on a request/response or
+        // echo path, where each write goes to the kernel at once.
+        if queued > 0 {
+            let limit = highWaterMark.load()
+            switch policy {
+            case .dropAndCount where queued >= limit:
+                droppedWrites.fetchAdd(1)
+                droppedBytes.fetchAdd(bytes.count)
+                return .dropped
+            case .disconnect where queued >= limit:
+                return .failed(overflow(queued: queued, limit: limit))
+            case .pauseSource where queued >= limit * UVStream.pauseSourceOverflowFactor:
+                return .failed(overflow(queued: queued, limit: limit * UVStream.pauseSourceOverflowFactor))
+            default:
+                break
+            }
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .done }
 
