@@ -73,6 +73,26 @@ measure("subject") { _ in
 }
 subject.sendNext(1)
 for d in others { d.dispose() }
+
+// A `Signal.create` subscription: the block sends a value and completes. What it costs
+// beyond `return`'s: the `Subscriber` the block sends into, with its lock (stored in it),
+// and the closures that carry the block and the sink.
+let created = Signal<Int>.create { subscriber in
+    subscriber.sendNext(1)
+    subscriber.sendCompleted()
+    return nil
+}
+measure("create") { _ in
+    created.subscribeNext { sum &+= $0 }.dispose()
+}
+
+// A merge-like operator's subscription: `merge` of two cold signals, each sending a value
+// and completing. Its per-subscription state is a `LockedState` (`MergeState`), with the
+// lock stored in it, plus a child lifetime and a forwarding closure per source.
+let merged = Signal.merge([Signal.return(1), Signal.return(2)])
+measure("merge") { _ in
+    merged.subscribeNext { sum &+= $0 }.dispose()
+}
 if sum == 42 { print("") }
 
 // The fused path of `return`/`map`/`filter` (taken where the optimizer sees the whole chain,

@@ -20,7 +20,7 @@ extension Subject {
         /// Serializes sends and guards everything else here and the subject's latched
         /// terminal event. Its words (`Atomic`s) live in this object, at an address of
         /// their own: no allocation for the lock.
-        @usableFromInline final let lock = InlineRecursiveSpinLock()
+        @usableFromInline final let lock = RecursiveSpinLock()
         // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
         // would cost more than the send itself.
         /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose

@@ -8,8 +8,9 @@ public final class Subscriber<Value>: SubscriberProtocol, @unchecked Sendable {
     @usableFromInline let observer: Sink<Value>
     /// The subscription's lifetime (what `isDisposed` reads).
     @usableFromInline let lifetime: CompoundDisposable
-    /// Serializes sends; guards `terminated`.
-    @usableFromInline let lock: RecursiveSpinLock
+    /// Serializes sends; guards `terminated`. Its two words are stored in this object
+    /// (`Atomic`s used in place), so the lock costs the subscription no allocation.
+    @usableFromInline let lock = RecursiveSpinLock()
     /// Guarded by `lock` (so exclusivity is not checked dynamically on the hot path).
     @usableFromInline @exclusivity(unchecked) var terminated = false
 
@@ -17,12 +18,10 @@ public final class Subscriber<Value>: SubscriberProtocol, @unchecked Sendable {
     init(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
         self.observer = observer
         self.lifetime = lifetime
-        self.lock = RecursiveSpinLock()
         Diagnostics.subscriptionCreated()
     }
 
     deinit {
-        lock.destroy()
         Diagnostics.subscriptionDestroyed()
     }
 

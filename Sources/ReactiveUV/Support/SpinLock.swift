@@ -2,7 +2,9 @@ import CSystemShims
 import Synchronization
 
 /// A re-entrant lock built on one atomic word, for serializing sends where concurrency
-/// enters a chain (subjects, `Signal.create` subscribers, merge-like operators).
+/// enters a chain: a subject's roster (``Subject/Roster``), a `Signal.create` subscriber
+/// (``Subscriber``), and the per-subscription state of merge-like operators
+/// (`LockedState`).
 ///
 /// Why not a pthread recursive mutex: the uncontended path here is one compare-exchange
 /// and one store, with no call into libc, and sending a value is the hottest path we
@@ -10,80 +12,26 @@ import Synchronization
 /// waiter CPU time but never a deadlock. Re-entrant sends (a subscriber sending into its
 /// own source from its callback) take the lock again on the same thread, as RAC 2's
 /// `@synchronized` did.
-@usableFromInline
-struct RecursiveSpinLock: @unchecked Sendable {
-    /// Owner thread token (`csys_thread_token`), or 0 when free.
-    @usableFromInline let owner: UnsafeAtomicInt
-    /// Re-entry depth, touched only by the owning thread.
-    @usableFromInline let depth: UnsafeMutablePointer<Int>
-
-    @inlinable
-    init() {
-        owner = UnsafeAtomicInt(0)
-        depth = .allocate(capacity: 1)
-        depth.initialize(to: 0)
-    }
-
-    @inlinable
-    func destroy() {
-        owner.destroy()
-        depth.deallocate()
-    }
-
-    @inlinable
-    func lock() {
-        let me = Int(bitPattern: csys_thread_token())
-        if owner.load(csys_relaxed) == me {
-            depth.pointee += 1
-            return
-        }
-        if !owner.compareExchange(expected: 0, desired: me, csys_acquire) {
-            lockSlow(me)
-        }
-        depth.pointee = 1
-    }
-
-    @usableFromInline
-    func lockSlow(_ me: Int) {
-        var spins = 0
-        while true {
-            if owner.load(csys_relaxed) == 0 && owner.compareExchange(expected: 0, desired: me, csys_acquire) {
-                return
-            }
-            spins += 1
-            if spins > 64 { csys_thread_yield() }
-        }
-    }
-
-    @inlinable
-    func unlock() {
-        let d = depth.pointee - 1
-        depth.pointee = d
-        if d == 0 { owner.store(0, csys_release) }
-    }
-
-    /// True when the calling thread holds the lock.
-    @inlinable
-    var isHeldByCurrentThread: Bool { owner.load(csys_relaxed) == Int(bitPattern: csys_thread_token()) }
-}
-
-/// ``RecursiveSpinLock``'s lock with its two words stored in the object that uses it, for
-/// an owner that holds it as a stored `let` (``Subject/Roster``): no allocation, nothing
-/// to destroy.
 ///
-/// Why a second lock type: ``RecursiveSpinLock`` is a copyable handle on two heap cells;
-/// this one is the words themselves, `Atomic`s, which have a stable address of their own
-/// inside the owner (they are never copied or moved), so the owner pays no allocation for
-/// its lock. Noncopyable, so it can only be used in place. (`Subscriber` and `LockedState`
-/// still hold a ``RecursiveSpinLock``; holding this one instead would save them its two
-/// allocations, a change of its own, not made yet.)
+/// Why inline: the lock is its two words themselves, `Atomic`s, held by its owner as a
+/// stored `let`. An `Atomic` stored in a class has a stable address of its own inside the
+/// object (it is never copied or moved, and every operation goes through that address),
+/// so the owner pays no allocation for its lock and has nothing to free. The type is
+/// noncopyable, so it can only be used in place (`owner.lock.lock()`): a closure or a
+/// struct that needs the lock reaches it through the object that holds it. (There used to
+/// be a second, copyable lock: a handle on two separately allocated cells, two allocations
+/// per `Signal.create` subscription and per merge-like operator's subscription, freed by
+/// a `destroy()` its owner had to call in `deinit`.)
 ///
 /// The depth is an `Atomic` too, used only with relaxed loads and stores (plain moves on
 /// x86-64 and arm64): only the owning thread touches it, so it needs no ordering, but a
 /// plain `var` inside a `let` cannot change, and a `var` lock would make every `lock()`
 /// a formal write access to the whole lock, the owner word other threads spin on included.
+///
+/// Orderings: taking the lock is an acquiring compare-exchange and releasing it a
+/// releasing store of the owner word, so what one holder wrote is seen by the next.
 @usableFromInline
-struct InlineRecursiveSpinLock: ~Copyable, Sendable {
+struct RecursiveSpinLock: ~Copyable, Sendable {
     /// Owner thread token (`csys_thread_token`), or 0 when free.
     @usableFromInline let owner = Atomic<Int>(0)
     /// Re-entry depth, touched only by the owning thread.
@@ -92,6 +40,7 @@ struct InlineRecursiveSpinLock: ~Copyable, Sendable {
     @inlinable
     init() {}
 
+    /// Takes the lock, or takes it once more if this thread holds it already.
     @inlinable
     borrowing func lock() {
         let me = Int(bitPattern: csys_thread_token())
@@ -105,6 +54,7 @@ struct InlineRecursiveSpinLock: ~Copyable, Sendable {
         depth.store(1, ordering: .relaxed)
     }
 
+    /// The contended path, out of line: spin, then yield between attempts.
     @usableFromInline
     borrowing func lockSlow(_ me: Int) {
         var spins = 0
@@ -118,6 +68,7 @@ struct InlineRecursiveSpinLock: ~Copyable, Sendable {
         }
     }
 
+    /// Releases one hold; the last one frees the lock.
     @inlinable
     borrowing func unlock() {
         let d = depth.load(ordering: .relaxed) - 1

@@ -3,13 +3,13 @@
 /// chain below it sees one event at a time. Subclassed by each such operator's state.
 @usableFromInline
 class LockedState: @unchecked Sendable {
-    /// Guards every field of the subclass and serializes sends downstream.
+    /// Guards every field of the subclass and serializes sends downstream. Its two words
+    /// are stored in this object (`Atomic`s used in place), so the lock costs the
+    /// subscription no allocation and there is nothing to free.
     @usableFromInline let lock = RecursiveSpinLock()
 
     @inlinable
     init() {}
-
-    deinit { lock.destroy() }
 }
 
 extension CompoundDisposable {
