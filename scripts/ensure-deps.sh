@@ -35,6 +35,9 @@ if ! pkg-config --exists zlib 2>/dev/null; then need+=(zlib1g-dev); fi
 # and libevent's event_base (C programs built with `pkg-config glib-2.0 libevent`).
 if ! pkg-config --exists glib-2.0 2>/dev/null; then need+=(libglib2.0-dev); fi
 if ! pkg-config --exists libevent 2>/dev/null; then need+=(libevent-dev); fi
+# The embedding tests run C programs under valgrind's memcheck (a handle freed during a
+# call that still uses it, or never freed: EmbedHandleLifetimeTests, EmbedLeakTests).
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 # logcast under systemd: libsystemd (sd_notify, socket activation); its tests start logcast
 # through systemd-socket-activate (Debian package systemd; no running systemd needed).
 if ! pkg-config --exists libsystemd 2>/dev/null; then need+=(libsystemd-dev); fi

@@ -7,7 +7,8 @@ import ReactiveUV
 //
 // Every `ruv_<object>_t *` is an `Unmanaged` reference to one of the final classes below:
 // a constructor passes a retained reference out (the C caller owns it), functions borrow it
-// without touching its count, and `ruv_<object>_release` gives it back. A handle is a thin
+// (holding a Swift reference of their own while they run, since a callback they run may
+// release C's), and `ruv_<object>_release` gives it back. A handle is a thin
 // box around the Swift object that does the work (a `Signal`, a `Subject`, an `EventLoop`),
 // so whatever else uses that object (a subscription, an operator built on a signal) keeps
 // its own Swift reference and is unaffected when C releases the handle.
@@ -60,12 +61,22 @@ func retainedHandle(_ object: AnyObject) -> OpaquePointer {
     OpaquePointer(Unmanaged.passRetained(object).toOpaque())
 }
 
-/// Runs `body` with the object behind a handle C lends us, without retaining it (C's
-/// reference keeps it alive for the call); `nil` for NULL.
+/// Runs `body` with the object behind a handle C lends us, holding a reference of our own
+/// until `body` returns; `nil` for NULL.
+///
+/// Why a reference of our own (a retain and a release per call, next to the copy of the
+/// value every send makes) and not C's borrowed through `_withUnsafeGuaranteedRef`, as
+/// this did: C's reference does not always outlive the call. `ruv_subject_send_next` runs
+/// the subscribers' callbacks, and one of them may release C's only reference to the
+/// subject (`ruv_subject_release` from inside the send), which freed the handle and the
+/// subject while the send was still delivering on them. Nothing touched either after the
+/// callbacks, so it went unnoticed; any later change would have read freed memory.
+/// `EmbedHandleLifetimeTests` (`C/handle-lifetime.c`, plainly and under valgrind) pins it.
 @inline(__always)
 func withBorrowed<T: AnyObject, R>(_ handle: OpaquePointer?, as type: T.Type, _ body: (T) -> R) -> R? {
     guard let handle else { return nil }
-    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle))._withUnsafeGuaranteedRef(body)
+    let object = Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+    return withExtendedLifetime(object) { body(object) }
 }
 
 /// The object behind a handle C lends us, or `nil` for NULL (the count is untouched).

@@ -45,6 +45,14 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
         /// Sends `event` to the subscriber at `slot` unless its subscription has ended.
         /// Through a pointer into the list, so neither the slot nor what it names is
         /// copied (a copy of the slot would retain and release its entry per delivery).
+        ///
+        /// Both calls go through guaranteed references, without a retain: **the list
+        /// being walked holds the entry** (and the entry's lifetime the subscriber) for the
+        /// whole call, even when the callee makes the roster let go of it. A subscriber
+        /// that ends its own or any other subscription mid-delivery, subscribes, or
+        /// terminates the subject changes the roster's list only after retiring the one
+        /// being walked (`Roster.willChangeEntries`), and the outermost send releases the
+        /// retired lists after it unlocks. Pinned by `SubjectUnretainedSendTests`.
         @inlinable @inline(__always)
         static func send(_ event: Event<Value>, to slot: UnsafePointer<Slot>) {
             if let subscriber = slot.pointee.subscriber {
@@ -208,6 +216,9 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
             }
             if let retired = roster.endSend() {
                 roster.lock.unlock()
+                // Released here, after the unlock, not at its last use above: releasing a
+                // sink may run code (a deinit, a disposal) that takes this lock on another
+                // thread or sends into this subject. Pinned by `SubjectLateReleaseTests`.
                 _fixLifetime(retired)
                 return
             }

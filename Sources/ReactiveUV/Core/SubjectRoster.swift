@@ -155,7 +155,8 @@ extension Subject {
             lock.unlock()
             // Released here, after the unlock, not at their last use above. (Not with
             // `withExtendedLifetime`, whose generic closure costs runtime metadata lookups
-            // in this unspecialized code.)
+            // in this unspecialized code.) Pinned by `SubjectLateReleaseTests` (a sink whose
+            // release has another thread take this lock).
             _fixLifetime(taken)
             _fixLifetime(placeholder)
         }
