@@ -107,8 +107,7 @@ final class StreamOrderReader {
         var end = payload.endIndex
         while end > payload.startIndex, payload[end - 1] == 10 { end -= 1 }
         let lastLine = payload[(payload[..<end].lastIndex(of: 10).map { $0 + 1 } ?? payload.startIndex)..<end]
-        guard lastLine.first == UInt8(ascii: "L"), let space = lastLine.firstIndex(of: 32) else { return nil }
-        return Int(String(decoding: lastLine[lastLine.startIndex + 1..<space], as: UTF8.self))
+        return numberedLineNumber(lastLine)
     }
 
     /// Makes the consumer again from the message after the last one read when it has been
@@ -239,8 +238,7 @@ final class StreamOrderReader {
             let line = payload[start..<i]
             start = i + 1
             delivered += 1
-            if line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32),
-               let n = Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self)) {
+            if let n = numberedLineNumber(line) {
                 counts[n, default: 0] += 1
                 if let top = greatest[file], n < top {
                     inversions.append((file, n, top, sequence))

@@ -182,8 +182,7 @@ final class StreamLineCounter {
             let line = payload[start..<i]
             start = i + 1
             lines += 1
-            if line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32),
-               let n = Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self)) {
+            if let n = numberedLineNumber(line) {
                 counts[n, default: 0] += 1
             } else if String(decoding: line, as: UTF8.self) == "END" {
                 sawEnd = true
@@ -242,4 +241,12 @@ final class StreamLineCounter {
 final class ReplayBox<Value> {
     var value: Value?
     var error: Error?
+}
+
+/// The number of a line that ``NumberedLineWriter`` wrote (`L<n> ` then padding), or nil for
+/// any other line (`END`, a stored copy's header line, ...): the one parse of that format
+/// the stream counters, the fault test's reader and its leader probe share.
+func numberedLineNumber(_ line: ArraySlice<UInt8>) -> Int? {
+    guard line.first == UInt8(ascii: "L"), let space = line.firstIndex(of: 32) else { return nil }
+    return Int(String(decoding: line[line.startIndex + 1..<space], as: UTF8.self))
 }
