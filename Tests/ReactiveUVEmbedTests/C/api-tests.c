@@ -19,26 +19,8 @@
 #include <uv.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_RC(expr) CHECK_EQ((expr), 0)
-#define CHECK_EQ(a, b)                                                                     \
-    do {                                                                                   \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                              \
-        if (va_ != vb_) {                                                                  \
-            printf("FAIL %s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__, #a, \
-                   va_, vb_, va_ < 0 ? ruv_err_name((int)va_) : "");                       \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 /* ---- recording -------------------------------------------------------------------- */
 

@@ -17,22 +17,8 @@
 #include <uv.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                     \
-    do {                                                                                   \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                              \
-        if (va_ != vb_) {                                                                  \
-            printf("FAIL %s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 static double now_seconds(void) {
     struct timespec ts;

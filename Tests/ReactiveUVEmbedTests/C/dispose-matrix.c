@@ -25,24 +25,8 @@
 #include <uv.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_RC(expr)                                                                     \
-    do {                                                                                   \
-        int rc_ = (expr);                                                                  \
-        if (rc_ != 0) {                                                                    \
-            printf("FAIL %s:%d: %s = %s\n", __FILE__, __LINE__, #expr, ruv_err_name(rc_)); \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 static uv_loop_t host_loop;
 static ruv_runtime_t *rt;

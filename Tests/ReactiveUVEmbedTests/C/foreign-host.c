@@ -46,24 +46,8 @@
 #endif
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_RC(expr)                                                                     \
-    do {                                                                                   \
-        int rc_ = (expr);                                                                  \
-        if (rc_ != 0) {                                                                    \
-            printf("FAIL %s:%d: %s = %s\n", __FILE__, __LINE__, #expr, ruv_err_name(rc_));  \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 enum { TOTAL_LINES = 4000, CLIENT_LINES = 200, ROTATE_EVERY = 1000 };
 

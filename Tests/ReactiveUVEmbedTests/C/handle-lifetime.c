@@ -21,25 +21,8 @@
 #include <string.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_RC(expr)                                                                     \
-    do {                                                                                   \
-        int rc_ = (expr);                                                                  \
-        if (rc_ != 0) {                                                                    \
-            printf("FAIL %s:%d: %s returned %d (%s)\n", __FILE__, __LINE__, #expr, rc_,    \
-                   ruv_err_name(rc_));                                                     \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 static void rec_next(const void *bytes, size_t len, void *ctx) {
     printf("%s next %.*s\n", (const char *)ctx, (int)len, (const char *)bytes);

@@ -15,14 +15,8 @@
 #include <uv.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
 #define OK(expr) CHECK((expr) == 0)
 
 static long rss_kib(void) {

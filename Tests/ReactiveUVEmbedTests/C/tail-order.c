@@ -22,15 +22,8 @@
 #include <unistd.h>
 
 #include "reactiveuv.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-            fflush(stdout);                                                                \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 static char path[4096];
 static int rounds;
