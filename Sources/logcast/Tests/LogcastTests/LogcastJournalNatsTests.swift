@@ -9,33 +9,21 @@ import XCTest
 /// nats-server: journal files written by systemd-journal-remote while the edge ships them,
 /// the edge SIGKILLed while an entry is stored but its cursor not yet saved, and every
 /// entry counted in the stream: each exactly once, in journal order.
-final class LogcastJournalNatsTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var counter: StreamLineCounter?
+final class LogcastJournalNatsTests: NatsEdgeTestCase {
     var writer: JournalRemote?
-    var directory = ""
 
     var journal: String { directory + "/journal" }
     var state: String { directory + "/state" }
 
     override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
+        try super.setUpWithError()
         _ = try JournalRemote.required()
-        directory = temporaryDirectory()
         mkdir(journal, 0o755)
     }
 
     override func tearDown() {
-        counter?.close()
-        counter = nil
-        for p in processes { p.stop() }
-        processes = []
         writer?.stop()
         writer = nil
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
         super.tearDown()
     }
 
@@ -115,9 +103,7 @@ final class LogcastJournalNatsTests: XCTestCase {
     }
 
     func shipThroughKills(window: Int?) throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let w = try JournalRemote(directory: journal, name: "system")
         writer = w
         w.append([w.entry("before the edge")])
@@ -179,9 +165,7 @@ final class LogcastJournalNatsTests: XCTestCase {
     /// A hub (`--from`, here in the edge's own process) serves the stream's journal
     /// messages as `journal: UNIT: MESSAGE` lines: `SINCE 1` replays them in order.
     func testAHubServesTheShippedEntriesAsJournalLines() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let w = try JournalRemote(directory: journal, name: "system")
         writer = w
         let both = try startEdge(servers.urls, extra: ["--from", servers.urls[0]])
@@ -196,9 +180,7 @@ final class LogcastJournalNatsTests: XCTestCase {
     }
 
     func testTheEdgeServesItsJournalLinesLocallyToo() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let w = try JournalRemote(directory: journal, name: "system")
         writer = w
         let edge = try startEdge(servers.urls)

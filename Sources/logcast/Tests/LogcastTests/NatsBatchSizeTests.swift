@@ -47,29 +47,8 @@ import XCTest
 /// The edge's batch size against the server's `max_payload` (NatsEdge+Payload.swift): cut
 /// to what the server accepts, as large as it accepts by default, and a trickle of lines
 /// still sent at once. Every line is counted by its number in the messages the stream holds.
-final class NatsBatchSizeTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var counter: StreamLineCounter?
-    var directory = ""
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
-
-    override func tearDown() {
-        counter?.close()
-        counter = nil
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        _ = EventLoop.main.run(until: { NATS.liveConnections == 0 }, timeout: 10)
-        XCTAssertEqual(NATS.liveConnections, 0, "a NATS connection of the test was left open")
-        try? FileManager.default.removeItem(atPath: directory)
-        super.tearDown()
-    }
+final class NatsBatchSizeTests: NatsEdgeTestCase {
+    override var checksConnectionsClosed: Bool { true }
 
     func startEdge(_ log: String, urls: [String], extra: [String] = []) throws -> LogcastProcess {
         let edge = try LogcastProcess([log,
@@ -90,9 +69,7 @@ final class NatsBatchSizeTests: XCTestCase {
     /// order, in messages of at most 64 KiB with their headers, and the edge says once
     /// that it cut its batches.
     func testBatchesAreCutToTheServersMaxPayloadAndEveryLineIsStoredOnceInOrder() throws {
-        let servers = try NATSTestServers(count: 1, extraConfig: "max_payload: 65536")
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1, extraConfig: "max_payload: 65536")
         let log = directory + "/app.log"
         appendText(log, "")
         let edge = try startEdge(log, urls: servers.urls, extra: ["--batch-bytes", "262144"])
@@ -163,9 +140,7 @@ final class NatsBatchSizeTests: XCTestCase {
     /// what it queued (and what was in flight) to it; every line is stored once, in order,
     /// and every message stored after the restart fits the new limit.
     func testAReconnectToAServerWithASmallerLimitCutsTheQueuedBatches() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let server = try XCTUnwrap(servers.servers.first)
         let log = directory + "/app.log"
         appendText(log, "")

@@ -15,28 +15,7 @@ import XCTest
 /// preloads the accounts (`resolver: MEMORY`). A user of an account the server does not
 /// know, whose JWT has expired, or whose seed is not the JWT's, is refused by the server
 /// itself: the test checks that logcast says so and that nothing reached the stream.
-final class NatsCredentialsFileTests: XCTestCase {
-    var directory = ""
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var counter: StreamLineCounter?
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
-
-    override func tearDown() {
-        counter?.close()
-        counter = nil
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
-        super.tearDown()
-    }
-
+final class NatsCredentialsFileTests: NatsEdgeTestCase {
     /// Makes the keys, JWTs and `.creds` files in the test's directory (`good.creds`,
     /// `foreign.creds`, `expired.creds`, `mismatched.creds`) and starts one nats-server that
     /// trusts their operator, with JetStream.
@@ -53,9 +32,7 @@ final class NatsCredentialsFileTests: XCTestCase {
         XCTAssertEqual(status, 0, "make-nats-creds.py: \(err)")
         XCTAssertEqual(out, "ok\n", err)
         let config = try String(contentsOfFile: directory + "/server.conf", encoding: .utf8)
-        let servers = try NATSTestServers(count: 1, extraConfig: config)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1, extraConfig: config)
         return servers
     }
 
@@ -130,7 +107,14 @@ final class NatsCredentialsFileTests: XCTestCase {
         let total = 5_000
         appendText(log, (0..<total / 2).map { NumberedLineWriter.line($0) }.joined())
         let edge = try startEdge(log, url: servers.urls[0], creds: "good.creds")
-        counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS", options: goodUser)
+        do {
+            counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS", options: goodUser)
+        } catch {
+            // Seen once on a loaded machine (2026-11-28, not reproduced in 17 runs nor by 600
+            // connects of fresh users of 41 fresh operators): the good user refused. The
+            // server's log says why it refused; the edge's whether it was refused too.
+            return XCTFail("the test's own client (good.creds) could not connect: \(error); server: \(servers.servers[0].logTail()); edge: \(edge.errors.suffix(1500))")
+        }
         // The second half while the edge runs, then the end marker.
         appendText(log, (total / 2..<total).map { NumberedLineWriter.line($0) }.joined() + "END\n")
         guard let counter else { return XCTFail("no counter") }

@@ -5,24 +5,7 @@ import XCTest
 
 /// The edge and hub authenticate to a nats-server that asks (issue 30): user and password,
 /// or a token, each from a file; a refusal is said.
-final class NatsCredentialsTests: XCTestCase {
-    var directory = ""
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class NatsCredentialsTests: NatsEdgeTestCase {
     func secret(_ name: String, _ text: String) -> String {
         let path = directory + "/" + name
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data((text + "\n").utf8)))
@@ -55,9 +38,7 @@ final class NatsCredentialsTests: XCTestCase {
     }
 
     func testUserAndPasswordFromAFileAndAWrongOneIsSaid() throws {
-        let servers = try NATSTestServers(count: 1, extraConfig: "authorization { user: edge, password: \"pw-1\" }")
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1, extraConfig: "authorization { user: edge, password: \"pw-1\" }")
         let log = directory + "/app.log"
         appendLines(log, (0..<100).map { "line \($0)" })
 
@@ -72,9 +53,7 @@ final class NatsCredentialsTests: XCTestCase {
     }
 
     func testATokenFromAFile() throws {
-        let servers = try NATSTestServers(count: 1, extraConfig: "authorization { token: \"t0ken\" }")
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1, extraConfig: "authorization { token: \"t0ken\" }")
         let log = directory + "/app.log"
         appendLines(log, (0..<50).map { "line \($0)" })
         let (p, lines) = try replay(log, url: servers.urls[0], credentials: ["--nats-token-file", secret("token", "t0ken")], count: 50)

@@ -8,36 +8,7 @@ import XCTest
 /// The edge (`logcast FILE --publish nats://…`) against real nats-servers: every line,
 /// numbered, is counted in the stream; crashes, rotations, leader failover and servers
 /// that come late must leave each exactly once.
-final class NatsExactlyOnceTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var counter: StreamLineCounter?
-    var directory = ""
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
-
-    override func tearDown() {
-        counter?.close()
-        counter = nil
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
-        super.tearDown()
-    }
-
-    /// Starts `count` servers (a cluster when more than one), stopped in tearDown.
-    func startServers(_ count: Int) throws -> NATSTestServers {
-        let servers = try NATSTestServers(count: count)
-        self.servers = servers
-        try servers.startAll()
-        return servers
-    }
-
+final class NatsExactlyOnceTests: NatsEdgeTestCase {
     /// Starts an edge on `file` (its state in the test's directory) and waits until it listens.
     func startEdge(_ files: [String], urls: [String], extra: [String] = []) throws -> LogcastProcess {
         let edge = try LogcastProcess(files + [

@@ -69,34 +69,19 @@ import XCTest
 /// once; a batch stored before an earlier one of its file (what a window can do under a
 /// leader change, see `NatsEdge.windowSetting`) must be said by the edge, never silent.
 /// The default window of 1, strictly in order, meets the same kills in NatsFaultTests.
-final class NatsWindowTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
+final class NatsWindowTests: NatsEdgeTestCase {
     var reader: StreamOrderReader?
-    var directory = ""
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
 
     override func tearDown() {
         reader?.close()
         reader = nil
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
         super.tearDown()
     }
 
     /// Two files written at once, small batches (so each file has many in flight), the
     /// leader SIGKILLed twice while the writers run and restarted each time.
     func testTwoFilesStayInFileOrderByStreamSequenceWhenTheLeaderIsKilled() throws {
-        let servers = try NATSTestServers(count: 3)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(3)
         let logs = [directory + "/a.log", directory + "/b.log"]
         for log in logs { appendText(log, "") }
         let edge = try LogcastProcess(logs + [
