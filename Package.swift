@@ -21,11 +21,15 @@ let package = Package(
         // TLS over ReactiveUV's TCP with OpenSSL (Debian libssl-dev): a product of its own,
         // so the core library stays libuv-only.
         .library(name: "ReactiveUVTLS", targets: ["ReactiveUVTLS"]),
-        // HTTP/1.1 server and client, server-sent events and WebSocket as signals, over TCP,
-        // Unix sockets and TLS; the wire parser is Node's http_parser (Debian
+        // HTTP/1.1 server and client, server-sent events and WebSocket as signals, over TCP
+        // and Unix sockets; the wire parser is Node's http_parser (Debian
         // libhttp-parser-dev) and permessage-deflate is zlib: a product of its own, so the
-        // core library stays libuv-only.
+        // core library stays libuv-only. It does not link OpenSSL.
         .library(name: "ReactiveUVHTTP", targets: ["ReactiveUVHTTP"]),
+        // HTTPS, https:// in the client and wss:, over ReactiveUVTLS: a product of its own,
+        // so that a plain HTTP program does not load OpenSSL (its relocations alone touch
+        // ~1.7 MiB at start-up).
+        .library(name: "ReactiveUVHTTPS", targets: ["ReactiveUVHTTPS"]),
     ],
     // No package dependencies: the library needs libuv alone. The logcast daemon, which
     // uses swift-argument-parser and swift-log, is a package of its own (Sources/logcast).
@@ -75,8 +79,15 @@ let package = Package(
         ),
         .target(
             name: "ReactiveUVHTTP",
-            dependencies: ["ReactiveUV", "ReactiveUVTLS", "CHTTPParser", "CZlib", "CSystemShims"],
+            dependencies: ["ReactiveUV", "CHTTPParser", "CZlib", "CSystemShims"],
             path: "Sources/ReactiveUVHTTP"
+        ),
+        // HTTP.listen(certificate:key:), WebSocket.connectTLS, the client's TLSHTTPConnector:
+        // ReactiveUVHTTP over ReactiveUVTLS.
+        .target(
+            name: "ReactiveUVHTTPS",
+            dependencies: ["ReactiveUVHTTP", "ReactiveUVTLS", "ReactiveUV"],
+            path: "Sources/ReactiveUVHTTPS"
         ),
         .target(
             name: "ReactiveUVTestKit",
@@ -194,11 +205,21 @@ let package = Package(
             path: "Tests/ReactiveUVTLSTests"
         ),
         // HTTP, server-sent events and WebSocket against real clients (curl, Python's
-        // http.client and websockets) and raw sockets on loopback.
+        // http.client and websockets) and raw sockets on loopback; without TLS, so these
+        // tests also show that ReactiveUVHTTP needs no OpenSSL.
         .testTarget(
             name: "ReactiveUVHTTPTests",
-            dependencies: ["ReactiveUVHTTP", "ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            dependencies: ["ReactiveUVHTTP", "ReactiveUV", "CLibUV"],
             path: "Tests/ReactiveUVHTTPTests"
+        ),
+        // HTTPS, https:// and wss: against curl, Python's http.client and websockets, with
+        // certificates made by the openssl command. Support/ holds symbolic links to
+        // ReactiveUVHTTPTests' support files (test servers, child processes, the
+        // handles-closed check), one copy for both targets.
+        .testTarget(
+            name: "ReactiveUVHTTPSTests",
+            dependencies: ["ReactiveUVHTTPS", "ReactiveUVHTTP", "ReactiveUVTLS", "ReactiveUV", "CLibUV"],
+            path: "Tests/ReactiveUVHTTPSTests"
         ),
         // The documentation's Swift examples (README, DocC articles) as functions whose
         // bodies are the documents' code, compiled with the tests so a renamed API breaks the

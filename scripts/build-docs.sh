@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds every product's DocC catalog and fails on any DocC warning:
-# ReactiveUV, ReactiveUVTestKit, ReactiveUVTLS, ReactiveUVNATS, ReactiveUVNATSTestKit, and
-# ReactiveUVHTTP once Sources/ReactiveUVHTTP/ReactiveUVHTTP.docc exists.
+# ReactiveUV, ReactiveUVTestKit, ReactiveUVTLS, ReactiveUVNATS, ReactiveUVNATSTestKit,
+# ReactiveUVHTTP and ReactiveUVHTTPS.
 #
 # Why this way and not swift-docc-plugin: the plugin would have to be a dependency in
 # Package.swift, and every package that depends on ReactiveUV would then resolve it too.
@@ -43,12 +43,14 @@ fi
 MODULES="ReactiveUV ReactiveUVTestKit ReactiveUVTLS ReactiveUVNATS ReactiveUVNATSTestKit"
 # ReactiveUVHTTP's catalog is written by the HTTP product's developers; built once it exists.
 [ -d Sources/ReactiveUVHTTP/ReactiveUVHTTP.docc ] && MODULES="$MODULES ReactiveUVHTTP"
+[ -d Sources/ReactiveUVHTTPS/ReactiveUVHTTPS.docc ] && MODULES="$MODULES ReactiveUVHTTPS"
 
 # The documented modules each one's doc comments may link to (its dependencies in Package.swift).
 depends_on() {
     case "$1" in
         ReactiveUVTestKit | ReactiveUVTLS | ReactiveUVNATS) echo ReactiveUV ;;
-        ReactiveUVHTTP) echo ReactiveUV ReactiveUVTLS ;;
+        ReactiveUVHTTP) echo ReactiveUV ;;
+        ReactiveUVHTTPS) echo ReactiveUV ReactiveUVTLS ReactiveUVHTTP ;;
         *) echo "" ;;
     esac
 }

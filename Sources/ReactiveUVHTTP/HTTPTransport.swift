@@ -1,8 +1,7 @@
 import ReactiveUV
-import ReactiveUVTLS
 
 /// A byte stream that HTTP and WebSocket run over: a TCP or Unix-socket connection, or a
-/// TLS connection.
+/// TLS connection (`ReactiveUVHTTPS` makes `TLSConnection` one).
 ///
 /// The server and the client see their connections only through this protocol, so one
 /// implementation serves plain and encrypted peers alike. Every member has the meaning it
@@ -28,7 +27,8 @@ public protocol HTTPTransport: AnyObject, Sendable, CustomStringConvertible {
 }
 
 extension StreamConnection: HTTPTransport {}
-extension TLSConnection: HTTPTransport {}
+// TLSConnection's conformance is in ReactiveUVHTTPS, so that a plain HTTP program does not
+// link OpenSSL (whose relocations alone touch ~1.7 MiB at start-up).
 
 /// A connection handed over by an HTTP server after `101 Switching Protocols` (or by a
 /// client after the server's `101`): the transport, and the bytes that arrived after the

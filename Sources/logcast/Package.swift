@@ -55,6 +55,8 @@ let package = Package(
                 .product(name: "ReactiveUVNATS", package: rootIdentity),
                 .product(name: "ReactiveUVTLS", package: rootIdentity),
                 .product(name: "ReactiveUVHTTP", package: rootIdentity),
+                // https:// alert webhooks (Alerts/AlertEngine.swift).
+                .product(name: "ReactiveUVHTTPS", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

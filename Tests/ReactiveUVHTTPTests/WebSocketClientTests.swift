@@ -126,46 +126,6 @@ final class WebSocketClientTests: XCTestCase {
         wsAssertLoopCleanAndClose(loop)
     }
 
-    func testOverTLSOurClientAndServerTalkWithCompression() throws {
-        let directory = wsTemporaryDirectory()
-        defer { wsRunShell("rm -rf '\(directory)'") }
-        XCTAssertEqual(wsRunShell("""
-            cd '\(directory)' && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 2 \
-              -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
-            """), 0)
-        let loop = try EventLoop()
-        let server = WebSocketTestServer(on: loop, tls: (directory + "/cert.pem", directory + "/key.pem"), handler: wsEchoHandler)
-        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
-        var received: [WebSocketMessage] = []
-        var closes: [WebSocketClose] = []
-        var failure: (any Error)?
-        var ended = false
-        let payload = [UInt8](repeating: 42, count: 100_000)
-        let subscription = WebSocket.connectTLS(
-            host: "127.0.0.1", port: server.port, path: "/ws", serverName: "localhost",
-            trust: .certificateAuthorities(path: directory + "/cert.pem"), on: loop)
-            .flattenMap { ws -> Signal<Void> in
-                XCTAssertNotNil(ws.compression)
-                _ = ws.closed.subscribeNext { closes.append($0) }
-                return Signal.merge([
-                    ws.send(text: "secret").concat(ws.send(binary: payload)),
-                    ws.messages.map { message in
-                        received.append(message)
-                        if received.count == 2 { ws.close() }
-                    },
-                ])
-            }
-            .subscribe(error: { failure = $0 }, completed: { ended = true })
-        XCTAssertTrue(loop.run(until: { (ended || failure != nil) && server.closes.count == 1 }, timeout: 60))
-        XCTAssertNil(failure, "\(String(describing: failure)); server: \(server.messageErrors)")
-        XCTAssertEqual(received, [.text("secret"), .binary(payload)])
-        XCTAssertEqual(closes, [WebSocketClose(code: 1000, reason: "", initiatedByPeer: false)])
-        XCTAssertEqual(server.closes, [WebSocketClose(code: 1000, reason: "", initiatedByPeer: true)])
-        subscription.dispose()
-        server.stop()
-        wsAssertLoopCleanAndClose(loop)
-    }
-
     func testOneMessagesReaderAtATimeAndALateOneGetsTheEnd() throws {
         let loop = try EventLoop()
         let (server, port) = try startPython(pythonWebSocketServer, ["none"], on: loop)

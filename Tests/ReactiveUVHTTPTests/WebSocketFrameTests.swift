@@ -325,14 +325,3 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
-
-/// Lowercase hex, two digits a byte.
-func hexString(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    var text = ""
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 15)])
-    }
-    return text
-}

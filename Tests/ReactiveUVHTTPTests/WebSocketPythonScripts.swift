@@ -255,27 +255,3 @@ async def main(port):
         print("CLOSE", ws.protocol.close_rcvd.code, ws.protocol.close_rcvd.reason, flush=True)
 asyncio.run(main(int(sys.argv[1])))
 """#
-
-/// A `websockets` client over `wss://`: `PORT CA-FILE COUNT`. Trusts only the test CA,
-/// sends COUNT numbered text messages one after another, reads each echo, then closes;
-/// prints `ECHOED n` (the echoes that came back equal to what was sent, in order),
-/// `FIRST-WRONG …` for the first one that did not, and `CLOSE code`.
-let pythonWSSCounter = #"""
-import sys, ssl
-from websockets.sync.client import connect
-port, ca, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-context = ssl.create_default_context(cafile=ca)
-echoed = 0
-with connect(f"wss://localhost:{port}/ws", ssl=context, open_timeout=30, close_timeout=30) as ws:
-    for i in range(count):
-        ws.send(f"message {i}")
-        got = ws.recv(timeout=30)
-        if got == f"message {i}":
-            echoed += 1
-        else:
-            print("FIRST-WRONG", i, repr(got)[:80])
-            break
-    print("ECHOED", echoed)
-    ws.close(1000, "done")
-    print("CLOSE", ws.protocol.close_rcvd.code)
-"""#

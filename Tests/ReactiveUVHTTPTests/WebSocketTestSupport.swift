@@ -4,7 +4,6 @@ import XCTest
 
 @testable import ReactiveUV
 @testable import ReactiveUVHTTP
-import ReactiveUVTLS
 
 // What the WebSocket tests share: a small bounded request-head reader (for the article's
 // stand-in request in WebSocketDocExampleTests), a test server on loopback behind our HTTP
@@ -78,7 +77,7 @@ func wsReadRequestHead(_ transport: any HTTPTransport) -> Signal<(WSRequestHead,
 }
 
 /// A WebSocket server on 127.0.0.1, port 0, on `loop`: ReactiveUVHTTP's server
-/// (`HTTP.listen`, or `HTTP.listen(certificate:key:)` over TLS), ``WebSocket/serverHandshake(method:headers:options:)``
+/// (`HTTP.listen`, or ReactiveUVHTTPS's `HTTP.listen(certificate:key:)` given as `listen`), ``WebSocket/serverHandshake(method:headers:options:)``
 /// and ``HTTPRequest/upgrade(headers:)``, and `handler` for each connection at `/ws`.
 /// Records every connection's close and every handler error.
 final class WebSocketTestServer {
@@ -90,14 +89,15 @@ final class WebSocketTestServer {
     var listenError: (any Error)?
     private var subscription: Disposable?
 
-    /// Listens with TCP, or with TLS when `tls` names a certificate and key.
+    /// Listens with `listen` (given the loop and the bound-address callback; ReactiveUVHTTPSTests
+    /// passes an HTTPS listen), or with TCP on port 0 when it is `nil`.
     init(
-        on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(), tls: (certificate: String, key: String)? = nil,
+        on loop: EventLoop, options: WebSocketOptions = WebSocketOptions(),
+        listen: ((EventLoop, @escaping (SocketAddress) -> Void) -> Signal<HTTPRequest>)? = nil,
         page: String? = nil, handler: @escaping (WebSocketConnection) -> Signal<Void>
     ) {
-        let requests = tls.map { tls in
-            HTTP.listen(port: 0, certificate: tls.certificate, key: tls.key, on: loop, onListening: { [unowned self] in port = $0.port })
-        } ?? HTTP.listen(port: 0, on: loop, onListening: { [unowned self] in port = $0.port })
+        let listen = listen ?? { loop, onListening in HTTP.listen(port: 0, on: loop, onListening: onListening) }
+        let requests = listen(loop, { [unowned self] in port = $0.port })
         subscription = requests
             .flattenMap { [unowned self] request -> Signal<Void> in
                 if request.path == "/", let page {
@@ -184,6 +184,18 @@ func wsRunPython(_ script: String, _ arguments: [String], on loop: EventLoop) ->
 }
 
 func wsHex(_ bytes: [UInt8]) -> String { hexString(bytes) }
+
+/// Lowercase hex, two digits a byte (here, not beside the frame tests that use it most:
+/// ReactiveUVHTTPSTests shares this file, not those).
+func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    var text = ""
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 15)])
+    }
+    return text
+}
 
 /// Handles of `loop` not closing, without the loop's own two (wake-up and timer order).
 func wsOpenUserHandles(_ loop: EventLoop) -> Int {

@@ -1,6 +1,5 @@
 import CSystemShims
 import ReactiveUV
-import ReactiveUVTLS
 
 /// An HTTP/1.1 client: requests as signals of responses, keep-alive connections pooled per
 /// host.
@@ -38,7 +37,8 @@ public final class HTTPClient: @unchecked Sendable {
     /// A client on `loop`.
     ///
     /// - Parameters:
-    ///   - options: timeouts, pool bounds, redirects and TLS trust.
+    ///   - options: timeouts, pool bounds, redirects, and the connectors (TLS for
+    ///     `https://` comes from `ReactiveUVHTTPS`: `HTTPClientOptions.https(trust:)`).
     ///   - loop: the loop for its connections; `nil` for the main loop.
     public init(options: HTTPClientOptions = HTTPClientOptions(), on loop: EventLoop? = nil) {
         self.options = options
@@ -48,8 +48,9 @@ public final class HTTPClient: @unchecked Sendable {
     /// Sends a request; sends its response once the head has arrived, then completes.
     ///
     /// Fails with ``HTTPClientError`` (bad URL or header, timeouts, too many redirects, a
-    /// connection closed early), ``HTTPParseError`` (a malformed response), `UVError` or
-    /// `TLSError` (connecting, verifying). Disposing before the head arrives closes the
+    /// connection closed early, an `https://` URL without
+    /// ``HTTPClientOptions/secureConnector``), ``HTTPParseError`` (a malformed response),
+    /// or what the connector fails with: `UVError`, `TLSError` (connecting, verifying). Disposing before the head arrives closes the
     /// connection; after, the body is the response's (``HTTPResponse/body``).
     ///
     /// - Parameters:
@@ -219,10 +220,16 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     private func connect(_ url: HTTPURL, key: String, _ done: @escaping (Result<HTTPClientConnection, any Error>) -> Void) {
-        let tcp = TCPOptions(noDelay: true)
-        let transports: Signal<any HTTPTransport> = url.secure
-            ? TLS.connect(host: url.host, port: url.port, serverName: url.host, trust: options.trust, options: tcp, handshakeTimeout: options.connectTimeout, on: loop).map { $0 as any HTTPTransport }
-            : TCP.connect(host: url.host, port: url.port, options: tcp, on: loop).map { $0 as any HTTPTransport }
+        let transports: Signal<any HTTPTransport>
+        if url.secure {
+            guard let secure = options.secureConnector else {
+                connectionGone(key)
+                return done(.failure(HTTPClientError.secureConnectorMissing(url.poolKey)))
+            }
+            transports = secure.connect(host: url.host, port: url.port, timeout: options.connectTimeout, on: loop)
+        } else {
+            transports = options.connector.connect(host: url.host, port: url.port, timeout: options.connectTimeout, on: loop)
+        }
         let owner = SerialDisposable()
         var finished = false
         let timer = loop.scheduler.afterDelay(options.connectTimeout) { [weak self] in
@@ -299,9 +306,13 @@ extension HTTP {
     /// Sends one request with a client shared by every caller on `loop`; see
     /// ``HTTPClient/request(_:_:headers:body:)``.
     ///
+    /// The shared client speaks plain HTTP: an `https://` URL fails with
+    /// ``HTTPClientError/secureConnectorMissing(_:)``. `ReactiveUVHTTPS` adds
+    /// `HTTP.request(_:_:headers:body:trust:on:)`, whose shared client speaks both.
+    ///
     /// - Parameters:
     ///   - method: the method.
-    ///   - url: an `http://` or `https://` URL.
+    ///   - url: an `http://` URL.
     ///   - headers: request fields.
     ///   - body: the body.
     ///   - loop: the loop for the shared client; `nil` for the main loop.
@@ -310,30 +321,35 @@ extension HTTP {
         sharedClient(loop ?? .main).request(method, url, headers: headers, body: body)
     }
 
-    /// One default client per loop, kept while the loop is open: the loop's close drops it
-    /// (``/ReactiveUV/EventLoop/close()`` runs the hook registered here), so a closed loop's
-    /// client, and the loop it holds, are freed with everything it pooled.
-    static func sharedClient(_ loop: EventLoop) -> HTTPClient {
+    /// One default client per loop and `kind`, kept while the loop is open: the loop's close
+    /// drops them (``/ReactiveUV/EventLoop/close()`` runs the hook registered here), so a
+    /// closed loop's clients, and the loop they hold, are freed with everything they pooled.
+    ///
+    /// `package`: ReactiveUVHTTPS keeps its HTTPS clients (one per trust) in the same table,
+    /// under kinds of its own, with `make` building the client (else a default client on
+    /// `loop`).
+    package static func sharedClient(_ loop: EventLoop, kind: String = "http", make: (() -> HTTPClient)? = nil) -> HTTPClient {
         let key = ObjectIdentifier(loop)
-        let (client, made) = sharedClients.withLock { clients -> (HTTPClient, Bool) in
-            if let client = clients[key] { return (client, false) }
-            let client = HTTPClient(on: loop)
-            clients[key] = client
-            return (client, true)
+        let (client, madeLoopEntry) = sharedClients.withLock { clients -> (HTTPClient, Bool) in
+            if let client = clients[key]?[kind] { return (client, false) }
+            let client = make?() ?? HTTPClient(on: loop)
+            let first = clients[key] == nil
+            clients[key, default: [:]][kind] = client
+            return (client, first)
         }
-        // Registered outside the lock (the loop takes its own); the hook holds the key,
-        // not the loop. A loop already closing is forgotten at once.
-        if made && !loop.whenClosing({ HTTP.forgetSharedClient(key) }) { forgetSharedClient(key) }
+        // Registered outside the lock (the loop takes its own), once per loop; the hook
+        // holds the key, not the loop. A loop already closing is forgotten at once.
+        if madeLoopEntry && !loop.whenClosing({ HTTP.forgetSharedClients(key) }) { forgetSharedClients(key) }
         return client
     }
 
-    /// Drops the shared client kept under `key` (a loop's identity).
-    private static func forgetSharedClient(_ key: ObjectIdentifier) {
-        let client = sharedClients.withLock { $0.removeValue(forKey: key) }
-        _ = client  // released here, after the lock: its deinit takes no lock of ours
+    /// Drops the shared clients kept under `key` (a loop's identity).
+    private static func forgetSharedClients(_ key: ObjectIdentifier) {
+        let clients = sharedClients.withLock { $0.removeValue(forKey: key) }
+        _ = clients  // released here, after the lock: their deinit takes no lock of ours
     }
 
-    static let sharedClients = HTTPLocked<[ObjectIdentifier: HTTPClient]>([:])
+    static let sharedClients = HTTPLocked<[ObjectIdentifier: [String: HTTPClient]]>([:])
 }
 
 /// A value behind a CSystemShims mutex.

@@ -1,5 +1,3 @@
-import ReactiveUVTLS
-
 /// How an ``HTTPClient`` connects, pools and times out.
 public struct HTTPClientOptions: Sendable {
     /// Seconds to connect (and, for HTTPS, to finish the TLS handshake). Default 10.
@@ -16,8 +14,15 @@ public struct HTTPClientOptions: Sendable {
     public var followRedirects = false
     /// Redirects followed for one request before it fails. Default 5.
     public var maxRedirects = 5
-    /// Whom HTTPS servers are checked against. Default: the system's authorities.
-    public var trust: TLSTrust = .system
+    /// How `http://` URLs are connected. Default: TCP (``TCPHTTPConnector``).
+    public var connector: any HTTPConnector = TCPHTTPConnector()
+    /// How `https://` URLs are connected, and whom their servers are checked against.
+    ///
+    /// `nil` by default: ReactiveUVHTTP has no TLS (so a plain HTTP program does not link
+    /// OpenSSL), and an `https://` URL fails with
+    /// ``HTTPClientError/secureConnectorMissing(_:)``. Import the `ReactiveUVHTTPS` product
+    /// and start from `HTTPClientOptions.https(trust:)`, or set its `TLSHTTPConnector` here.
+    public var secureConnector: (any HTTPConnector)?
     /// The most bytes of a response head. Default 64 KiB.
     public var maxHeadBytes = 64 * 1024
     /// The most bytes of a response body. Default 64 MiB.
@@ -46,6 +51,9 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case tooManyRedirects
     /// An event stream was answered with another status or type.
     case notAnEventStream(status: Int, contentType: String?)
+    /// An `https://` URL (asked for, or redirected to) with no
+    /// ``HTTPClientOptions/secureConnector``: TLS is in the `ReactiveUVHTTPS` product.
+    case secureConnectorMissing(String)
 
     /// What went wrong, in words.
     public var description: String {
@@ -56,6 +64,8 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .connectionClosed: "the server closed the connection before the response was complete"
         case .tooManyRedirects: "too many redirects"
         case .notAnEventStream(let status, let type): "not an event stream: status \(status), Content-Type \(type ?? "none")"
+        case .secureConnectorMissing(let url):
+            "\(url): https needs TLS, which is in the ReactiveUVHTTPS product: import ReactiveUVHTTPS and use HTTPClientOptions.https(trust:) (or HTTP.request(_:_:headers:body:trust:on:))"
         }
     }
 }

@@ -1,5 +1,4 @@
 import ReactiveUV
-import ReactiveUVTLS
 
 /// HTTP/1.1 as signals: a server is the signal of the requests it reads.
 ///
@@ -8,6 +7,10 @@ import ReactiveUVTLS
 ///     request.respond(text: "Hello, World!")
 /// }
 /// ```
+///
+/// HTTPS (`listen(host:port:certificate:key:options:on:onListening:)`) and a client's
+/// `https://` are in the `ReactiveUVHTTPS` product, so that a plain HTTP program does not
+/// load OpenSSL.
 public enum HTTP {
     /// Serves HTTP on `host:port` while subscribed: each request read is sent as a value.
     ///
@@ -48,26 +51,6 @@ public enum HTTP {
         on loop: EventLoop? = nil, onListening: ((String) -> Void)? = nil
     ) -> Signal<HTTPRequest> {
         serve(UnixSocket.listen(path: path, backlog: options.backlog, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
-    }
-
-    /// Serves HTTPS on `host:port` while subscribed (``/ReactiveUVTLS/TLS/listen(host:port:certificate:key:clientCertificateAuthorities:options:handshakeTimeout:on:onListening:onHandshakeError:)``);
-    /// see ``listen(host:port:options:on:onListening:)``.
-    ///
-    /// - Parameters:
-    ///   - host: the address to bind.
-    ///   - port: the port; 0 lets the kernel choose.
-    ///   - certificate: the PEM certificate chain's path.
-    ///   - key: the PEM private key's path.
-    ///   - options: limits and timeouts.
-    ///   - loop: the loop to serve on.
-    ///   - onListening: called once with the bound address.
-    /// - Returns: a cold signal of requests; fails if the certificate or key cannot be loaded.
-    public static func listen(
-        host: String = "127.0.0.1", port: Int, certificate: String, key: String,
-        options: HTTPServerOptions = HTTPServerOptions(), on loop: EventLoop? = nil,
-        onListening: ((SocketAddress) -> Void)? = nil
-    ) -> Signal<HTTPRequest> {
-        serve(TLS.listen(host: host, port: port, certificate: certificate, key: key, options: options.tcp, stopAccepting: options.shutdown, on: loop, onListening: onListening), options: options)
     }
 
     /// Serves HTTP on every connection `connections` sends (any ``HTTPTransport``): what

@@ -1,5 +1,4 @@
 import ReactiveUV
-import ReactiveUVTLS
 
 extension WebSocket {
     /// Connects to `ws://host:port/path` and sends the connection once the server's `101`
@@ -39,31 +38,9 @@ extension WebSocket {
             }
     }
 
-    /// Connects to `wss://host:port/path`: `TLS.connect` (certificate verified against
-    /// `trust`), then the handshake, as ``connect(host:port:path:headers:options:on:)``.
-    ///
-    /// - Parameters:
-    ///   - host: a numeric address or a name.
-    ///   - port: the port.
-    ///   - path: the request target, starting with `/`.
-    ///   - serverName: the name to verify and send as SNI; `nil` for `host`.
-    ///   - trust: the certificate authorities to verify the server against.
-    ///   - headers: extra request headers.
-    ///   - options: limits, compression, subprotocols, timeouts.
-    ///   - loop: the loop to run on; `nil` for the default.
-    /// - Returns: a cold signal of one connection.
-    public static func connectTLS(
-        host: String, port: Int, path: String = "/", serverName: String? = nil, trust: TLSTrust = .system,
-        headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(), on loop: EventLoop? = nil
-    ) -> Signal<WebSocketConnection> {
-        TLS.connect(host: host, port: port, serverName: serverName, trust: trust, options: TCPOptions(noDelay: true), on: loop)
-            .flattenMap { tls in
-                handshake(over: tls, host: hostHeader(serverName ?? host, port, defaultPort: 443), path: path, headers: headers, options: options)
-            }
-    }
-
-    /// `Host`'s value: the port only when it is not the scheme's, IPv6 in brackets.
-    static func hostHeader(_ host: String, _ port: Int, defaultPort: Int) -> String {
+    /// `Host`'s value: the port only when it is not the scheme's, IPv6 in brackets
+    /// (`package`: ReactiveUVHTTPS's `connectTLS` sends it too).
+    package static func hostHeader(_ host: String, _ port: Int, defaultPort: Int) -> String {
         let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         return port == defaultPort ? name : "\(name):\(port)"
     }

@@ -1,6 +1,7 @@
 import Logging
 import ReactiveUV
 import ReactiveUVHTTP
+import ReactiveUVHTTPS
 
 /// Why the alerts cannot start (a pattern Hyperscan refuses): said once, then exit 1.
 struct AlertStartError: Error {
@@ -61,7 +62,8 @@ final class AlertEngine: @unchecked Sendable {
         case .failure(let refusal):
             return .failure(AlertStartError(message: "--alert: the patterns together: \(refusal.reply.dropFirst(4))"))
         case .success(let filters):
-            var options = HTTPClientOptions()
+            // https:// receivers too (TLS through ReactiveUVHTTPS), checked against the system's CAs.
+            var options = HTTPClientOptions.https()
             options.connectTimeout = settings.timeout
             options.responseTimeout = settings.timeout
             // A receiver's answer is read only to free the connection: a large one is no use.

@@ -1,0 +1,1 @@
+../../ReactiveUVHTTPTests/Server/HTTPTestApp.swift

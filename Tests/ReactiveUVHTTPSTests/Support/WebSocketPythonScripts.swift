@@ -1,0 +1,1 @@
+../../ReactiveUVHTTPTests/WebSocketPythonScripts.swift

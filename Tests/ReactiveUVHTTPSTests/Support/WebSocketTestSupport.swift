@@ -1,0 +1,1 @@
+../../ReactiveUVHTTPTests/WebSocketTestSupport.swift
