@@ -280,7 +280,10 @@ struct LogcastCommand: ParsableCommand {
         // cnats's own threads are stopped and joined before the exit instead of living to
         // it unjoined (ThreadSanitizer reported one as leaked). Bounded: a thread that does
         // not end within 2 s is left to the exit. Not after a TLS connection (see
-        // NATS.closeLibrary: cnats 3.4 would crash at exit).
+        // NATS.closeLibrary: cnats 3.4 would crash at exit). A connection is destroyed by a
+        // task the loop runs after its close (NATSConnection.close), which the loop's end
+        // above does not wait for: waited for here, bounded.
+        _ = EventLoop.main.run(until: { NATS.liveConnections == 0 }, timeout: 2)
         let closing = NATS.closeLibrary(timeout: 2)
         switch closing {
         case .closed, .notOpened, .keptForTLS:
