@@ -46,7 +46,7 @@ extension NatsEdge {
     /// Why 1 s (2 s before 2026-11-28): a batch sent into a partition just before it heals
     /// is answered by nothing, so its resend waits out this timeout after the heal. In the
     /// fault test's edge log (3 replicas, loaded machine) a 1 MiB batch was acknowledged in
-    /// 10–40 ms, and the whole 5 s backlog after a heal in 100 ms, while the heal-to-stored
+    /// 15–340 ms, and the whole 5 s backlog after a heal in 100 ms, while the heal-to-stored
     /// time was 3.7 s: a publish sent 0.45 s before the heal timed out 2 s later, then a
     /// 1 s back-off, then "duplicate message id is in process" and another 1 s back-off.
     /// A timeout that comes too early only resends the batch under its id: the stream
