@@ -190,6 +190,8 @@ public final class NATSConnection: @unchecked Sendable {
     static func open(servers: [String], options: NATSOptions, loop: EventLoop, target: String,
                      onClosed: @escaping () -> Void) throws -> NATSConnection {
         var optsOut: OpaquePointer?
+        // From here on cnats's library is open (closed only by NATS.closeLibrary).
+        NATS.libraryOpened.store(1)
         try NATSError.check(natsOptions_Create(&optsOut), "connect (options)", target)
         guard let opts = optsOut else { throw NATSError(status: .generic, operation: "connect (options)", target: target) }
         defer { natsOptions_Destroy(opts) }
@@ -214,6 +216,8 @@ public final class NATSConnection: @unchecked Sendable {
             break
         }
         if let tls = options.tls {
+            // cnats sets OpenSSL up now: its library must not be closed any more (NATS+Library.swift).
+            NATS.tlsUsed.store(1)
             try NATSError.check(natsOptions_SetSecure(opts, true), "connect (TLS)", target)
             if let ca = tls.caFile {
                 try NATSError.check(natsOptions_LoadCATrustedCertificates(opts, ca), "connect (loading CA file)", ca)

@@ -5,7 +5,7 @@
 // Why: issue 33's fault run stuck after the stream leader's SIGKILL with the edge's log
 // ending in "... resending what was in flight", and nothing after it to tell whether the
 // edge still sent, waited for an answer, or was held. Every wait of the edge has its own
-// end (a publish times out after 2 s, a stored-copy read after 5 s, a back-off pause is a
+// end (a publish times out after 1 s, a stored-copy read after 5 s, a back-off pause is a
 // timer), so this should find nothing; if it does, the log says which state it stuck in,
 // and a send gets one more chance under its own id (resends are deduplicated).
 
@@ -29,7 +29,7 @@ extension NatsEdge {
             file.nextStallReport *= 2
             // A send answered by nothing (no acknowledgement, no error, no timeout) for
             // five times the publish timeout is the one state without an end of its own;
-            // a send merely in flight at this tick (a failure every 2 s during a long
+            // a send merely in flight at this tick (a failure every second during a long
             // election) gets its answer.
             let resend = ready && linkUp && !file.checking && !file.held
                 && Double(file.unansweredSeconds) > 5 * NatsEdge.publishTimeout

@@ -33,13 +33,49 @@ extension NatsEdge {
     /// The first pause before resending after a failure, and the longest. Short: the
     /// ids make resends safe, and a leader election answers "no responders" at once
     /// (each resend round is one message per batch in flight, not a storm).
+    /// Why at most 0.5 s: a pause runs on after the cluster is whole again (a leader
+    /// elected, a partition healed) and nothing tells the edge; with 1 s the fault test's
+    /// partitioned leader cost up to a second more after the heal (see ``resendPause``).
     static var firstBackoff: Double { 0.25 }
-    static var longestBackoff: Double { 1 }
+    static var longestBackoff: Double { 0.5 }
 
     /// How long a publish waits for its acknowledgement before it is taken as lost and
     /// the file's window is sent again: a leader killed mid-request costs this (once),
     /// not JetStream's 5 s request timeout.
-    static var publishTimeout: Double { 2 }
+    ///
+    /// Why 1 s (2 s before 2026-11-28): a batch sent into a partition just before it heals
+    /// is answered by nothing, so its resend waits out this timeout after the heal. In the
+    /// fault test's edge log (3 replicas, loaded machine) a 1 MiB batch was acknowledged in
+    /// 15–340 ms, and the whole 5 s backlog after a heal in 100 ms, while the heal-to-stored
+    /// time was 3.7 s: a publish sent 0.45 s before the heal timed out 2 s later, then a
+    /// 1 s back-off, then "duplicate message id is in process" and another 1 s back-off.
+    /// A timeout that comes too early only resends the batch under its id: the stream
+    /// answers "in process" or "duplicate" (its stored copy is checked), nothing is stored twice.
+    static var publishTimeout: Double { 1 }
+
+    /// The pause before the resend after a failed publish, and the back-off after it.
+    ///
+    /// - A timeout (``publishTimeout``) was itself the wait: the resend goes out after
+    ///   ``firstBackoff``, and the back-off does not grow (a partition that heals is found
+    ///   one timeout after the heal, not one timeout plus a grown back-off).
+    /// - JetStream's 10158 ("duplicate message id is in process"): the leader holds the batch
+    ///   and is committing it; the resend after ``firstBackoff`` is answered "duplicate".
+    /// - Anything else ("no responders" during an election, a refused publish): the
+    ///   back-off, doubled per failure up to ``longestBackoff``.
+    ///
+    /// Never 0: one message per batch in flight per pause at most, not a storm, whatever
+    /// the cluster answers.
+    ///
+    /// - Parameters:
+    ///   - error: why the publish failed.
+    ///   - backoff: the file's back-off now.
+    /// - Returns: the pause before resending, and the file's back-off after this failure.
+    static func resendPause(after error: any Error, backoff: Double) -> (delay: Double, backoff: Double) {
+        if let nats = error as? NATSError, nats.status == .timeout || nats.serverCode == 10158 {
+            return (firstBackoff, backoff)
+        }
+        return (backoff, min(backoff * 2, longestBackoff))
+    }
 
     func connected(_ connection: NATSConnection) {
         self.connection = connection
@@ -204,8 +240,8 @@ extension NatsEdge {
             if let nats = error as? NATSError, nats.status == .maxPayload, refusedAsTooLarge(file, batch) {
                 return fill(file)
             }
-            let delay = file.backoff
-            file.backoff = min(file.backoff * 2, NatsEdge.longestBackoff)
+            let (delay, backoff) = NatsEdge.resendPause(after: error, backoff: file.backoff)
+            file.backoff = backoff
             let first = file.batches[0]
             logger.error("nats: publish of \(file.path) [\(batch.start), \(batch.end)) failed: \(error); resending from \(first.start) in \(delay) s")
             hold(file, delay, closing: true)

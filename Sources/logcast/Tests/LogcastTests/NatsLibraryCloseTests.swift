@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+import ReactiveUV
+import ReactiveUVNATS
+import ReactiveUVNATSTestKit
+import XCTest
+
+/// logcast's clean exit closes cnats's library (`NATS.closeLibrary`, `nats_CloseAndWait`)
+/// once its NATS connections are destroyed, so cnats's threads are joined before the process
+/// exits: an edge that shipped lines exits 0 on SIGTERM and says (at debug level) that the
+/// library was closed, with no connection left.
+final class NatsLibraryCloseTests: XCTestCase {
+    var servers: NATSTestServers?
+    var processes: [LogcastProcess] = []
+    var directory = ""
+
+    override func setUpWithError() throws {
+        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
+        directory = temporaryDirectory()
+    }
+
+    override func tearDown() {
+        for p in processes { p.stop() }
+        processes = []
+        servers?.stopAll()
+        servers = nil
+        try? FileManager.default.removeItem(atPath: directory)
+        super.tearDown()
+    }
+
+    func testAnEdgeExitingOnSIGTERMClosesCnatsAfterItsConnection() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let daemon = try LogcastProcess([log,
+            "--publish", servers.urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.test",
+            "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--log-level", "debug",
+        ])
+        processes.append(daemon)
+        _ = try daemon.waitUntilListening()
+        // A positive marker that the edge's connection works: its lines are in the stream.
+        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        defer { counter.close() }
+        appendText(log, (0..<100).map(NumberedLineWriter.line).joined())
+        XCTAssertTrue(counter.waitForAll(100, end: false), "stream holds \(counter.counts.count) of 100; edge: \(daemon.errors.suffix(1500))")
+
+        daemon.signal(SIGTERM)
+        XCTAssertEqual(daemon.waitForExit(timeout: 30), 0, "logcast did not exit 0 on SIGTERM: \(daemon.errors.suffix(1500))")
+        let said = daemon.errors.split(separator: "\n").filter { $0.contains("nats: library") }
+        XCTAssertEqual(said.count, 1, "what logcast said of cnats's library: \(said); \(daemon.errors.suffix(1500))")
+        XCTAssertTrue(said.first?.hasSuffix("nats: library closed") ?? false,
+                      "cnats's library was not closed at exit: \(said)")
+    }
+
+    /// The same with a hub (`--from`) in the process as well: its connection (and its
+    /// consumer's) are destroyed before the library is closed.
+    func testAnEdgeAndHubExitingOnSIGTERMCloseCnatsAfterTheirConnections() throws {
+        let servers = try NATSTestServers(count: 1)
+        self.servers = servers
+        try servers.startAll()
+        let log = directory + "/app.log"
+        appendText(log, "")
+        let urls = servers.urls.joined(separator: ",")
+        let daemon = try LogcastProcess([log,
+            "--publish", urls, "--from", urls, "--stream", "LOGS", "--subject", "logs.test",
+            "--state-dir", directory + "/state", "--listen", "127.0.0.1:0", "--log-level", "debug",
+        ])
+        processes.append(daemon)
+        _ = try daemon.waitUntilListening()
+        let counter = try StreamLineCounter(urls: servers.urls, stream: "LOGS")
+        defer { counter.close() }
+        appendText(log, (0..<100).map(NumberedLineWriter.line).joined())
+        XCTAssertTrue(counter.waitForAll(100, end: false), "stream holds \(counter.counts.count) of 100; logcast: \(daemon.errors.suffix(1500))")
+        // Both the edge and the hub connected (each says so once).
+        let deadline = Date().addingTimeInterval(30)
+        while daemon.errors.components(separatedBy: "nats: connected to").count - 1 < 2 && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(daemon.errors.components(separatedBy: "nats: connected to").count - 1, 2, "\(daemon.errors.suffix(1500))")
+
+        daemon.signal(SIGTERM)
+        XCTAssertEqual(daemon.waitForExit(timeout: 30), 0, "logcast did not exit 0 on SIGTERM: \(daemon.errors.suffix(1500))")
+        let said = daemon.errors.split(separator: "\n").filter { $0.contains("nats: library") }
+        XCTAssertEqual(said.count, 1, "what logcast said of cnats's library: \(said); \(daemon.errors.suffix(1500))")
+        XCTAssertTrue(said.first?.hasSuffix("nats: library closed") ?? false,
+                      "cnats's library was not closed at exit: \(said)")
+    }
+}
