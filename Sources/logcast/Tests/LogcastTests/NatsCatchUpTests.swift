@@ -50,29 +50,12 @@ import XCTest
 /// one real nats-server that is SIGSTOPped while a writer appends in many small writes (a
 /// stopped server, like a cut-off leader, leaves the edge's publish unanswered until it
 /// times out), then continued.
-final class NatsCatchUpTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var counter: StreamLineCounter?
-    var directory = ""
+final class NatsCatchUpTests: NatsEdgeTestCase {
     var stopped: pid_t?
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
+    override var checksConnectionsClosed: Bool { true }
 
     override func tearDown() {
         if let stopped { kill(stopped, SIGCONT) }
-        counter?.close()
-        counter = nil
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        _ = EventLoop.main.run(until: { NATS.liveConnections == 0 }, timeout: 10)
-        XCTAssertEqual(NATS.liveConnections, 0, "a NATS connection of the test was left open")
-        try? FileManager.default.removeItem(atPath: directory)
         super.tearDown()
     }
 
@@ -82,9 +65,7 @@ final class NatsCatchUpTests: XCTestCase {
     /// room is 2; one more for the batch that was in flight when the server stopped, one
     /// for a cut at an unlucky read), every line once and in file order.
     func testABacklogQueuedWhileTheStreamIsAwayGoesOutInFewFullBatches() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let server = try XCTUnwrap(servers.servers.first)
         let pid = try XCTUnwrap(server.pid)
         let log = directory + "/app.log"

@@ -9,29 +9,9 @@ import XCTest
 /// once its NATS connections are destroyed, so cnats's threads are joined before the process
 /// exits: an edge that shipped lines exits 0 on SIGTERM and says (at debug level) that the
 /// library was closed, with no connection left.
-final class NatsLibraryCloseTests: XCTestCase {
-    var servers: NATSTestServers?
-    var processes: [LogcastProcess] = []
-    var directory = ""
-
-    override func setUpWithError() throws {
-        guard natsServerPath() != nil else { throw XCTSkip("nats-server is not installed") }
-        directory = temporaryDirectory()
-    }
-
-    override func tearDown() {
-        for p in processes { p.stop() }
-        processes = []
-        servers?.stopAll()
-        servers = nil
-        try? FileManager.default.removeItem(atPath: directory)
-        super.tearDown()
-    }
-
+final class NatsLibraryCloseTests: NatsEdgeTestCase {
     func testAnEdgeExitingOnSIGTERMClosesCnatsAfterItsConnection() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
         let daemon = try LogcastProcess([log,
@@ -57,9 +37,7 @@ final class NatsLibraryCloseTests: XCTestCase {
     /// The same with a hub (`--from`) in the process as well: its connection (and its
     /// consumer's) are destroyed before the library is closed.
     func testAnEdgeAndHubExitingOnSIGTERMCloseCnatsAfterTheirConnections() throws {
-        let servers = try NATSTestServers(count: 1)
-        self.servers = servers
-        try servers.startAll()
+        let servers = try startServers(1)
         let log = directory + "/app.log"
         appendText(log, "")
         let urls = servers.urls.joined(separator: ",")
