@@ -6,7 +6,53 @@
 /// written (see ``HTTPHeaders/isValidField(name:value:)``).
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// The fields as name and value pairs, in order.
-    public private(set) var fields: [(name: String, value: String)]
+    ///
+    /// Headers read from the wire keep their bytes as they came (one buffer of the
+    /// message head, see `HTTPRawHead`) and make these strings when asked: reading
+    /// `fields` (or iterating) decodes every field each time, so prefer the lookups
+    /// (``subscript(_:)``, ``values(_:)``, ``contains(_:)``, ``hasToken(_:_:)``), which
+    /// compare names on the bytes and decode only the values they return.
+    public var fields: [(name: String, value: String)] {
+        if let raw { return raw.fields }
+        return list
+    }
+
+    /// Where the fields are: decoded strings (added by an application, or decoded from the
+    /// wire's bytes once an application changed headers read from it), or the bytes as
+    /// read. One enum of two references rather than two properties: headers are copied
+    /// into every request and response, and a third word and second retain per copy
+    /// showed in the per-request count.
+    private enum Storage {
+        case list([(name: String, value: String)])
+        case raw(HTTPRawHead)
+    }
+
+    private var storage: Storage
+
+    /// The fields read from the wire, still as bytes; `nil` once changed.
+    private var raw: HTTPRawHead? {
+        if case .raw(let raw) = storage { return raw }
+        return nil
+    }
+
+    /// The decoded fields; empty while `raw` holds them.
+    private var list: [(name: String, value: String)] {
+        if case .list(let list) = storage { return list }
+        return []
+    }
+
+    /// Changes the decoded fields in place (decoding the wire's bytes first), keeping the
+    /// array uniquely referenced so the change does not copy it.
+    private mutating func changeList(_ change: (inout [(name: String, value: String)]) -> Void) {
+        var list: [(name: String, value: String)]
+        switch storage {
+        case .list(let held): list = held
+        case .raw(let raw): list = raw.fields
+        }
+        storage = .list([])
+        change(&list)
+        storage = .list(list)
+    }
 
     /// Whether every field passed ``isValidField(name:value:)`` when it was added, so a
     /// response need not check them again: an application's headers are mostly constants
@@ -20,7 +66,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Empty headers.
     public init() {
-        fields = []
+        storage = .list([])
         fieldsChecked = true
     }
 
@@ -28,8 +74,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///
     /// - Parameter fields: name and value pairs.
     public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        storage = .list(fields.map { (name: $0.0, value: $0.1) })
         fieldsChecked = fields.allSatisfy { Self.isValidField(name: $0.0, value: $0.1) }
+    }
+
+    /// Headers read from the wire: `raw`'s fields, unchecked (see ``fieldsChecked``).
+    init(raw: HTTPRawHead) {
+        let empty = raw.fieldCount == 0
+        storage = empty ? .list([]) : .raw(raw)
+        fieldsChecked = empty
     }
 
     /// Headers written as a literal, in the literal's order.
@@ -37,9 +90,25 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// - Parameter elements: name and value pairs.
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
+    /// The number of fields.
+    var count: Int {
+        switch storage {
+        case .list(let list): list.count
+        case .raw(let raw): raw.fieldCount
+        }
+    }
+
     /// The first value of `name`, compared case-insensitively; `nil` when absent.
     public subscript(_ name: String) -> String? {
-        fields.first { Self.sameName($0.name, name) }?.value
+        if let raw {
+            var value: String?
+            raw.forEachValue(named: name) { bytes in
+                value = String(decoding: bytes, as: UTF8.self)
+                return false
+            }
+            return value
+        }
+        return list.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every value of `name`, in order (for fields that may repeat, such as `Set-Cookie`).
@@ -47,14 +116,25 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// - Parameter name: the field name, compared case-insensitively.
     /// - Returns: the values, possibly none.
     public func values(_ name: String) -> [String] {
-        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+        if let raw {
+            var values: [String] = []
+            raw.forEachValue(named: name) { bytes in
+                values.append(String(decoding: bytes, as: UTF8.self))
+                return true
+            }
+            return values
+        }
+        return list.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     /// Whether `name` is present.
     ///
     /// - Parameter name: the field name, compared case-insensitively.
     /// - Returns: `true` when at least one field has this name.
-    public func contains(_ name: String) -> Bool { fields.contains { Self.sameName($0.name, name) } }
+    public func contains(_ name: String) -> Bool {
+        if let raw { return raw.forEachValue(named: name) { _ in false } }
+        return list.contains { Self.sameName($0.name, name) }
+    }
 
     /// Appends a field, keeping any others of the same name.
     ///
@@ -63,13 +143,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///   - value: the field value.
     public mutating func add(_ name: String, _ value: String) {
         if fieldsChecked && !Self.isValidField(name: name, value: value) { fieldsChecked = false }
-        fields.append((name: name, value: value))
+        changeList { $0.append((name: name, value: value)) }
     }
 
     /// Appends a field read from the wire, without checking it (see ``fieldsChecked``).
     mutating func addUnchecked(_ name: String, _ value: String) {
         fieldsChecked = false
-        fields.append((name: name, value: value))
+        changeList { $0.append((name: name, value: value)) }
     }
 
     /// Whether every field may be written (``isValidField(name:value:)``), without looking
@@ -91,7 +171,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Removes every field named `name`.
     ///
     /// - Parameter name: the field name, compared case-insensitively.
-    public mutating func remove(_ name: String) { fields.removeAll { Self.sameName($0.name, name) } }
+    public mutating func remove(_ name: String) {
+        changeList { $0.removeAll { Self.sameName($0.name, name) } }
+    }
 
     /// Whether a comma-separated field such as `Connection` lists `token` (case-insensitive).
     ///
@@ -101,8 +183,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// - Returns: `true` when any value of the field lists the token.
     public func hasToken(_ name: String, _ token: String) -> Bool {
         // Asked of every request and response (`Connection`, `Expect`): no array of values
-        // or of list elements is made, the fields are walked in place.
-        for field in fields where Self.sameName(field.name, name) {
+        // or of list elements is made, the fields are walked in place (on the bytes as
+        // read, for headers from the wire).
+        if let raw {
+            var listed = false
+            raw.forEachValue(named: name) { bytes in
+                listed = Self.list(bytes, contains: token)
+                return !listed
+            }
+            return listed
+        }
+        for field in list where Self.sameName(field.name, name) {
             if Self.list(field.value, contains: token) { return true }
         }
         return false
@@ -111,14 +202,31 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Whether the comma-separated `list` has an element equal to `token`, ASCII
     /// case-insensitively, ignoring spaces and tabs around elements (RFC 9110 §5.6.1).
     static func list(_ list: String, contains token: String) -> Bool {
-        var utf8 = list.utf8[...]
-        while !utf8.isEmpty {
-            let end = utf8.firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
-            var element = utf8[utf8.startIndex..<end]
-            while let b = element.first, b == 32 || b == 9 { element.removeFirst() }
-            while let b = element.last, b == 32 || b == 9 { element.removeLast() }
-            if !element.isEmpty, sameName(Substring(element), token) { return true }
-            utf8 = end == utf8.endIndex ? utf8[end...] : utf8[utf8.index(after: end)...]
+        var list = list
+        return list.withUTF8 { Self.list($0, contains: token) }
+    }
+
+    /// ``list(_:contains:)`` over a field's bytes.
+    static func list(_ bytes: UnsafeBufferPointer<UInt8>, contains token: String) -> Bool {
+        let tokenCount = token.utf8.count
+        var i = 0
+        let n = bytes.count
+        while i <= n {
+            var end = i
+            while end < n && bytes[end] != UInt8(ascii: ",") { end += 1 }
+            var lo = i, hi = end
+            while lo < hi, bytes[lo] == 32 || bytes[lo] == 9 { lo += 1 }
+            while hi > lo, bytes[hi - 1] == 32 || bytes[hi - 1] == 9 { hi -= 1 }
+            if hi > lo, hi - lo == tokenCount {
+                var k = lo
+                var same = true
+                for t in token.utf8 {
+                    if !sameByte(bytes[k], t) { same = false; break }
+                    k += 1
+                }
+                if same { return true }
+            }
+            i = end + 1
         }
         return false
     }
@@ -132,8 +240,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Two header sets are equal when they hold the same fields in the same order (names
     /// compared case-insensitively, values exactly).
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.fields.count == rhs.fields.count
-            && zip(lhs.fields, rhs.fields).allSatisfy { sameName($0.name, $1.name) && $0.value == $1.value }
+        let (l, r) = (lhs.fields, rhs.fields)
+        return l.count == r.count
+            && zip(l, r).allSatisfy { sameName($0.name, $1.name) && $0.value == $1.value }
     }
 
     /// Whether a field may be written as it is: a name of RFC 9110 token characters and a
@@ -173,7 +282,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     static func sameName<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
         let x = a.utf8, y = b.utf8
         guard x.count == y.count else { return false }
-        return zip(x, y).allSatisfy { ($0 | 0x20) == ($1 | 0x20) && (($0 | 0x20) >= 97 && ($0 | 0x20) <= 122 || $0 == $1) }
+        return zip(x, y).allSatisfy { sameByte($0, $1) }
+    }
+
+    /// Whether two bytes are equal, ASCII letters compared case-insensitively.
+    @inline(__always)
+    static func sameByte(_ a: UInt8, _ b: UInt8) -> Bool {
+        (a | 0x20) == (b | 0x20) && ((a | 0x20) >= 97 && (a | 0x20) <= 122 || a == b)
     }
 }
 

@@ -4,12 +4,15 @@
 struct HTTPMessageHead: Sendable {
     /// The request method (`GET`); empty in a response.
     var method: String = ""
-    /// The request target as sent (`/path?query`); empty in a response.
-    var target: String = ""
+    /// The head's text as read (start line, fields), from which the strings below are made
+    /// when asked; `nil` until the parser has the head.
+    var raw: HTTPRawHead?
+    /// The request target as sent (`/path?query`); empty in a response. Made on each call.
+    var target: String { method.isEmpty ? "" : raw?.startLine ?? "" }
     /// The response status; 0 in a request.
     var status: Int = 0
-    /// The response's reason phrase; empty in a request.
-    var reason: String = ""
+    /// The response's reason phrase; empty in a request. Made on each call.
+    var reason: String { method.isEmpty ? raw?.startLine ?? "" : "" }
     var version: HTTPVersion = .http1_1
     var headers = HTTPHeaders()
     /// Whether the connection may carry another message after this one (http_parser's

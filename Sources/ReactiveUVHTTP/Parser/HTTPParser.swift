@@ -11,8 +11,9 @@ import CHTTPParser
 ///        (consumed, outcome)  — the caller resumes at `consumed` for the next message
 /// ```
 ///
-/// The parser works straight on the caller's read buffer: field names, values and the
-/// target are copied out once into their `String`s, body bytes are handed to `onBody` as a
+/// The parser works straight on the caller's read buffer: the target and the field names
+/// and values are copied out once, as bytes, into one ``HTTPRawHead`` per head (strings are
+/// made from it only when the application asks); body bytes are handed to `onBody` as a
 /// view of that buffer. Framing defences that http_parser lacks or leaves lenient are ours:
 /// `Content-Length` together with `Transfer-Encoding`, differing lengths, a request whose
 /// last transfer coding is not `chunked`, bodies and trailers over the limits.
@@ -69,8 +70,8 @@ final class HTTPParser {
     @exclusivity(unchecked) private var head = HTTPMessageHead()
     /// Whether the message whose head was handed over asks to switch protocols.
     @exclusivity(unchecked) private var upgrading = false
-    /// The start line, a field name or a field value being collected from http_parser's
-    /// callbacks: raw heap bytes rather than a `[UInt8]`, because emptying an array while
+    /// The head's text (start line, then each field's name and value) or a trailer
+    /// field's name or value, collected from http_parser's callbacks: raw heap bytes rather than a `[UInt8]`, because emptying an array while
     /// keeping its capacity (`removeAll(keepingCapacity:)`) and appending to it each went
     /// through `replaceSubrange`'s and `append`'s generic paths, ~80 instructions a call,
     /// seven calls a request. Freed in `deinit`; grows by doubling, bounded by the head
@@ -78,6 +79,19 @@ final class HTTPParser {
     @exclusivity(unchecked) private var text: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var textCount = 0
     @exclusivity(unchecked) private var textCapacity = 256
+    /// How many offsets (4 a field: name start, name length, value start, value length,
+    /// see ``HTTPRawHead``) say where each head field lies in `text`. The head's text is
+    /// kept whole in `text` until the head is complete, then copied into one
+    /// ``HTTPRawHead``. The offsets live in the same allocation, at its end: field `i`'s
+    /// four `UInt32`s at `textCapacity - 16 × (i + 1)`, the text growing up to meet them: an allocation of their own cost every idle keep-alive connection
+    /// ~270 bytes more (issue 29's bound is 4 KiB a connection).
+    @exclusivity(unchecked) private var spanCount = 0
+    /// The start line's text is `text[0..<startLineCount]`; the field being collected
+    /// starts at `itemStart`, its value at `nameEnd`.
+    @exclusivity(unchecked) private var startLineCount = 0
+    @exclusivity(unchecked) private var itemStart = 0
+    @exclusivity(unchecked) private var nameEnd = 0
+    /// A trailer field's name (trailers are rare: made into strings as they come).
     @exclusivity(unchecked) private var fieldName = ""
     @exclusivity(unchecked) private var readingValue = false
     @exclusivity(unchecked) private var headersDone = false
@@ -90,7 +104,8 @@ final class HTTPParser {
     init(_ kind: Kind, limits: Limits = Limits()) {
         self.kind = kind
         self.limits = limits
-        text = .allocate(capacity: 256)
+        // Aligned for the `UInt32` offsets at its end; `textCapacity` stays a multiple of 4.
+        text = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 4).bindMemory(to: UInt8.self, capacity: 256)
         scanner = HTTPHeadScanner(isRequest: kind == .request, maxHeadBytes: limits.maxHeadBytes, maxStartLineBytes: limits.maxStartLineBytes)
         // Heap storage that C points at, never a stored property's address.
         parser = .allocate(capacity: 1)
@@ -100,25 +115,28 @@ final class HTTPParser {
 
     deinit {
         parser.deallocate()
-        text.deallocate()
+        UnsafeMutableRawPointer(text).deallocate()
     }
 
     /// Adds `bytes` to the text being collected.
     @inline(__always)
     private func collect(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        if textCount + bytes.count > textCapacity { growText(to: textCount + bytes.count) }
+        if textCount + bytes.count + 4 * spanCount > textCapacity { growText(to: textCount + bytes.count + 4 * spanCount) }
         (text + textCount).initialize(from: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         textCount += bytes.count
     }
 
     @inline(never)
     private func growText(to needed: Int) {
-        let capacity = max(textCapacity * 2, needed)
-        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-        grown.initialize(from: text, count: textCount)
-        text.deallocate()
-        text = grown
+        let capacity = max(textCapacity * 2, (needed + 3) & ~3)
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 4)
+        grown.copyMemory(from: text, byteCount: textCount)
+        // The offsets keep their distance from the end.
+        let spanBytes = 4 * spanCount
+        (grown + capacity - spanBytes).copyMemory(from: UnsafeRawPointer(text) + textCapacity - spanBytes, byteCount: spanBytes)
+        UnsafeMutableRawPointer(text).deallocate()
+        text = grown.bindMemory(to: UInt8.self, capacity: capacity)
         textCapacity = capacity
     }
 
@@ -188,6 +206,10 @@ final class HTTPParser {
         head = HTTPMessageHead()
         upgrading = false
         textCount = 0
+        spanCount = 0
+        startLineCount = 0
+        itemStart = 0
+        nameEnd = 0
         fieldName = ""
         readingValue = false
         headersDone = false
@@ -275,7 +297,7 @@ final class HTTPParser {
 
     private func value(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         if !readingValue {
-            fieldName = takeText()
+            if headersDone { fieldName = takeText() } else { nameEnd = textCount }
             readingValue = true
         }
         if headersDone {
@@ -291,15 +313,31 @@ final class HTTPParser {
     }
 
     private func storeField() {
-        let value = takeText()
-        if headersDone { trailers.addUnchecked(fieldName, value) } else { head.headers.addUnchecked(fieldName, value) }
-        fieldName = ""
         readingValue = false
+        if headersDone {
+            trailers.addUnchecked(fieldName, takeText())
+            fieldName = ""
+            return
+        }
+        let count = textCount, start = itemStart, end = nameEnd
+        let spanBytes = 4 * spanCount + 16
+        if count + spanBytes > textCapacity { growText(to: count + spanBytes) }
+        // The field's four offsets in order, just below the fields before it.
+        let field = UnsafeMutableRawPointer(text) + textCapacity - spanBytes
+        field.storeBytes(of: UInt32(truncatingIfNeeded: start), toByteOffset: 0, as: UInt32.self)
+        field.storeBytes(of: UInt32(truncatingIfNeeded: end - start), toByteOffset: 4, as: UInt32.self)
+        field.storeBytes(of: UInt32(truncatingIfNeeded: end), toByteOffset: 8, as: UInt32.self)
+        field.storeBytes(of: UInt32(truncatingIfNeeded: count - end), toByteOffset: 12, as: UInt32.self)
+        spanCount += 4
+        itemStart = textCount
     }
 
+
+    /// The start line's text stays at the front of `text`; the fields follow it.
     private func takeStartLineText() {
         startLineTaken = true
-        if kind == .request { head.target = takeText() } else { head.reason = takeText() }
+        startLineCount = textCount
+        itemStart = textCount
     }
 
     /// Records why the message is refused and stops http_parser. -1, not 1: from
@@ -313,6 +351,12 @@ final class HTTPParser {
     private func headersComplete() -> Int32 {
         if readingValue { storeField() } else if !startLineTaken { takeStartLineText() }
         headersDone = true
+        // The head's text in one object; `text` is free again for the trailers.
+        let raw = HTTPRawHead.make(spansEnd: UnsafeRawPointer(text) + textCapacity, fieldCount: spanCount / 4, bytes: text, byteCount: textCount, startLine: 0..<startLineCount)
+        head.raw = raw
+        head.headers = HTTPHeaders(raw: raw)
+        textCount = 0
+        spanCount = 0
         let p = parser.pointee
         head.version = HTTPVersion(major: Int(p.http_major), minor: Int(p.http_minor))
         if kind == .request {
@@ -322,7 +366,7 @@ final class HTTPParser {
         }
         head.keepAlive = http_should_keep_alive(parser) != 0
         head.chunked = p.flags & UInt32(F_CHUNKED.rawValue) != 0
-        head.upgrade = p.upgrade != 0 || kind == .request && head.method == "CONNECT"
+        head.upgrade = p.upgrade != 0 || kind == .request && UInt32(p.method) == HTTP_CONNECT.rawValue
         if let e = checkFraming() { return refuse(e) }
         upgrading = head.upgrade
         // Handed over by moving it out of the parser: passing the stored `head` to the
@@ -351,13 +395,7 @@ final class HTTPParser {
     private func checkFraming() -> HTTPParseError? {
         // Most requests carry neither field: one walk over the names decides that without
         // making the arrays of values below.
-        var framed = false
-        for field in head.headers.fields
-        where HTTPHeaders.sameName(field.name, "Content-Length") || HTTPHeaders.sameName(field.name, "Transfer-Encoding") {
-            framed = true
-            break
-        }
-        guard framed else { return nil }
+        guard let raw = head.raw, raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
         let lengths = head.headers.values("Content-Length")
         let codings = head.headers.values("Transfer-Encoding")
         if !codings.isEmpty {

@@ -18,7 +18,12 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// The request method as sent: `GET`, `POST`, ...
     public let method: String
     /// The request target as sent: path and query, `/search?q=x`.
-    public let target: String
+    ///
+    /// Made from the request's head bytes on each call (most requests are routed on
+    /// ``path`` once, and a string made for every request cost more than reading it).
+    public var target: String { rawHead?.startLine ?? "" }
+    /// The head as read, which ``target`` is made from.
+    private let rawHead: HTTPRawHead?
     /// The HTTP version: 1.0 or 1.1.
     public let version: HTTPVersion
     /// The header fields, in order.
@@ -29,9 +34,15 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public let peer: String
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring { target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...] }
+    public var path: Substring {
+        let target = target
+        return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
+    }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
-    public var query: Substring? { target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[target.index(after: $0)...] } }
+    public var query: Substring? {
+        let target = target
+        return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[target.index(after: $0)...] }
+    }
 
     /// The value of query parameter `name` (first occurrence, `+` and `%XX` decoded).
     ///
@@ -68,7 +79,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
 
     init(head: HTTPMessageHead, connection: HTTPServerConnection) {
         method = head.method
-        target = head.target
+        rawHead = head.raw
         version = head.version
         headers = head.headers
         loop = connection.loop

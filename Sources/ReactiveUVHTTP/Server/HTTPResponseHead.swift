@@ -19,7 +19,7 @@ enum HTTPResponseHead {
     /// (``HTTPHeaders/isValidField(name:value:)``).
     static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
         var out: [UInt8] = []
-        out.reserveCapacity(128 + headers.fields.count * 32)
+        out.reserveCapacity(128 + headers.count * 32)
         return encode(status: status, headers: headers, framing: framing, keepAlive: keepAlive, date: date, into: &out) ? out : nil
     }
 

@@ -34,7 +34,8 @@ import ReactiveUV
 /// transport's write queue.
 public final class WebSocketConnection: @unchecked Sendable, CustomStringConvertible {
     // Thread-safety: every `var` below is read and written on `loop`'s thread only; public
-    // members hop there with `onLoop`.
+    // members hop there with `onLoop`. So without the run-time exclusivity check per
+    // access (`@exclusivity(unchecked)`), which bought nothing on the per-message path.
 
     /// The transport the connection runs over; closed when the connection ends.
     public let transport: any HTTPTransport
@@ -50,18 +51,18 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     public var loop: EventLoop { transport.loop }
 
     private let reader: WebSocketFrameReader
-    private var deflater: WebSocketDeflater?
-    private var leftover: [UInt8]
-    private var subscriber: Subscriber<WebSocketMessage>?
-    private var reading: Disposable?
-    private var closeSent = false
-    private var finished = false
-    private var ending: (close: WebSocketClose, error: WebSocketError?)?
+    @exclusivity(unchecked) private var deflater: WebSocketDeflater?
+    @exclusivity(unchecked) private var leftover: [UInt8]
+    @exclusivity(unchecked) private var subscriber: Subscriber<WebSocketMessage>?
+    @exclusivity(unchecked) private var reading: Disposable?
+    @exclusivity(unchecked) private var closeSent = false
+    @exclusivity(unchecked) private var finished = false
+    @exclusivity(unchecked) private var ending: (close: WebSocketClose, error: WebSocketError?)?
     private let closedSubject = ReplaySubject<WebSocketClose>(capacity: 1)
-    private var pingTimer: Disposable?
-    private var pongDeadline: Disposable?
-    private var closeTimer: Disposable?
-    private var pingCount: UInt64 = 0
+    @exclusivity(unchecked) private var pingTimer: Disposable?
+    @exclusivity(unchecked) private var pongDeadline: Disposable?
+    @exclusivity(unchecked) private var closeTimer: Disposable?
+    @exclusivity(unchecked) private var pingCount: UInt64 = 0
 
     /// Wraps an upgraded transport.
     ///

@@ -37,19 +37,22 @@ final class WebSocketFrameReader {
     let maxMessageSize: Int
     /// The decompressor, when permessage-deflate was negotiated (made on first use).
     private let deflate: WebSocketDeflateParameters?
-    private var inflater: WebSocketInflater?
+    // Every `var` here is the connection's loop thread's only (docs/ENGINE.md, rule 2):
+    // `@exclusivity(unchecked)` drops the run-time exclusivity check per access, ~600 of a
+    // message's ~5,900 instructions under callgrind (ws-instructions-per-message.sh).
+    @exclusivity(unchecked) private var inflater: WebSocketInflater?
 
     /// Bytes received and not yet consumed, from `offset` on.
-    private var buffer: [UInt8] = []
-    private var offset = 0
+    @exclusivity(unchecked) private var buffer: [UInt8] = []
+    @exclusivity(unchecked) private var offset = 0
 
     /// The message being assembled (between its first and its final frame).
-    private var messageOpcode: WebSocketOpcode?
-    private var messageCompressed = false
-    private var message: [UInt8] = []
-    private var utf8 = UTF8Validator()
+    @exclusivity(unchecked) private var messageOpcode: WebSocketOpcode?
+    @exclusivity(unchecked) private var messageCompressed = false
+    @exclusivity(unchecked) private var message: [UInt8] = []
+    @exclusivity(unchecked) private var utf8 = UTF8Validator()
     /// Set after a close frame or a violation: later bytes are ignored.
-    private(set) var stopped = false
+    @exclusivity(unchecked) private(set) var stopped = false
 
     init(role: WebSocketRole, maxMessageSize: Int, deflate: WebSocketDeflateParameters?) {
         self.role = role

@@ -22,6 +22,41 @@ import Testing
         #expect(request.body.isEmpty)
     }
 
+    /// Parsed headers keep the head's bytes and make strings when asked: every lookup,
+    /// iteration, equality and change must see what the strings would have shown, with
+    /// split reads, long values, empty values and repeated names.
+    @Test func parsedHeadersAnswerAsStringHeadersDo() throws {
+        let long = String(repeating: "v", count: 300)
+        let text = "POST /p?q=%C3%A9 HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nconnection: keep-alive, Upgrade\r\nX-Long: \(long)\r\nX-Two: 1\r\nX-TWO: 2\r\nContent-Length: 2\r\n\r\nok"
+        for size in [1, 3, 65536] {
+            let r = parse(text, readSize: size)
+            #expect(r.error == nil, "read size \(size)")
+            let request = try #require(r.requests.first)
+            var headers = request.headers
+            #expect(request.target == "/p?q=%C3%A9")
+            #expect(headers["HOST"] == "h")
+            #expect(headers["x-empty"] == "")
+            #expect(headers["x-long"] == long)
+            #expect(headers.values("x-two") == ["1", "2"])
+            #expect(headers.contains("content-length") && !headers.contains("Content-Type"))
+            #expect(headers.hasToken("Connection", "upgrade") && !headers.hasToken("Connection", "close"))
+            let expected: [(String, String)] = [
+                ("Host", "h"), ("X-Empty", ""), ("connection", "keep-alive, Upgrade"), ("X-Long", long),
+                ("X-Two", "1"), ("X-TWO", "2"), ("Content-Length", "2"),
+            ]
+            #expect(headers.fields.map(\.name) == expected.map(\.0))
+            #expect(headers.fields.map(\.value) == expected.map(\.1))
+            #expect(Array(headers).count == expected.count)
+            #expect(headers == HTTPHeaders(expected), "equal to the same fields as strings")
+            #expect(headers.description.hasPrefix("Host: h\nX-Empty: \n"))
+            // A change decodes the bytes first and keeps the order.
+            headers.remove("x-two")
+            headers.add("X-Added", "a")
+            #expect(headers.fields.map(\.name) == ["Host", "X-Empty", "connection", "X-Long", "Content-Length", "X-Added"])
+            #expect(request.headers.values("X-Two") == ["1", "2"], "the request's own headers are unchanged")
+        }
+    }
+
     @Test func http10ClosesUnlessKeepAlive() throws {
         let plain = try #require(parse("GET / HTTP/1.0\r\n\r\n").requests.first)
         #expect(plain.version == .http1_0)
