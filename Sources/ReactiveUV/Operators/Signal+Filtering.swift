@@ -197,7 +197,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
-        FilterSignal(self, isIncluded)
+        StageSignal(self, FilterStage(isIncluded))
     }
 
     /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.

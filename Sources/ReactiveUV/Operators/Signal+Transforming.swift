@@ -14,7 +14,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func map<U>(_ transform: @escaping (Value) -> U) -> Signal<U> {
-        MapSignal(self, transform)
+        StageSignal(self, MapStage(transform))
     }
 
     /// Replaces every value with `value`: RAC's `-mapReplace:`.
@@ -52,20 +52,7 @@ extension Signal {
     /// errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduce: @escaping (A, Value) -> A) -> Signal<A> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            let accumulator = Cell(start)
-            upstream.attach({ event in
-                switch event {
-                case .next(let v):
-                    let next = reduce(accumulator.value, v)
-                    accumulator.value = next
-                    observer(.next(next))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, ScanStage(start, reduce))
     }
 
     /// ``scan(start:reduce:)`` whose block also gets the zero-based index of the value.
@@ -75,22 +62,7 @@ extension Signal {
     /// terminates; errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduceWithIndex reduce: @escaping (A, Value, Int) -> A) -> Signal<A> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            let accumulator = Cell(start)
-            let index = Cell(0)
-            upstream.attach({ event in
-                switch event {
-                case .next(let v):
-                    let next = reduce(accumulator.value, v, index.value)
-                    accumulator.value = next
-                    index.value += 1
-                    observer(.next(next))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, IndexedScanStage(start, reduce))
     }
 
     /// Sends `reduce(previous, current)`, with `start` as the first `previous`; results are

@@ -48,7 +48,7 @@ final class AllocationCountTests: XCTestCase {
             if parts.count == 2, let v = Double(parts[1]) { perCycle[String(parts[0])] = v }
         }
         XCTAssertEqual(
-            Set(perCycle.keys), ["cold", "cold-long", "return", "subject", "create", "merge"], result.output)
+            Set(perCycle.keys), ["cold", "cold-long", "cold-scan", "return", "subject", "create", "merge"], result.output)
 
         // A subject's subscriber always allocates (its entry and removal live in the
         // subject's list): a count of 0 there would mean the counter saw nothing.
@@ -95,7 +95,8 @@ final class AllocationCountTests: XCTestCase {
         }
         XCTAssertEqual(
             Set(checks.keys),
-            ["map-filter-pass", "map-filter-drop", "maps-changing-type", "error-through", "around-scan", "over-a-subject"],
+            ["map-filter-pass", "map-filter-drop", "maps-changing-type", "error-through", "around-scan", "over-a-subject",
+             "scan-per-subscription-first", "scan-per-subscription-second"],
             result.output)
         for (name, outcome) in checks.sorted(by: { $0.key < $1.key }) {
             XCTAssertEqual(outcome, "ok", "fused and closure paths differ on \(name)")
