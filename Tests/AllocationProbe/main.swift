@@ -204,3 +204,22 @@ do {
     check("scan-per-subscription-first", expected: ["101", "103", "106", "completed"], f1, p1, c1)
     check("scan-per-subscription-second", expected: ["103", "completed"], f2, p2, c2)
 }
+do {
+    // The other stages: compactMap, combinePrevious and ignoreValues over a subject.
+    let subject = Subject<Int>()
+    func chain(_ s: Signal<Int>) -> Signal<String> {
+        s.compactMap { $0 % 3 == 0 ? nil : $0 }.combinePrevious(start: 0) { "\($0)>\($1)" }
+    }
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(subject.compactMap { $0 % 3 == 0 ? nil : $0 }.combinePrevious(start: 0) { "\($0)>\($1)" })
+    p.record(hidden(subject.compactMap { $0 % 3 == 0 ? nil : $0 }).combinePrevious(start: 0) { "\($0)>\($1)" })
+    c.record(hidden(chain(subject)))
+    let (fi, pi, ci) = (Seen(), Seen(), Seen())
+    fi.record(subject.map { "\($0)" }.ignoreValues())
+    pi.record(hidden(subject.map { "\($0)" }).ignoreValues())
+    ci.record(hidden(subject.map { "\($0)" }.ignoreValues()))
+    for v in 1...5 { subject.sendNext(v) }
+    subject.sendError(ProbeError())
+    check("compactMap-combinePrevious", expected: ["0>1", "1>2", "2>4", "4>5", "error probe"], f, p, c)
+    check("ignoreValues", expected: ["error probe"], fi, pi, ci)
+}

@@ -207,13 +207,8 @@ extension Signal {
     /// errors pass through at once.
     @inlinable
     public func ignoreValues() -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next = event { return }
-                observer(event)
-            }, lifetime)
-        }
+        // `filter`'s stage with a predicate that refuses every value: terminal events pass.
+        StageSignal(self, FilterStage { _ in false })
     }
 }
 

@@ -87,6 +87,29 @@ import Testing
         #expect(plain.value == ["next 103"])
     }
 
+    /// The other stages (`compactMap`, `combinePrevious`, `ignoreValues`), and
+    /// `combinePrevious`'s previous value per subscription: a second attach starts from
+    /// `start`.
+    @Test func theOtherStagesTakeTheClosureAndKeepStatePerSubscription() {
+        #expect(attachRecording(Signal.return(3).compactMap { $0 > 5 ? $0 : nil }) == ["closing", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal.return(7).compactMap { $0 > 5 ? $0 : nil }) == ["closing", "next 7", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal.return(7).ignoreValues()) == ["closing", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal<Int>.error(Failure()).ignoreValues()) == ["closing", "error failure", "lifetime disposed: false"])
+        let subject = Subject<Int>()
+        let pairs = subject.combinePrevious(start: 0) { $0 * 10 + $1 }
+        let first = Locked<[String]>([])
+        let second = Locked<[String]>([])
+        let lifetimes = (0..<2).map { _ in CompoundDisposable() }
+        pairs.attach(sink: RecordingSink<Int>(log: first), closing: { s in { s.receive($0) } }, lifetimes[0])
+        subject.sendNext(1)
+        subject.sendNext(2)
+        pairs.attach(sink: RecordingSink<Int>(log: second), closing: { s in { s.receive($0) } }, lifetimes[1])
+        subject.sendNext(3)
+        subject.sendCompleted()
+        #expect(first.value == ["next 1", "next 12", "next 23", "completed"])
+        #expect(second.value == ["next 3", "completed"])
+    }
+
     /// A whole chain asks once, at its last stage; the stages above run as closures.
     @Test func aFusedChainAsksForTheClosureOnceAtItsEnd() {
         let chain = Signal.return(3).map { $0 * 2 }.filter { $0 > 0 }.map { "<\($0)>" }
