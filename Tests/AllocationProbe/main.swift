@@ -60,6 +60,17 @@ measure("cold-long") { i in
     subscription.dispose()
 }
 
+// A stateful stage in a cold chain: `scan`'s accumulator is per subscription, a `Cell`
+// (the stage's `makeState()`), the one allocation the chain adds to `cold`'s.
+measure("cold-scan") { i in
+    let subscription = Signal.return(i)
+        .map { $0 &+ 1 }
+        .scan(start: 0, reduce: &+)
+        .filter { $0 & 1 == 0 }
+        .subscribeNext { sum &+= $0 }
+    subscription.dispose()
+}
+
 // The same without operators: the floor a subscription itself costs.
 measure("return") { i in
     Signal.return(i).subscribeNext { sum &+= $0 }.dispose()
@@ -175,4 +186,40 @@ do {
     for v in 1...3 { subject.sendNext(v) }
     subject.sendCompleted()
     check("over-a-subject", expected: ["2", "6", "completed"], f, p, c)
+}
+do {
+    // One `scan` signal subscribed twice (fused, partly fused, closures): each subscription
+    // keeps its own accumulator, and the second starts from `start` again.
+    let subject = Subject<Int>()
+    let fused = subject.scan(start: 100, reduce: +).map { "\($0)" }
+    let partly = hidden(subject.scan(start: 100, reduce: +)).map { "\($0)" }
+    let closures = hidden(subject.scan(start: 100, reduce: +).map { "\($0)" })
+    let (f1, p1, c1, f2, p2, c2) = (Seen(), Seen(), Seen(), Seen(), Seen(), Seen())
+    f1.record(fused); p1.record(partly); c1.record(closures)
+    subject.sendNext(1)
+    subject.sendNext(2)
+    f2.record(fused); p2.record(partly); c2.record(closures)
+    subject.sendNext(3)
+    subject.sendCompleted()
+    check("scan-per-subscription-first", expected: ["101", "103", "106", "completed"], f1, p1, c1)
+    check("scan-per-subscription-second", expected: ["103", "completed"], f2, p2, c2)
+}
+do {
+    // The other stages: compactMap, combinePrevious and ignoreValues over a subject.
+    let subject = Subject<Int>()
+    func chain(_ s: Signal<Int>) -> Signal<String> {
+        s.compactMap { $0 % 3 == 0 ? nil : $0 }.combinePrevious(start: 0) { "\($0)>\($1)" }
+    }
+    let (f, p, c) = (Seen(), Seen(), Seen())
+    f.record(subject.compactMap { $0 % 3 == 0 ? nil : $0 }.combinePrevious(start: 0) { "\($0)>\($1)" })
+    p.record(hidden(subject.compactMap { $0 % 3 == 0 ? nil : $0 }).combinePrevious(start: 0) { "\($0)>\($1)" })
+    c.record(hidden(chain(subject)))
+    let (fi, pi, ci) = (Seen(), Seen(), Seen())
+    fi.record(subject.map { "\($0)" }.ignoreValues())
+    pi.record(hidden(subject.map { "\($0)" }).ignoreValues())
+    ci.record(hidden(subject.map { "\($0)" }.ignoreValues()))
+    for v in 1...5 { subject.sendNext(v) }
+    subject.sendError(ProbeError())
+    check("compactMap-combinePrevious", expected: ["0>1", "1>2", "2>4", "4>5", "error probe"], f, p, c)
+    check("ignoreValues", expected: ["error probe"], fi, pi, ci)
 }

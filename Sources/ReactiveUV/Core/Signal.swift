@@ -50,7 +50,7 @@ public class Signal<Value>: @unchecked Sendable {
     /// closure formed in this generic copy would call the generic `receive`, which looks
     /// `Event<Value>` up in the runtime's metadata cache on **every value** (a third of a
     /// merge's time). Inlinable so that, devirtualized for a signal the optimizer can see
-    /// (`return`, `map`, `filter`), it starts the fused path of ``attach(sink:closing:_:)``
+    /// (`return` and the stages of ``StageSignal``), it starts the fused path of ``attach(sink:closing:_:)``
     /// with the subscriber as the last sink, and the signal still stays off the heap;
     /// otherwise `closing` hands back `observer` and it is the plain `attach`.
     @inlinable
@@ -59,7 +59,7 @@ public class Signal<Value>: @unchecked Sendable {
     }
 
     /// Connects a typed sink for one subscription: the fused path of a cold chain of
-    /// stateless stages (`return`, `map`, `filter`), where each stage wraps the sink below
+    /// stages (`return`, then ``StageSignal``'s: `map`, `filter`, `scan`), where each stage wraps the sink below
     /// it in a struct instead of forming a closure, so a subscription the optimizer sees
     /// whole (`Signal.return(i).map { … }.filter { … }.subscribeNext { … }`) makes no
     /// closure context per stage. `closing` turns the sink into the closure of
@@ -70,7 +70,7 @@ public class Signal<Value>: @unchecked Sendable {
     /// running in the library's unspecialized copy (reached through the vtable, where the
     /// subscriber's module could not see the signal's class): there a struct sink would
     /// run every value through generic code with runtime metadata lookups, so it asks
-    /// `closing` for the specialized closure instead (see ``MapSignal``).
+    /// `closing` for the specialized closure instead (see ``StageSignal``).
     @inlinable
     func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
     where S.Value == Value {

@@ -2,8 +2,8 @@
 /// of a cold chain hand to their source (``Signal/attach(sink:closing:_:)``). A struct
 /// sink costs no allocation; the subscription's ``BlockSubscriber`` ends every chain.
 ///
-/// Each fused operator keeps its sink with its signal, in one file named after the
-/// operator under `Operators/Internal/` (`Map.swift`, `Filter.swift`).
+/// Operators do not write sinks: a per-event operator is a ``SignalStage``, and
+/// ``StageSignal`` wraps it in a ``StageSink`` (`Engine/StageSignal.swift`).
 @usableFromInline
 protocol EventSink {
     /// The type of the values received.

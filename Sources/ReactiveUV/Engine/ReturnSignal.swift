@@ -30,7 +30,7 @@ final class ReturnSignal<Value>: Signal<Value>, @unchecked Sendable {
     }
 
     /// The end of the fused path: the value and the completion go straight into the sink
-    /// (in specialized code; see ``MapSignal``'s for why not elsewhere).
+    /// (in specialized code; see ``StageSignal``'s for why not elsewhere).
     @inlinable
     override func attach<S: EventSink>(sink: S, closing: (S) -> Sink<Value>, _ lifetime: CompoundDisposable)
     where S.Value == Value {

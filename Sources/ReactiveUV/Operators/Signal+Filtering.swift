@@ -197,7 +197,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func filter(_ isIncluded: @escaping (Value) -> Bool) -> Signal<Value> {
-        FilterSignal(self, isIncluded)
+        StageSignal(self, FilterStage(isIncluded))
     }
 
     /// Drops every value; forwards the terminal event: RAC's `-ignoreValues`.
@@ -207,13 +207,8 @@ extension Signal {
     /// errors pass through at once.
     @inlinable
     public func ignoreValues() -> Signal<Value> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                if case .next = event { return }
-                observer(event)
-            }, lifetime)
-        }
+        // `filter`'s stage with a predicate that refuses every value: terminal events pass.
+        StageSignal(self, FilterStage { _ in false })
     }
 }
 

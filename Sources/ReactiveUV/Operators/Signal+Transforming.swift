@@ -1,7 +1,9 @@
 // Transforming values (RACStream's map, mapReplace, scan, combinePreviousWithStart:reduce:,
 // startWith:, materialize/dematerialize; compactMap beyond RAC) and RACSignal's side-effect
-// operators (doNext:, doError:, doCompleted:, finally:, initially:, on(…)). Each is a closure
-// per stage with no lock: a synchronous chain inherits its source's serialization. Dropping
+// operators (doNext:, doError:, doCompleted:, finally:, initially:, on(…)). `map`,
+// `compactMap`, `scan` and `combinePrevious` are stages (`Engine/Map.swift`, ...) that
+// `StageSignal` runs; the others a closure per stage. No lock: a synchronous chain inherits
+// its source's serialization. Dropping
 // values (filter, ignore, ignoreValues) is in Signal+Filtering.swift.
 
 extension Signal {
@@ -14,7 +16,7 @@ extension Signal {
     /// at once.
     @inlinable
     public func map<U>(_ transform: @escaping (Value) -> U) -> Signal<U> {
-        MapSignal(self, transform)
+        StageSignal(self, MapStage(transform))
     }
 
     /// Replaces every value with `value`: RAC's `-mapReplace:`.
@@ -32,16 +34,7 @@ extension Signal {
     /// **Terminates:** when the source terminates; errors pass through at once.
     @inlinable
     public func compactMap<U>(_ transform: @escaping (Value) -> U?) -> Signal<U> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            upstream.attach({ event in
-                switch event {
-                case .next(let v): if let u = transform(v) { observer(.next(u)) }
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, CompactMapStage(transform))
     }
 
     /// Sends every running accumulation (the start value itself is not sent); the state is
@@ -52,20 +45,7 @@ extension Signal {
     /// errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduce: @escaping (A, Value) -> A) -> Signal<A> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            let accumulator = Cell(start)
-            upstream.attach({ event in
-                switch event {
-                case .next(let v):
-                    let next = reduce(accumulator.value, v)
-                    accumulator.value = next
-                    observer(.next(next))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, ScanStage(start, reduce))
     }
 
     /// ``scan(start:reduce:)`` whose block also gets the zero-based index of the value.
@@ -75,22 +55,7 @@ extension Signal {
     /// terminates; errors pass through at once.
     @inlinable
     public func scan<A>(start: A, reduceWithIndex reduce: @escaping (A, Value, Int) -> A) -> Signal<A> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            let accumulator = Cell(start)
-            let index = Cell(0)
-            upstream.attach({ event in
-                switch event {
-                case .next(let v):
-                    let next = reduce(accumulator.value, v, index.value)
-                    accumulator.value = next
-                    index.value += 1
-                    observer(.next(next))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, IndexedScanStage(start, reduce))
     }
 
     /// Sends `reduce(previous, current)`, with `start` as the first `previous`; results are
@@ -101,20 +66,7 @@ extension Signal {
     /// terminates; errors pass through at once.
     @inlinable
     public func combinePrevious<U>(start: Value, reduce: @escaping (Value, Value) -> U) -> Signal<U> {
-        let upstream = self
-        return AnonymousSignal { observer, lifetime in
-            let previous = Cell(start)
-            upstream.attach({ event in
-                switch event {
-                case .next(let v):
-                    let r = reduce(previous.value, v)
-                    previous.value = v
-                    observer(.next(r))
-                case .error(let e): observer(.error(e))
-                case .completed: observer(.completed)
-                }
-            }, lifetime)
-        }
+        StageSignal(self, CombinePreviousStage(start, reduce))
     }
 
     /// Sends `value` on subscription, then the receiver's events: RAC's `-startWith:`.

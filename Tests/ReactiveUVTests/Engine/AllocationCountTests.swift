@@ -48,7 +48,7 @@ final class AllocationCountTests: XCTestCase {
             if parts.count == 2, let v = Double(parts[1]) { perCycle[String(parts[0])] = v }
         }
         XCTAssertEqual(
-            Set(perCycle.keys), ["cold", "cold-long", "return", "subject", "create", "merge"], result.output)
+            Set(perCycle.keys), ["cold", "cold-long", "cold-scan", "return", "subject", "create", "merge"], result.output)
 
         // A subject's subscriber always allocates (its entry and removal live in the
         // subject's list): a count of 0 there would mean the counter saw nothing.
@@ -65,6 +65,13 @@ final class AllocationCountTests: XCTestCase {
         // "Why the signal objects of a cold chain stay on the heap"), so the subscription and up to five signals.
         let long = try XCTUnwrap(perCycle["cold-long"])
         XCTAssertLessThanOrEqual(long, 6, "return→map→map→filter→map→subscribeNext→dispose: \(long) allocations per cycle")
+        // return→map→scan→filter: `scan` is a stage now (`StageSignal`), so its subscription
+        // makes its accumulator's `Cell` (the stage's per-subscription state) and no closure;
+        // with the signal objects Swift keeps on the heap, 3 per cycle. As an
+        // `AnonymousSignal` with a closure stage it was 8 (measured at 24c5e02 and after).
+        let coldScan = try XCTUnwrap(perCycle["cold-scan"])
+        XCTAssertGreaterThanOrEqual(coldScan, 1, "scan's accumulator is per subscription, on the heap: 0 means the counter saw nothing")
+        XCTAssertLessThanOrEqual(coldScan, 3, "return→map→scan→filter→subscribeNext→dispose: \(coldScan) allocations per cycle")
         // return→subscribeNext→dispose: the subscription only (the optimizer keeps the
         // `return` signal on the stack: its subscription code is handed the value, not the
         // signal, so the signal never escapes).
@@ -95,7 +102,9 @@ final class AllocationCountTests: XCTestCase {
         }
         XCTAssertEqual(
             Set(checks.keys),
-            ["map-filter-pass", "map-filter-drop", "maps-changing-type", "error-through", "around-scan", "over-a-subject"],
+            ["map-filter-pass", "map-filter-drop", "maps-changing-type", "error-through", "around-scan", "over-a-subject",
+             "scan-per-subscription-first", "scan-per-subscription-second", "compactMap-combinePrevious",
+             "ignoreValues"],
             result.output)
         for (name, outcome) in checks.sorted(by: { $0.key < $1.key }) {
             XCTAssertEqual(outcome, "ok", "fused and closure paths differ on \(name)")

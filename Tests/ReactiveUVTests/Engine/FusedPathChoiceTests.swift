@@ -1,8 +1,9 @@
 import Testing
 @testable import ReactiveUV
 
-/// Pins the `_isConcrete(S.self)` guard of the three fused overrides of
-/// `attach(sink:closing:_:)` (`ReturnSignal`, `MapSignal`, `FilterSignal`) on its two sides:
+/// Pins the `_isConcrete(S.self)` guard of the two fused overrides of
+/// `attach(sink:closing:_:)` (`ReturnSignal`, and `StageSignal`, which runs every stage:
+/// `map`, `filter`, `scan`) on its two sides:
 ///
 /// - **`false` in unspecialized code** (here: a debug build, which specializes nothing, so
 ///   every call lands in the library's generic copy): the override must ask `closing` for
@@ -55,6 +56,58 @@ import Testing
     @Test func filterTakesTheClosureInUnspecializedCode() {
         #expect(attachRecording(Signal.return(3).filter { $0 > 5 }) == ["closing", "completed", "lifetime disposed: false"])
         #expect(attachRecording(Signal.return(7).filter { $0 > 5 }) == ["closing", "next 7", "completed", "lifetime disposed: false"])
+    }
+
+    @Test func scanTakesTheClosureInUnspecializedCode() {
+        #expect(attachRecording(Signal.return(3).scan(start: 10, reduce: +)) == ["closing", "next 13", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal.return(3).scan(start: 10) { a, v, i in a + v * 100 + i }) == ["closing", "next 310", "completed", "lifetime disposed: false"])
+    }
+
+    /// A stage's state is per subscription: one `scan` signal attached twice, on the path
+    /// this build takes and through the plain closure entry, keeps two accumulators, and a
+    /// re-subscription starts from `start` again.
+    @Test func scanStateIsPerSubscriptionOnBothEntries() {
+        let subject = Subject<Int>()
+        let scanned = subject.scan(start: 100, reduce: +)
+        let indexed = subject.scan(start: 0) { a, v, i in a + v * 10 + i }
+        let first = Locked<[String]>([])
+        let second = Locked<[String]>([])
+        let plain = Locked<[String]>([])
+        let lifetimes = (0..<4).map { _ in CompoundDisposable() }
+        scanned.attach(sink: RecordingSink<Int>(log: first), closing: { s in { s.receive($0) } }, lifetimes[0])
+        indexed.attach(sink: RecordingSink<Int>(log: first), closing: { s in { s.receive($0) } }, lifetimes[1])
+        subject.sendNext(1)
+        subject.sendNext(2)
+        scanned.attach(sink: RecordingSink<Int>(log: second), closing: { s in { s.receive($0) } }, lifetimes[2])
+        scanned.attach({ event in if case .next(let v) = event { plain.append("next \(v)") } }, lifetimes[3])
+        subject.sendNext(3)
+        subject.sendCompleted()
+        #expect(first.value == ["next 101", "next 10", "next 103", "next 31", "next 106", "next 63", "completed", "completed"])
+        #expect(second.value == ["next 103", "completed"])
+        #expect(plain.value == ["next 103"])
+    }
+
+    /// The other stages (`compactMap`, `combinePrevious`, `ignoreValues`), and
+    /// `combinePrevious`'s previous value per subscription: a second attach starts from
+    /// `start`.
+    @Test func theOtherStagesTakeTheClosureAndKeepStatePerSubscription() {
+        #expect(attachRecording(Signal.return(3).compactMap { $0 > 5 ? $0 : nil }) == ["closing", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal.return(7).compactMap { $0 > 5 ? $0 : nil }) == ["closing", "next 7", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal.return(7).ignoreValues()) == ["closing", "completed", "lifetime disposed: false"])
+        #expect(attachRecording(Signal<Int>.error(Failure()).ignoreValues()) == ["closing", "error failure", "lifetime disposed: false"])
+        let subject = Subject<Int>()
+        let pairs = subject.combinePrevious(start: 0) { $0 * 10 + $1 }
+        let first = Locked<[String]>([])
+        let second = Locked<[String]>([])
+        let lifetimes = (0..<2).map { _ in CompoundDisposable() }
+        pairs.attach(sink: RecordingSink<Int>(log: first), closing: { s in { s.receive($0) } }, lifetimes[0])
+        subject.sendNext(1)
+        subject.sendNext(2)
+        pairs.attach(sink: RecordingSink<Int>(log: second), closing: { s in { s.receive($0) } }, lifetimes[1])
+        subject.sendNext(3)
+        subject.sendCompleted()
+        #expect(first.value == ["next 1", "next 12", "next 23", "completed"])
+        #expect(second.value == ["next 3", "completed"])
     }
 
     /// A whole chain asks once, at its last stage; the stages above run as closures.
