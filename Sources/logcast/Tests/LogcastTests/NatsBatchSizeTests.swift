@@ -175,59 +175,11 @@ final class NatsBatchSizeTests: NatsEdgeTestCase {
         XCTAssertFalse(edge.errors.contains("greater than maximum allowed"), "a batch was refused: \(edge.errors.suffix(1500))")
     }
 
-    // MARK: Reading the stream's messages
-
-    /// Messages 1...count of stream LOGS, read one by one (with their headers).
-    func storedMessages(_ urls: [String], count: UInt64) throws -> [NATSMessage] {
-        let box = ReplayBox<NATSConnection>()
-        let connecting = NATS.connect(urls).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
-        defer {
-            box.value?.close()
-            _ = EventLoop.main.run(until: { box.value?.isClosed ?? true }, timeout: 10)
-            connecting.dispose()
-        }
-        _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 30)
-        if let error = box.error { throw error }
-        let js = try XCTUnwrap(box.value).jetStream()
-        var messages: [NATSMessage] = []
-        guard count > 0 else { return [] }
-        for sequence in 1...count {
-            let one = ReplayBox<NATSMessage>()
-            let d = js.message(stream: "LOGS", sequence: sequence).subscribe(next: { one.value = $0 }, error: { one.error = $0 })
-            _ = EventLoop.main.run(until: { one.value != nil || one.error != nil }, timeout: 30)
-            d.dispose()
-            if let error = one.error { throw error }
-            messages.append(try XCTUnwrap(one.value, "no answer for message \(sequence)"))
-        }
-        return messages
-    }
+    // MARK: Message sizes
 
     /// A message's size as the server counts it against `max_payload`: payload and headers
     /// (`NATS/1.0\r\n`, `Name: value\r\n` each, `\r\n`).
     func messageBytes(_ message: NATSMessage) -> Int {
         message.payload.count + 12 + message.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 }
-    }
-
-    /// The messages' lines, in stream order, are `L0` … `L<total-1>` (then `END`), each
-    /// whole within one message and once.
-    func assertInFileOrder(_ messages: [NATSMessage], total: Int, end: Bool = true, line: UInt = #line) {
-        var expected = 0
-        var sawEnd = false
-        for (i, message) in messages.enumerated() {
-            XCTAssertEqual(message.payload.last, 10, "message \(i + 1) ends within a line", line: line)
-            for text in String(decoding: message.payload, as: UTF8.self).split(separator: "\n") {
-                if text == "END" {
-                    sawEnd = true
-                    continue
-                }
-                let number = text.dropFirst().prefix { $0 != " " }
-                guard Int(number) == expected else {
-                    return XCTFail("message \(i + 1): line \(text.prefix(12)) where L\(expected) was expected", line: line)
-                }
-                expected += 1
-            }
-        }
-        XCTAssertEqual(expected, total, line: line)
-        XCTAssertEqual(sawEnd, end, line: line)
     }
 }

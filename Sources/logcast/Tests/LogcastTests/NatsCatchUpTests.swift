@@ -107,61 +107,12 @@ final class NatsCatchUpTests: NatsEdgeTestCase {
         XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
         XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
 
-        let messages = try storedMessages(servers.urls, through: counter.lastSequence)
+        let messages = try storedMessages(servers.urls, count: counter.lastSequence)
         assertInFileOrder(messages, total: total)
         let backlog = messages.dropFirst(Int(before))
         let sizes = backlog.map(\.payload.count)
         print("NatsCatchUpTests: \(backlog.count) messages after the server continued, bytes \(sizes.prefix(20))\(sizes.count > 20 ? " …" : "")")
         XCTAssertGreaterThan(sizes.reduce(0, +), 1_700_000, "the lines written while the server was stopped are stored after it")
         XCTAssertLessThanOrEqual(backlog.count, 4, "the backlog went out in \(backlog.count) messages of \(sizes.prefix(40)) bytes")
-    }
-
-    // MARK: Reading the stream's messages
-
-    /// Messages 1...last of stream LOGS, read one by one (with their headers).
-    func storedMessages(_ urls: [String], through last: UInt64) throws -> [NATSMessage] {
-        let box = ReplayBox<NATSConnection>()
-        let connecting = NATS.connect(urls).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
-        defer {
-            box.value?.close()
-            _ = EventLoop.main.run(until: { box.value?.isClosed ?? true }, timeout: 10)
-            connecting.dispose()
-        }
-        _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 30)
-        if let error = box.error { throw error }
-        let js = try XCTUnwrap(box.value).jetStream()
-        var messages: [NATSMessage] = []
-        guard last > 0 else { return [] }
-        for sequence in 1...last {
-            let one = ReplayBox<NATSMessage>()
-            let d = js.message(stream: "LOGS", sequence: sequence).subscribe(next: { one.value = $0 }, error: { one.error = $0 })
-            _ = EventLoop.main.run(until: { one.value != nil || one.error != nil }, timeout: 30)
-            d.dispose()
-            if let error = one.error { throw error }
-            messages.append(try XCTUnwrap(one.value, "no answer for message \(sequence)"))
-        }
-        return messages
-    }
-
-    /// The messages' lines, in stream order, are `L0` … `L<total-1>` then `END`, each whole
-    /// within one message and once.
-    func assertInFileOrder(_ messages: [NATSMessage], total: Int, line: UInt = #line) {
-        var expected = 0
-        var sawEnd = false
-        for (i, message) in messages.enumerated() {
-            XCTAssertEqual(message.payload.last, 10, "message \(i + 1) ends within a line", line: line)
-            for text in message.payload.split(separator: 10) {
-                if text.elementsEqual("END".utf8) {
-                    sawEnd = true
-                    continue
-                }
-                guard let number = numberedLineNumber(text), number == expected else {
-                    return XCTFail("message \(i + 1): line \(String(decoding: text.prefix(12), as: UTF8.self)) where L\(expected) was expected", line: line)
-                }
-                expected += 1
-            }
-        }
-        XCTAssertEqual(expected, total, line: line)
-        XCTAssertTrue(sawEnd, "END stored", line: line)
     }
 }
