@@ -11,17 +11,6 @@ import ReactiveUVHTTPS
 /// in place of `server.pem`, `server.key` and `ca.pem`, the text recorded instead of
 /// printed), run against real sockets: it compiles, and it does what the article says.
 final class HTTPSArticleExamplesTests: XCTestCase {
-    /// Runs `body` on `loop`'s thread and waits for it.
-    private func onLoop(_ loop: EventLoop, _ body: @escaping () -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        let work = HTTPBox(body)
-        loop.execute {
-            work.value()
-            done.signal()
-        }
-        _ = done.wait(timeout: .now() + 30)
-    }
-
     func testTheHTTPSServerAndClientExample() throws {
         let certificates = try XCTUnwrap(HTTPTestCertificates(), "openssl made the test CA")
         defer { certificates.remove() }
@@ -31,14 +20,14 @@ final class HTTPSArticleExamplesTests: XCTestCase {
         let port = Guarded(0)
         let printed = Guarded<[String]>([])
         let disposables = Guarded<[Disposable]>([])
-        onLoop(loop) {
+        host.sync {
             let secure = HTTP.listen(port: 0, certificate: certificates.server, key: certificates.serverKey, on: loop,
                                      onListening: { address in port.update { $0 = address.port } })
                 .subscribeNext { request in request.respond(text: "Hello, World!") }
             disposables.update { $0.append(secure) }
         }
         XCTAssertTrue(waitFor { port.value != 0 }, "the HTTPS server listens")
-        onLoop(loop) {
+        host.sync {
             let client = HTTPClient(options: .https(trust: .certificateAuthorities(path: certificates.ca)), on: loop)
             let fetched = client.request("GET", "https://localhost:\(port.value)/")
                 .flattenMap { response in response.text }
@@ -52,7 +41,7 @@ final class HTTPSArticleExamplesTests: XCTestCase {
         let curl = try runProgram(["curl", "-s", "--cacert", certificates.ca, "https://localhost:\(port.value)/"])
         XCTAssertEqual(curl.status, 0, curl.err)
         XCTAssertEqual(curl.out, "Hello, World!")
-        onLoop(loop) { for d in disposables.value { d.dispose() } }
+        host.sync { for d in disposables.value { d.dispose() } }
         host.stop()
     }
 }

@@ -9,17 +9,6 @@ import XCTest
 /// ports recorded instead of printed, a 0.05 s tick instead of 1 s),
 /// run against real sockets: they compile, and they do what the article says.
 final class HTTPArticleExamplesTests: XCTestCase {
-    /// Runs `body` on `loop`'s thread and waits for it.
-    private func onLoop(_ loop: EventLoop, _ body: @escaping () -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        let work = HTTPBox(body)
-        loop.execute {
-            work.value()
-            done.signal()
-        }
-        _ = done.wait(timeout: .now() + 30)
-    }
-
     func testTheServerRoutingShutdownAndClientExamples() throws {
         // The examples run as written, on the `loop` they name: here a loop thread of the
         // test's, so this thread can wait with blocking clients.
@@ -31,7 +20,7 @@ final class HTTPArticleExamplesTests: XCTestCase {
         let printed = Guarded<[String]>([])
         let disposables = Guarded<[Disposable]>([])
         let stop = Subject<Void>()
-        onLoop(loop) {
+        host.sync {
             // --- The server (article: "The server") ---
             let hello = HTTP.listen(port: 0, on: loop, onListening: { address in ports.update { $0[0] = address.port } })
                 .subscribeNext { request in
@@ -78,7 +67,7 @@ final class HTTPArticleExamplesTests: XCTestCase {
         XCTAssertEqual(try runProgram(["curl", "-s", "http://127.0.0.1:\(p[1])/users/42"]).out, "user 42")
         XCTAssertEqual(try runProgram(["curl", "-s", "http://127.0.0.1:\(p[2])/"]).out, "bye soon")
         // --- The client, and the event stream read back by it ---
-        onLoop(loop) {
+        host.sync {
             let client = HTTPClient(on: loop)
             let posted = client.request("POST", "http://127.0.0.1:\(p[0])/echo",
                                         headers: ["Content-Type": "application/json"],
@@ -96,7 +85,7 @@ final class HTTPArticleExamplesTests: XCTestCase {
         for d in disposables.value { d.dispose() }
         // `client.close()` runs on the loop: let it run before the loop stops, or the
         // client's pool (client -> connection -> client) outlives the loop.
-        onLoop(loop) {}
+        host.sync {}
         host.stop()
     }
 }
