@@ -46,9 +46,9 @@ extension Signal {
     public static func combineLatest<A, B>(_ a: Signal<A>, _ b: Signal<B>) -> Signal<(A, B)> where Value == (A, B) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest2State<A, B>()
-            a.attach({ state.receive($0, observer, lifetime) { state.a = $0 } }, lifetime.child())
+            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { state.b = $0 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
         }
     }
 
@@ -94,11 +94,11 @@ extension Signal {
     public static func combineLatest<A, B, C>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>) -> Signal<(A, B, C)> where Value == (A, B, C) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest3State<A, B, C>()
-            a.attach({ state.receive($0, observer, lifetime) { state.a = $0 } }, lifetime.child())
+            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { state.b = $0 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { state.c = $0 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
         }
     }
 
@@ -146,13 +146,13 @@ extension Signal {
     public static func combineLatest<A, B, C, D>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>) -> Signal<(A, B, C, D)> where Value == (A, B, C, D) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest4State<A, B, C, D>()
-            a.attach({ state.receive($0, observer, lifetime) { state.a = $0 } }, lifetime.child())
+            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { state.b = $0 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { state.c = $0 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { state.d = $0 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
         }
     }
 
@@ -202,15 +202,15 @@ extension Signal {
     public static func combineLatest<A, B, C, D, E>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>) -> Signal<(A, B, C, D, E)> where Value == (A, B, C, D, E) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest5State<A, B, C, D, E>()
-            a.attach({ state.receive($0, observer, lifetime) { state.a = $0 } }, lifetime.child())
+            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { state.b = $0 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { state.c = $0 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { state.d = $0 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            e.attach({ state.receive($0, observer, lifetime) { state.e = $0 } }, lifetime.child())
+            e.attach({ state.receive($0, observer, lifetime) { $0.e = $1 } }, lifetime.child())
         }
     }
 
@@ -262,17 +262,17 @@ extension Signal {
     public static func combineLatest<A, B, C, D, E, F>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>, _ f: Signal<F>) -> Signal<(A, B, C, D, E, F)> where Value == (A, B, C, D, E, F) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest6State<A, B, C, D, E, F>()
-            a.attach({ state.receive($0, observer, lifetime) { state.a = $0 } }, lifetime.child())
+            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { state.b = $0 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { state.c = $0 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { state.d = $0 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            e.attach({ state.receive($0, observer, lifetime) { state.e = $0 } }, lifetime.child())
+            e.attach({ state.receive($0, observer, lifetime) { $0.e = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            f.attach({ state.receive($0, observer, lifetime) { state.f = $0 } }, lifetime.child())
+            f.attach({ state.receive($0, observer, lifetime) { $0.f = $1 } }, lifetime.child())
         }
     }
 }

@@ -54,8 +54,10 @@ struct RecursiveSpinLock: ~Copyable, Sendable {
         depth.store(1, ordering: .relaxed)
     }
 
-    /// The contended path, out of line: spin, then yield between attempts.
-    @usableFromInline
+    /// The contended path, out of line: spin, then yield between attempts. Never inlined:
+    /// with `-cross-module-optimization` a client could inline it into every `lock()`, and
+    /// the loop made `Subject.sendNext` too large to inline into the caller's sending loop.
+    @usableFromInline @inline(never)
     borrowing func lockSlow(_ me: Int) {
         var spins = 0
         while true {
