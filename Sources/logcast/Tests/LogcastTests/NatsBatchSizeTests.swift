@@ -80,10 +80,7 @@ final class NatsBatchSizeTests: NatsEdgeTestCase {
         let total = 20_000
         appendText(log, lines(0..<(total / 2)))
         appendText(log, lines((total / 2)..<total) + "END\n")
-        XCTAssertTrue(counter.waitForAll(total), "stream holds \(counter.counts.count) of \(total); edge: \(edge.errors.suffix(1500))")
-        let (duplicated, missing) = counter.check(total)
-        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
-        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
+        assertExactlyOnce(total)
         let messages = try storedMessages(servers.urls, count: counter.lastSequence)
         XCTAssertGreaterThanOrEqual(messages.count, 27)
         for (i, message) in messages.enumerated() {
@@ -161,10 +158,7 @@ final class NatsBatchSizeTests: NatsEdgeTestCase {
         let config = try String(contentsOfFile: server.configPath, encoding: .utf8)
         try (config + "\nmax_payload: 65536\n").write(toFile: server.configPath, atomically: true, encoding: .utf8)
         try server.start()
-        XCTAssertTrue(counter.waitForAll(total), "stream holds \(counter.counts.count) of \(total); consumer errors \(counter.consumerErrors); edge: \(edge.errors.suffix(2000))")
-        let (duplicated, missing) = counter.check(total)
-        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))")
-        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))")
+        assertExactlyOnce(total)
         let messages = try storedMessages(servers.urls, count: counter.lastSequence)
         assertInFileOrder(messages, total: total)
         for (i, message) in messages.enumerated().dropFirst(Int(before)) {

@@ -117,13 +117,7 @@ final class NatsCredentialsFileTests: NatsEdgeTestCase {
         }
         // The second half while the edge runs, then the end marker.
         appendText(log, (total / 2..<total).map { NumberedLineWriter.line($0) }.joined() + "END\n")
-        guard let counter else { return XCTFail("no counter") }
-        let complete = counter.waitForAll(total)
-        let (duplicated, missing) = counter.check(total)
-        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); consumer errors: \(counter.consumerErrors); edge: \(edge.errors.suffix(1500))")
-        XCTAssertEqual(missing, [], "missing \(missing.count)")
-        XCTAssertEqual(duplicated, [], "duplicated \(duplicated.count)")
-        XCTAssertEqual(counter.others, [])
+        assertExactlyOnce(total)
         XCTAssertFalse(edge.errors.contains("Authorization Violation"), edge.errors)
     }
 

@@ -50,6 +50,18 @@ class NatsEdgeTestCase: XCTestCase {
         return servers
     }
 
+    /// Waits until the stream holds `total` distinct lines and END, then checks exactly once
+    /// and that the lines without a number are `others`, in stream order.
+    func assertExactlyOnce(_ total: Int, others: [String] = [], file: StaticString = #filePath, line: UInt = #line) {
+        guard let counter else { return XCTFail("no counter", file: file, line: line) }
+        let complete = counter.waitForAll(total)
+        let (duplicated, missing) = counter.check(total)
+        XCTAssertTrue(complete, "stream holds \(counter.counts.count) of \(total) lines (END: \(counter.sawEnd)); consumer errors: \(counter.consumerErrors); edge: \(processes.last?.errors.suffix(1500) ?? "")", file: file, line: line)
+        XCTAssertEqual(missing.count, 0, "missing \(missing.count), first \(missing.prefix(5))", file: file, line: line)
+        XCTAssertEqual(duplicated.count, 0, "duplicated \(duplicated.count), first \(duplicated.prefix(5))", file: file, line: line)
+        XCTAssertEqual(counter.others, others, file: file, line: line)
+    }
+
     // MARK: Reading the stream's messages
 
     /// Messages 1...count of stream LOGS, read one by one (with their headers).
