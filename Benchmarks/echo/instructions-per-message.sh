@@ -28,6 +28,7 @@ command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgri
 SERVER=${1:-}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+. Benchmarks/callgrind-total.sh
 if [ "$SERVER" = "c-echo" ]; then
     cat > "$OUT/main.c" <<'C'
 #include <stdlib.h>
@@ -68,20 +69,7 @@ PY
 CONNECTIONS=${CONNECTIONS:-1}
 
 # total_instructions MESSAGES_PER_CONNECTION
-total_instructions() {
-    local port=$((20000 + RANDOM % 20000)) pid
-    valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "$SERVER" --port "$port" >"$OUT/server.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 300); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()" 2>/dev/null && break
-        sleep 0.2
-    done
-    python3 "$OUT/load.py" "$port" "$CONNECTIONS" "$1" >/dev/null
-    kill -INT "$pid"
-    wait "$pid" 2>/dev/null || true
-    [ -n "${KEEP:-}" ] && cp "$OUT/cg.out" "$KEEP/callgrind.out"
-    callgrind_annotate "$OUT/cg.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
-}
+total_instructions() { callgrind_total callgrind.out "$CONNECTIONS" "$1"; }
 
 echo "server: $SERVER, $CONNECTIONS connection(s)"
 base=$(total_instructions $((800 / CONNECTIONS)))

@@ -24,6 +24,7 @@ PORT_FLAG=(--port)
 [ "${2:-}" = "--port-as-argument" ] && PORT_FLAG=()
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+. Benchmarks/callgrind-total.sh
 if [ "$SERVER" = "c-floor" ]; then
     cc -O2 -Wall -Wextra Benchmarks/http/c-floor.c -luv -lhttp_parser -o "$OUT/c-floor"
     SERVER=$OUT/c-floor
@@ -56,20 +57,7 @@ print(total)
 PY
 
 # total_instructions DEPTH REQUESTS_PER_CONNECTION
-total_instructions() {
-    local port=$((20000 + RANDOM % 20000)) pid
-    valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "$SERVER" "${PORT_FLAG[@]}" "$port" >"$OUT/server.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 300); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()" 2>/dev/null && break
-        sleep 0.2
-    done
-    python3 "$OUT/load.py" "$port" 4 "$2" "$1" >/dev/null
-    kill -INT "$pid"
-    wait "$pid" 2>/dev/null || true
-    [ -n "${KEEP:-}" ] && cp "$OUT/cg.out" "$KEEP/callgrind-depth$1.out"
-    callgrind_annotate "$OUT/cg.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
-}
+total_instructions() { callgrind_total "callgrind-depth$1.out" "${PORT_FLAG[@]}" -- 4 "$2" "$1"; }
 
 echo "server: $SERVER"
 for depth in 1 16; do
