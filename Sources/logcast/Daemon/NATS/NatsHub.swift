@@ -177,13 +177,17 @@ final class NatsHub {
     /// `replay`'s consumer failed (`error`) or ended with its connection (`nil`): a
     /// failure a later try may not meet (a timeout, no leader, the connection) is tried
     /// again after ``replayRetryDelay`` from the message after the last one the client
-    /// took; any other ends the replay with `ERR SINCE`.
+    /// took; any other ends the replay with `ERR SINCE`, and says so in the log.
     ///
     /// Why: a new consumer is a request to the server, and a busy server or machine can
     /// let it time out. Ending the replay then left the client with half of what it
     /// asked for and no way to know where to ask again.
     private func interrupted(_ replay: HubReplay, for session: ClientSession, by error: Error?) {
         if let error, !NatsHub.isTransient(error) {
+            // Logged as well: a client may not act on replies (the fault test's `SINCE`
+            // client only counts lines), and a replay that ended was then a hub that had
+            // stopped serving with nothing in its log.
+            logger.warning("nats: a replay ended after #\(replay.position.lastSequence.map(String.init) ?? "nothing"): \(error)")
             session.reply("ERR SINCE: \(error)")
             return
         }
@@ -194,11 +198,24 @@ final class NatsHub {
         })
     }
 
-    /// Whether `error` may not happen on a later try.
+    /// Whether `error` may not happen on a later try: no answer, no server, or the
+    /// cluster's own "try later" (JetStream 10008, `JetStream system temporarily
+    /// unavailable`, HTTP-style 503).
+    ///
+    /// Why 10008: a consumer's creation first asks for the stream's info, and a clustered
+    /// server that is not the stream's leader answers that request with 10008 while the
+    /// cluster's meta group has no leader (nats-server's `jsStreamInfoRequest`): during a
+    /// meta election, or on a server cut off from the others. A replay made again then
+    /// (after a long hold-back, a retry) ended for good, and its client, still connected,
+    /// was served nothing more; the hub's log said nothing of it.
     static func isTransient(_ error: Error) -> Bool {
         guard let error = error as? NATSError else { return false }
+        if error.serverCode == NatsHub.clusterUnavailable { return true }
         return [.timeout, .noResponders, .noServer, .connectionClosed].contains(error.status)
     }
+
+    /// JetStream's `JSClusterNotAvailErr`: "JetStream system temporarily unavailable".
+    static let clusterUnavailable = 10008
 
     /// The client is a queue limit behind: the replay waits until it has read most of it.
     private func holdBack(_ replay: HubReplay, for session: ClientSession) {
