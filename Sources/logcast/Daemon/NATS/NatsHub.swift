@@ -32,6 +32,10 @@ final class NatsHub {
     let fanOut: LineFanOut
     let running = CompoundDisposable()
     let live = SerialDisposable()
+    /// The watch on the current connection's ``JetStream/consumerRestarts``: replaced on
+    /// each new connection, so a hub that reconnects often keeps one, not one per
+    /// connection it ever had (each held its connection's JetStream).
+    let restartWatch = SerialDisposable()
     var js: JetStream?
     /// The current connection (`/metrics` and `/readyz` ask whether it is up).
     var connection: NATSConnection?
@@ -71,6 +75,7 @@ final class NatsHub {
 
     func start() {
         running += live
+        running += restartWatch
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
@@ -94,7 +99,7 @@ final class NatsHub {
         self.js = js
         // The library's stall watch remade a consumer: said, because it means the cluster
         // lost a consumer without telling (nothing was lost or repeated for the clients).
-        running += js.consumerRestarts.subscribeNext { [weak self] restart in
+        restartWatch.inner = js.consumerRestarts.subscribeNext { [weak self] restart in
             guard let self else { return }
             self.consumerRestarts += 1
             self.logger.warning("nats: a consumer of \(restart.stream) was silent for \(Int(restart.silentFor)) s while the stream holds up to #\(restart.streamLastSequence): made again from #\(restart.restartedFrom)")
