@@ -102,6 +102,22 @@ import Testing
         }
     }
 
+    @Test func wholeTextFramesAreDecodedInPlaceAmongOtherFrames() {
+        // Single-frame texts (decoded straight from the read buffer) next to a fragmented
+        // text, a binary and an empty text, several in one read or cut anywhere: each
+        // message must be exactly its own bytes.
+        let bytes = Self.clientFrame(0x1, Array("first €".utf8))
+            + Self.clientFrame(0x1, [])
+            + Self.clientFrame(0x1, Array("frag".utf8), false) + Self.clientFrame(0x0, Array("ment".utf8))
+            + Self.clientFrame(0x2, [1, 2, 3])
+            + Self.clientFrame(0x1, Array("😀 last".utf8))
+        for step in [1, 2, 5, 13, bytes.count] {
+            let result = Self.read(bytes, step: step)
+            #expect(result.code == nil)
+            #expect(result.out == ["text(\"first €\")", "text(\"\")", "text(\"fragment\")", "binary(3 bytes)", "text(\"😀 last\")"], "read \(step) bytes at a time")
+        }
+    }
+
     @Test func maskingAWordAtATimeEqualsTheBytewiseDefinition() {
         let key: UInt32 = 0xA1B2_C3D4
         let keyBytes = withUnsafeBytes(of: key) { Array($0) }
