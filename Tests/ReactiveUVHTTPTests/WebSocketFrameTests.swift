@@ -82,6 +82,11 @@ import Testing
         #expect(Array(WebSocketFrameCodec.frame(opcode: .binary, payload: medium, masked: false).prefix(4)) == [0x82, 126, 0x01, 0x2C])
         let large = [UInt8](repeating: 7, count: 70001)
         #expect(Array(WebSocketFrameCodec.frame(opcode: .binary, payload: large, masked: false).prefix(10)) == [0x82, 127, 0, 0, 0, 0, 0, 0x01, 0x11, 0x71])
+        // Either side of the size written on the stack: the same bytes.
+        for count in [WebSocketFrameCodec.smallFrames - 4, WebSocketFrameCodec.smallFrames - 3] {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+            #expect(WebSocketFrameCodec.frame(opcode: .binary, payload: bytes, masked: false) == [0x82, 126, UInt8(count >> 8), UInt8(count & 0xFF)] + bytes)
+        }
         // Masked fragments (a client's) come back whole through a server's reader, each
         // frame with a key of its own.
         let payload = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 13) }

@@ -47,16 +47,21 @@ enum WebSocketFrameCodec {
         (count < 126 ? 2 : count <= 0xFFFF ? 4 : 10) + (masked ? 4 : 0)
     }
 
-    /// The frames of one message (or one control frame) in one array made at its final
-    /// size: `payload` split into pieces of at most `fragmentSize` bytes (one frame when
-    /// `nil`), each piece's header then its bytes, masked with a fresh random key per frame
-    /// when `masked` (client frames). RSV1 goes on the first frame only, FIN (when `fin`)
-    /// on the last.
+    /// The frames of one message (or one control frame) as one array: `payload` split into
+    /// pieces of at most `fragmentSize` bytes (one frame when `nil`), each piece's header
+    /// then its bytes, masked with a fresh random key per frame when `masked` (client
+    /// frames). RSV1 goes on the first frame only, FIN (when `fin`) on the last.
     ///
-    /// Why one allocation and raw writes rather than `append`: this runs once per message
-    /// sent, and growing an array byte by byte (a capacity and uniqueness check per header
-    /// byte, a generic `append(contentsOf:)` for the payload) cost about 550 instructions
-    /// of a 64-byte echo's ~5,100 (Benchmarks/http/ws-instructions-per-message.sh).
+    /// Why the frames are written through a pointer and the array is made two ways: this
+    /// runs once per message sent. Growing an array with `reserveCapacity` and `append`
+    /// (a capacity and uniqueness check per header byte, a generic append for the payload)
+    /// cost ~550 instructions for a 64-byte echo under callgrind
+    /// (Benchmarks/http/ws-instructions-per-message.sh); `init(unsafeUninitializedCapacity:)`
+    /// is not specialized outside the standard library and looks the storage type up at
+    /// run time (~530 on its own). A small message is therefore written on the stack and
+    /// copied into an array made by the specialized copying initializer (~160 with its
+    /// allocation); a large one is written in place, where the lookup is small beside its
+    /// bytes.
     static func frames(
         opcode: WebSocketOpcode, fin: Bool = true, rsv1: Bool = false, payload: UnsafeRawBufferPointer,
         fragmentSize: Int? = nil, masked: Bool
@@ -66,24 +71,45 @@ enum WebSocketFrameCodec {
         let pieces = count <= size ? 1 : (count + size - 1) / size
         let last = count - (pieces - 1) * size
         let total = count + (pieces - 1) * headerLength(payload: size, masked: masked) + headerLength(payload: last, masked: masked)
+        // `total` is at least 2 (a header), so both buffers have an address.
+        if total <= smallFrames {
+            return withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { scratch in
+                writeFrames(at: scratch.baseAddress!, opcode: opcode, fin: fin, rsv1: rsv1, payload: payload, size: size, masked: masked)
+                return [UInt8](UnsafeRawBufferPointer(scratch))
+            }
+        }
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            // `total` is at least 2 (a header), so the buffer has an address.
-            let base = UnsafeMutableRawPointer(buffer.baseAddress!)
-            var at = 0
-            var start = 0
-            repeat {
-                let end = Swift.min(count, start + size)
-                at += writeFrame(
-                    at: base + at, opcode: start == 0 ? opcode : .continuation, fin: fin && end == count,
-                    rsv1: rsv1 && start == 0, payload: UnsafeRawBufferPointer(rebasing: payload[start..<end]), masked: masked)
-                start = end
-            } while start < count
-            initialized = at
+            writeFrames(
+                at: UnsafeMutableRawPointer(buffer.baseAddress!), opcode: opcode, fin: fin, rsv1: rsv1, payload: payload,
+                size: size, masked: masked)
+            initialized = total
         }
     }
 
-    /// Writes one frame (header, then `payload`, masked when `masked`) at `out`, which has
-    /// room for it (``headerLength(payload:masked:)`` plus the payload); returns its length.
+    /// The largest frames (headers included) ``frames(opcode:fin:rsv1:payload:fragmentSize:masked:)``
+    /// writes on the stack: within what `withUnsafeTemporaryAllocation` keeps off the heap.
+    static let smallFrames = 1024
+
+    /// Writes `payload` as frames of at most `size` payload bytes at `out`, which has room
+    /// for all of them.
+    private static func writeFrames(
+        at out: UnsafeMutableRawPointer, opcode: WebSocketOpcode, fin: Bool, rsv1: Bool, payload: UnsafeRawBufferPointer,
+        size: Int, masked: Bool
+    ) {
+        let count = payload.count
+        var at = 0
+        var start = 0
+        repeat {
+            let end = Swift.min(count, start + size)
+            at += writeFrame(
+                at: out + at, opcode: start == 0 ? opcode : .continuation, fin: fin && end == count,
+                rsv1: rsv1 && start == 0, payload: UnsafeRawBufferPointer(rebasing: payload[start..<end]), masked: masked)
+            start = end
+        } while start < count
+    }
+
+    /// Writes one frame (header, then `payload`, masked when `masked`) at `out`; returns
+    /// its length (``headerLength(payload:masked:)`` plus the payload's).
     private static func writeFrame(
         at out: UnsafeMutableRawPointer, opcode: WebSocketOpcode, fin: Bool, rsv1: Bool,
         payload: UnsafeRawBufferPointer, masked: Bool
