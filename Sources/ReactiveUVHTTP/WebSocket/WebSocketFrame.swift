@@ -59,7 +59,7 @@ enum WebSocketFrameCodec {
     /// (Benchmarks/http/ws-instructions-per-message.sh); `init(unsafeUninitializedCapacity:)`
     /// is not specialized outside the standard library and looks the storage type up at
     /// run time (~530 on its own). A small message is therefore written on the stack and
-    /// copied into an array made by the specialized copying initializer (~160 with its
+    /// copied into an array made by the specialized copying initializer (~180 with its
     /// allocation); a large one is written in place, where the lookup is small beside its
     /// bytes.
     static func frames(
