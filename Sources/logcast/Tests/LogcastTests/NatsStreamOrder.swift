@@ -48,6 +48,10 @@ final class StreamOrderReader {
     /// answered, and with the 5 s default every fault test "stored" time after a SIGKILL read
     /// 5.11 s, the timeout, whatever the stream did.
     private var probe: JetStream?
+    /// The stream's leader as the last ``lastStoredLine()`` found it (its info request was
+    /// answered), or nil when that request went unanswered: a stream with no leader, or
+    /// one the probe's server cannot reach.
+    private(set) var probeLeader: String?
     private var consumer: Disposable?
     private var restart: Disposable?
     private var connecting: Disposable?
@@ -103,12 +107,17 @@ final class StreamOrderReader {
     /// first (whether each is really there is what the final count checks). The fault test
     /// times a recovery by it: the reader's own consumer, placed on some server, can take
     /// longer to come back than the stream took to store the lines.
+    ///
+    /// Sets ``probeLeader``: the leader named by the stream's info, or nil when no leader
+    /// answered.
     func lastStoredLine() -> Int? {
+        probeLeader = nil
         guard let probe else { return nil }
         let info = ReplayBox<JetStreamInfo>()
         let ask = probe.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
         _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 10)
         ask.dispose()
+        probeLeader = info.value.map { $0.leader ?? "(none named)" }
         guard let last = info.value?.lastSequence, last > 0 else { return nil }
         let box = ReplayBox<NATSMessage>()
         let get = probe.message(stream: stream, sequence: last).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
