@@ -9,6 +9,12 @@
 // update under callgrind with them, 362 without; Benchmarks/README.md, "combineLatest
 // below its closure baseline"). Capturing nothing, the closure is a plain function and is
 // inlined into the specialized `receive`.
+//
+// Every value is sent on with `lock` held, which is why each form registers its state with
+// the subscription before subscribing (`lifetime.serializeDeliveries(under: state)`): a
+// `BlockSubscriber` then delivers a value arriving under this lock without its locked
+// announcement, and its `dispose()` takes the lock instead (docs/ENGINE.md, "Who owns which
+// state bit"). A `receive` that sent a value after unlocking would break that.
 
 /// State of `combineLatest` of 2 signals (`Signal.combineLatest(_:_:…)` and `combineLatest(with:)`).
 @usableFromInline
