@@ -9,6 +9,7 @@
 # node-ws) when ruv-ws-echo is built.
 #
 #     Benchmarks/http/run-http-bench.sh [SECONDS REPETITIONS]
+#     ROWS=ws Benchmarks/http/run-http-bench.sh [SECONDS REPETITIONS]   (the WebSocket row only)
 #
 # Every server runs pinned to CPU 0 and wrk (`-t1`) to CPU 1, so the server, not the load
 # generator, decides where it can (at 64 and 256 connections h2o and the C floor saturate
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_RUN=${1:-10}
 REPS=${2:-3}
 CONFIGS=("1" "64" "256" "64p16")
+ROWS=${ROWS:-all}
 OUT=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$OUT"; }
@@ -58,6 +60,8 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 declare -A PORTS SPIDS
 base=$((20000 + RANDOM % 20000))
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
+if [ "$ROWS" != ws ]; then
 start ruv $((base + 1)) "$RUV_BIN/ruv-http-hello" --port $((base + 1)); PORTS[ruv]=$PORT; SPIDS[ruv]=$PID
 start node $((base + 2)) node Benchmarks/http/node-hello.js $((base + 2)); PORTS[node]=$PORT; SPIDS[node]=$PID
 start nio $((base + 3)) "$NIO_BIN/nio-http-hello" $((base + 3)); PORTS[nio]=$PORT; SPIDS[nio]=$PID
@@ -143,7 +147,6 @@ for rep in $(seq "$REPS"); do
     done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 cell() { awk -v s="$1" -v c="$2" -v f="$3" '$1 == s && $2 == c {print $f}' "$OUT/results" | median; }
 
 echo
@@ -167,6 +170,7 @@ for cfg in "${CONFIGS[@]}"; do
         "$(awk -v a="$r" -v b="$(cell c-floor "$cfg" 3)" 'BEGIN{print a/b}')" \
         "$(awk -v a="$(cell ruv "$cfg" 5)" -v b="$(cell c-floor "$cfg" 5)" 'BEGIN{print a/b}')"
 done
+fi
 
 # The WebSocket echo row, when ruv-ws-echo exists: 64 clients, 64-byte messages.
 if swift build -c release --product ruv-ws-echo >/dev/null 2>&1; then

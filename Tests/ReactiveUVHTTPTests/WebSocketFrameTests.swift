@@ -70,6 +70,59 @@ import Testing
         }
     }
 
+    @Test func framesAreWrittenByteForByteAndSplitAtTheFragmentSize() {
+        let hello = Array("hello".utf8)
+        let split = hello.withUnsafeBytes { WebSocketFrameCodec.frames(opcode: .text, rsv1: true, payload: $0, fragmentSize: 2, masked: false) }
+        // RSV1 on the first frame only, continuations after it, FIN on the last.
+        #expect(split == [0x41, 2] + Array("he".utf8) + [0x00, 2] + Array("ll".utf8) + [0x80, 1] + Array("o".utf8))
+        let exact = hello.withUnsafeBytes { WebSocketFrameCodec.frames(opcode: .text, payload: $0, fragmentSize: 5, masked: false) }
+        #expect(exact == [0x81, 5] + hello, "a payload of exactly the fragment size is one frame")
+        #expect(WebSocketFrameCodec.frame(opcode: .pong, payload: [], masked: false) == [0x8A, 0])
+        let medium = [UInt8](repeating: 7, count: 300)
+        #expect(Array(WebSocketFrameCodec.frame(opcode: .binary, payload: medium, masked: false).prefix(4)) == [0x82, 126, 0x01, 0x2C])
+        let large = [UInt8](repeating: 7, count: 70001)
+        #expect(Array(WebSocketFrameCodec.frame(opcode: .binary, payload: large, masked: false).prefix(10)) == [0x82, 127, 0, 0, 0, 0, 0, 0x01, 0x11, 0x71])
+        // Either side of the size written on the stack: the same bytes.
+        for count in [WebSocketFrameCodec.smallFrames - 4, WebSocketFrameCodec.smallFrames - 3] {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+            #expect(WebSocketFrameCodec.frame(opcode: .binary, payload: bytes, masked: false) == [0x82, 126, UInt8(count >> 8), UInt8(count & 0xFF)] + bytes)
+        }
+        // Masked fragments (a client's) come back whole through a server's reader, each
+        // frame with a key of its own.
+        let payload = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        for size in [1, 7, 126, 999, 1000] {
+            let frames = payload.withUnsafeBytes { WebSocketFrameCodec.frames(opcode: .binary, payload: $0, fragmentSize: size, masked: true) }
+            let pieces = (1000 + size - 1) / size
+            let last = 1000 - (pieces - 1) * size
+            #expect(frames.count == 1000 + (pieces - 1) * WebSocketFrameCodec.headerLength(payload: size, masked: true) + WebSocketFrameCodec.headerLength(payload: last, masked: true))
+            var received: [UInt8]?
+            let reader = WebSocketFrameReader(role: .server, maxMessageSize: 1 << 20, deflate: nil)
+            #expect(throws: Never.self) {
+                try reader.feed(frames) { inbound in
+                    if case .message(.binary(let bytes)) = inbound { received = bytes }
+                    return true
+                }
+            }
+            #expect(received == payload, "fragment size \(size)")
+        }
+    }
+
+    @Test func wholeTextFramesAreDecodedInPlaceAmongOtherFrames() {
+        // Single-frame texts (decoded straight from the read buffer) next to a fragmented
+        // text, a binary and an empty text, several in one read or cut anywhere: each
+        // message must be exactly its own bytes.
+        let bytes = Self.clientFrame(0x1, Array("first €".utf8))
+            + Self.clientFrame(0x1, [])
+            + Self.clientFrame(0x1, Array("frag".utf8), false) + Self.clientFrame(0x0, Array("ment".utf8))
+            + Self.clientFrame(0x2, [1, 2, 3])
+            + Self.clientFrame(0x1, Array("😀 last".utf8))
+        for step in [1, 2, 5, 13, bytes.count] {
+            let result = Self.read(bytes, step: step)
+            #expect(result.code == nil)
+            #expect(result.out == ["text(\"first €\")", "text(\"\")", "text(\"fragment\")", "binary(3 bytes)", "text(\"😀 last\")"], "read \(step) bytes at a time")
+        }
+    }
+
     @Test func maskingAWordAtATimeEqualsTheBytewiseDefinition() {
         let key: UInt32 = 0xA1B2_C3D4
         let keyBytes = withUnsafeBytes(of: key) { Array($0) }

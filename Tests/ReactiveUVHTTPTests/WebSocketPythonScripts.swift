@@ -242,7 +242,11 @@ from websockets.asyncio.client import connect
 async def main(port):
     async with connect(f"ws://127.0.0.1:{port}/ws", compression=None, max_size=None) as ws:
         count, size = 400, 65536
-        messages = [bytes([i % 251]) * size for i in range(count)]
+        if len(sys.argv) > 2 and sys.argv[2] == "text":
+            # Whole single-frame text messages, each its own (its number, then non-ASCII).
+            messages = [(f"{i:05d}" + "é€😀"[i % 3] * (size // 4))[:size // 4] for i in range(count)]
+        else:
+            messages = [bytes([i % 251]) * size for i in range(count)]
         async def send():
             for m in messages:
                 await ws.send(m)

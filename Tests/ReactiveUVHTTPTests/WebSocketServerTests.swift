@@ -245,6 +245,24 @@ final class WebSocketServerTests: XCTestCase {
         wsAssertLoopCleanAndClose(loop)
     }
 
+    func testATextEchoToASlowReaderKeepsEveryMessageInOrder() throws {
+        // 400 distinct single-frame text messages (the reader's whole-text path, the
+        // sender's on-loop path) echoed to a client that reads nothing for 2 s: the write
+        // queue fills and reading pauses, and every message still comes back whole, in
+        // order (the client compares the lists).
+        let loop = try EventLoop()
+        let server = startServer(on: loop)
+        let run = wsRunPython(pythonFloodClient, [String(server.port), "text"], on: loop)
+        finish(run, on: loop)
+        XCTAssertEqual(run.line("ECHOED"), "400 True")
+        XCTAssertEqual(run.line("CLOSE"), "1000 ")
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30))
+        XCTAssertTrue(server.messageErrors.isEmpty, "\(server.messageErrors)")
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
+
     func testAPingBetweenFragmentsIsAnsweredFirstAndTheMessageArrivesWhole() throws {
         let frame = WebSocketFrameTests.clientFrame
         let bytes = frame(0x1, Array("ab".utf8), false, 0) + frame(0x9, Array("x".utf8), true, 0)

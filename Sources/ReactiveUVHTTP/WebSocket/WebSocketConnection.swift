@@ -302,25 +302,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     }
 
     private func frames(opcode: WebSocketOpcode, rsv1: Bool, payload: UnsafeRawBufferPointer) -> [UInt8] {
-        let masked = role == .client
-        let size = options.fragmentSize ?? max(1, payload.count)
-        var out: [UInt8] = []
-        if payload.count <= size {
-            out.reserveCapacity(WebSocketFrameCodec.headerLength(payload: payload.count, masked: masked) + payload.count)
-            WebSocketFrameCodec.appendFrame(to: &out, opcode: opcode, fin: true, rsv1: rsv1, payload: payload, masked: masked)
-            return out
-        }
-        let count = (payload.count + size - 1) / size
-        out.reserveCapacity(payload.count + count * WebSocketFrameCodec.headerLength(payload: size, masked: masked))
-        var start = 0
-        while start < payload.count {
-            let end = min(payload.count, start + size)
-            WebSocketFrameCodec.appendFrame(
-                to: &out, opcode: start == 0 ? opcode : .continuation, fin: end == payload.count, rsv1: rsv1 && start == 0,
-                payload: UnsafeRawBufferPointer(rebasing: payload[start..<end]), masked: masked)
-            start = end
-        }
-        return out
+        WebSocketFrameCodec.frames(opcode: opcode, rsv1: rsv1, payload: payload, fragmentSize: options.fragmentSize, masked: role == .client)
     }
 
     /// Sends one message; completes once its frames are flushed to the kernel.
@@ -373,14 +355,24 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         let frames = Signal<[UInt8]>.create { [self] subscriber in
             source.subscribe(
                 next: { [self] message in
-                    onLoop { [self] in
-                        if closeSent || finished { subscriber.sendError(WebSocketError.closed) } else { subscriber.sendNext(encode(message)) }
+                    // An echo's messages arrive on the loop's thread: the frames go out at
+                    // once there, without the closure `onLoop` would allocate per message.
+                    if loop.isCurrentThread {
+                        forward(message, to: subscriber)
+                    } else {
+                        onLoop { [self] in forward(message, to: subscriber) }
                     }
                 },
                 error: { [self] error in onLoop { subscriber.sendError(error) } },
                 completed: { [self] in onLoop { subscriber.sendCompleted() } })
         }
         return transport.send(frames)
+    }
+
+    /// Hands `message`'s frames to the transport's sender, or fails the send once the close
+    /// handshake started (loop thread).
+    private func forward(_ message: WebSocketMessage, to subscriber: Subscriber<[UInt8]>) {
+        if closeSent || finished { subscriber.sendError(WebSocketError.closed) } else { subscriber.sendNext(encode(message)) }
     }
 
     /// Sends a ping with `payload` (at most 125 bytes; longer payloads are cut).

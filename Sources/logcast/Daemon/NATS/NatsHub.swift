@@ -32,6 +32,10 @@ final class NatsHub {
     let fanOut: LineFanOut
     let running = CompoundDisposable()
     let live = SerialDisposable()
+    /// The watch on the current connection's ``JetStream/consumerRestarts``: replaced on
+    /// each new connection, so a hub that reconnects often keeps one, not one per
+    /// connection it ever had (each held its connection's JetStream).
+    let restartWatch = SerialDisposable()
     var js: JetStream?
     /// The current connection (`/metrics` and `/readyz` ask whether it is up).
     var connection: NATSConnection?
@@ -71,6 +75,7 @@ final class NatsHub {
 
     func start() {
         running += live
+        running += restartWatch
         running += NatsTarget.connectForever(target, log: { [logger] in logger.info("nats: \($0)") }) { [weak self] c in
             self?.connected(c)
         }
@@ -94,7 +99,7 @@ final class NatsHub {
         self.js = js
         // The library's stall watch remade a consumer: said, because it means the cluster
         // lost a consumer without telling (nothing was lost or repeated for the clients).
-        running += js.consumerRestarts.subscribeNext { [weak self] restart in
+        restartWatch.inner = js.consumerRestarts.subscribeNext { [weak self] restart in
             guard let self else { return }
             self.consumerRestarts += 1
             self.logger.warning("nats: a consumer of \(restart.stream) was silent for \(Int(restart.silentFor)) s while the stream holds up to #\(restart.streamLastSequence): made again from #\(restart.restartedFrom)")
@@ -177,13 +182,17 @@ final class NatsHub {
     /// `replay`'s consumer failed (`error`) or ended with its connection (`nil`): a
     /// failure a later try may not meet (a timeout, no leader, the connection) is tried
     /// again after ``replayRetryDelay`` from the message after the last one the client
-    /// took; any other ends the replay with `ERR SINCE`.
+    /// took; any other ends the replay with `ERR SINCE`, and says so in the log.
     ///
     /// Why: a new consumer is a request to the server, and a busy server or machine can
     /// let it time out. Ending the replay then left the client with half of what it
     /// asked for and no way to know where to ask again.
     private func interrupted(_ replay: HubReplay, for session: ClientSession, by error: Error?) {
         if let error, !NatsHub.isTransient(error) {
+            // Logged as well: a client may not act on replies (the fault test's `SINCE`
+            // client only counts lines), and a replay that ended was then a hub that had
+            // stopped serving with nothing in its log.
+            logger.warning("nats: a replay ended after #\(replay.position.lastSequence.map(String.init) ?? "nothing"): \(error)")
             session.reply("ERR SINCE: \(error)")
             return
         }
@@ -194,11 +203,24 @@ final class NatsHub {
         })
     }
 
-    /// Whether `error` may not happen on a later try.
+    /// Whether `error` may not happen on a later try: no answer, no server, or the
+    /// cluster's own "try later" (JetStream 10008, `JetStream system temporarily
+    /// unavailable`, HTTP-style 503).
+    ///
+    /// Why 10008: a consumer's creation first asks for the stream's info, and a clustered
+    /// server that is not the stream's leader answers that request with 10008 while the
+    /// cluster's meta group has no leader (nats-server's `jsStreamInfoRequest`): during a
+    /// meta election, or on a server cut off from the others. A replay made again then
+    /// (after a long hold-back, a retry) ended for good, and its client, still connected,
+    /// was served nothing more; the hub's log said nothing of it.
     static func isTransient(_ error: Error) -> Bool {
         guard let error = error as? NATSError else { return false }
+        if error.serverCode == NatsHub.clusterUnavailable { return true }
         return [.timeout, .noResponders, .noServer, .connectionClosed].contains(error.status)
     }
+
+    /// JetStream's `JSClusterNotAvailErr`: "JetStream system temporarily unavailable".
+    static let clusterUnavailable = 10008
 
     /// The client is a queue limit behind: the replay waits until it has read most of it.
     private func holdBack(_ replay: HubReplay, for session: ClientSession) {
