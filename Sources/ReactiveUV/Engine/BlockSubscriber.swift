@@ -303,8 +303,11 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         sourceRemoval?.roster.waitForSends()
         // Likewise for a value delivered under a registered serializer's lock. Read after
         // the close (both sequentially consistent; see `serializeDeliveries(under:)`).
+        // Under that lock the state also drops its latest values (and ignores any later
+        // event), so this subscriber, which keeps the state until it is freed, keeps no
+        // value past its disposal.
         if let held = serializer.load(ordering: .sequentiallyConsistent) {
-            held._withUnsafeGuaranteedRef { $0.lock.lock(); $0.lock.unlock() }
+            held._withUnsafeGuaranteedRef { $0.lock.lock(); $0.releaseValues(); $0.lock.unlock() }
         }
         // `delivering == me`: called from inside one of this subscriber's callbacks, which
         // is still running on its borrowed closure; the delivery releases them on its way out.

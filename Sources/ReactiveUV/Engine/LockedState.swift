@@ -10,6 +10,15 @@ class LockedState: @unchecked Sendable {
 
     @inlinable
     init() {}
+
+    /// Drops what the state remembers of its sources' values (the latest values of
+    /// `combineLatest`), called with `lock` held when its subscription ends: by
+    /// `BlockSubscriber.dispose()` for a registered serializer (which the subscriber keeps
+    /// until it is freed) and by `TerminableState.finishLocked`. A no-op here; a state that
+    /// overrides it must also make any later event a no-op (`combineLatest` sets `done`),
+    /// so nothing is stored again after the clear.
+    @usableFromInline
+    func releaseValues() {}
 }
 
 extension CompoundDisposable {
@@ -47,6 +56,7 @@ class TerminableState: LockedState, @unchecked Sendable {
     final func finishLocked<T>(_ event: Event<T>, _ observer: Sink<T>, _ lifetime: CompoundDisposable) {
         done = true
         observer(event)
+        releaseValues()
         lock.unlock()
         lifetime.dispose()
     }

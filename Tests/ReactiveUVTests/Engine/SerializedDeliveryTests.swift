@@ -1,4 +1,6 @@
 import CSystemShims
+import Glibc
+import Synchronization
 import Testing
 @testable import ReactiveUV
 
@@ -84,4 +86,98 @@ import Testing
         subscriber = nil
         #expect(first == nil)
     }
+    /// The subscriber keeps the registered state until the subscription object is freed,
+    /// but not the latest values in it: `dispose()` drops them (under the state's lock)
+    /// while the test still holds the subscription. (Failed before `releaseValues()`.)
+    @Test func disposeReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
+        let a = Subject<Captured>(), b = Subject<Captured>()
+        weak var sentA: Captured?
+        weak var sentB: Captured?
+        var got = 0
+        let d = a.combineLatest(with: b).subscribeNext { _ in got += 1 }
+        do {
+            let x = Captured("a"), y = Captured("b")
+            sentA = x
+            sentB = y
+            a.sendNext(x)
+            b.sendNext(y)
+        }
+        #expect(got == 1)
+        #expect(sentA != nil, "the state remembers the latest values while subscribed")
+        d.dispose()
+        #expect(sentA == nil)
+        #expect(sentB == nil)
+        // A value arriving after the clear is neither delivered nor stored.
+        do {
+            let z = Captured("late")
+            sentA = z
+            a.sendNext(z)
+        }
+        #expect(sentA == nil)
+        #expect(got == 1)
+        withExtendedLifetime(d) {}
+    }
+
+    /// Thread B holds the registered state's lock (as it does around every value it
+    /// delivers with a plain, relaxed announcement) and sends a value under it only after
+    /// `dispose()` has started on thread C: `dispose()` must not return while B holds the
+    /// lock, and no value may reach the callback after it returned. Without the lock
+    /// wait in `dispose()` it returns at once (nothing announced yet), which this sees.
+    @Test func disposeWaitsForAThreadHoldingTheStateLock() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        let events = EventLog()
+        let d = a.combineLatest(with: b).subscribeNext { pair in
+            let late = events.disposeReturned.load(ordering: .sequentiallyConsistent)
+            events.append(late ? "late \(pair.0)" : "next \(pair.0)")
+        }
+        a.sendNext(1)
+        b.sendNext(10)
+        guard let subscriber = d as? BlockSubscriber<(Int, Int)>,
+              let held = subscriber.serializer.load(ordering: .sequentiallyConsistent) else {
+            Issue.record("combineLatest registered no serializer")
+            return
+        }
+        let state = held.takeUnretainedValue()
+        let locked = Latch(), go = Latch(), disposeStarted = Latch()
+        let sender = TestThread {
+            state.lock.lock()
+            locked.countDown()
+            _ = go.wait(timeout: 30)
+            a.sendNext(2)
+            events.append("unlock")
+            state.lock.unlock()
+        }
+        #expect(locked.wait(timeout: 30))
+        let disposer = TestThread {
+            disposeStarted.countDown()
+            d.dispose()
+            events.disposeReturned.store(true, ordering: .sequentiallyConsistent)
+            events.append("disposed")
+        }
+        #expect(disposeStarted.wait(timeout: 30))
+        // Long enough for a dispose() that does not wait to have returned.
+        var waited = 0
+        while waited < 200, !events.disposeReturned.load(ordering: .sequentiallyConsistent) {
+            usleep(1_000)
+            waited += 1
+        }
+        let returnedEarly = events.disposeReturned.load(ordering: .sequentiallyConsistent)
+        #expect(!returnedEarly, "dispose() returned while another thread held the state's lock")
+        go.countDown()
+        sender.join()
+        disposer.join()
+        let order = events.snapshot()
+        #expect(order.first == "next 1")
+        #expect(order.last == "disposed")
+        #expect(order.firstIndex(of: "unlock").map { $0 < order.count - 1 } == true)
+        #expect(!order.contains { $0.hasPrefix("late") })
+    }
+}
+
+/// An append-only log shared by the threads of a test, and whether `dispose()` returned.
+final class EventLog: @unchecked Sendable {
+    private let entries = Mutex<[String]>([])
+    let disposeReturned = Atomic<Bool>(false)
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    func snapshot() -> [String] { entries.withLock { $0 } }
 }

@@ -27,6 +27,11 @@ final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
     @inlinable
     override init() { super.init() }
 
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil }
+
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
     ///
@@ -68,6 +73,11 @@ final class CombineLatest3State<A, B, C>: TerminableState, @unchecked Sendable {
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
@@ -111,6 +121,11 @@ final class CombineLatest4State<A, B, C, D>: TerminableState, @unchecked Sendabl
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
@@ -156,6 +171,11 @@ final class CombineLatest5State<A, B, C, D, E>: TerminableState, @unchecked Send
     @inlinable
     override init() { super.init() }
 
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil; e = nil }
+
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
     ///
@@ -200,6 +220,11 @@ final class CombineLatest6State<A, B, C, D, E, F>: TerminableState, @unchecked S
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil; e = nil; f = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
