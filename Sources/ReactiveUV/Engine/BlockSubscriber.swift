@@ -201,6 +201,22 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         }
         releaseCallbacksAfterClosing(insideDelivery: insideDelivery)
         if was & Disposable.disposedBit == 0 { disposeMembers() }
+        // A `dispose()` after this returns early, and this subscriber keeps a registered
+        // serializer until it is freed: its latest values go now, once per subscription
+        // and out of the value path (in the state's own terminal step it cost every update
+        // 3 instructions).
+        releaseSerializerValues()
+    }
+
+    /// Has a registered serializer's state drop its latest values (and ignore any later
+    /// event), under its lock: a subscriber keeps that state until it is freed, and must
+    /// keep no value past its end. The lock is recursive, so this may run on a thread
+    /// that holds it (a terminal event sent by the state itself).
+    @usableFromInline
+    final func releaseSerializerValues() {
+        if let held = serializer.load(ordering: .sequentiallyConsistent) {
+            held._withUnsafeGuaranteedRef { $0.lock.lock(); $0.releaseValues(); $0.lock.unlock() }
+        }
     }
 
     /// A terminal event's one locked instruction: closes the gate and sets the disposed
@@ -306,9 +322,7 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         // Under that lock the state also drops its latest values (and ignores any later
         // event), so this subscriber, which keeps the state until it is freed, keeps no
         // value past its disposal.
-        if let held = serializer.load(ordering: .sequentiallyConsistent) {
-            held._withUnsafeGuaranteedRef { $0.lock.lock(); $0.releaseValues(); $0.lock.unlock() }
-        }
+        releaseSerializerValues()
         // `delivering == me`: called from inside one of this subscriber's callbacks, which
         // is still running on its borrowed closure; the delivery releases them on its way out.
         if closedHere { releaseCallbacksAfterClosing(insideDelivery: delivering == me) }

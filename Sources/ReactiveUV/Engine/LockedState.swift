@@ -17,9 +17,10 @@ class LockedState: @unchecked Sendable {
     /// state that overrides it must also make any later event a no-op (`combineLatest` sets
     /// `done`, which `receive` checks under the lock anyway), so a value that arrives after
     /// the clear (a source on another thread, past the closed gate) stores nothing.
-    /// (Calling it from `TerminableState.finishLocked` as well cost combineLatest 3
-    /// instructions per update, 362.0 -> 365.0 under callgrind, so after a terminal event
-    /// the values stay until the subscription object is freed, as on wip-cl before.)
+    /// After a terminal event the subscriber calls it too, from its out-of-line terminal
+    /// step (`BlockSubscriber.releaseSerializerValues()`); calling it from
+    /// `TerminableState.finishLocked` instead cost combineLatest 3 instructions per update
+    /// (362.0 -> 365.0 under callgrind).
     @usableFromInline
     func releaseValues() {}
 }

@@ -118,6 +118,36 @@ import Testing
         withExtendedLifetime(d) {}
     }
 
+    /// After the combined signal completed (both sources did), a `dispose()` returns
+    /// early; the subscriber's terminal step has already dropped the values its state
+    /// remembered, though the subscription object (which keeps the state) lives on.
+    @Test func completionReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
+        let a = Subject<Captured>(), b = Subject<Captured>()
+        weak var sentA: Captured?
+        weak var sentB: Captured?
+        var got = 0
+        var completed = false
+        let d = a.combineLatest(with: b).subscribe(next: { _ in got += 1 }, completed: { completed = true })
+        do {
+            let x = Captured("a"), y = Captured("b")
+            sentA = x
+            sentB = y
+            a.sendNext(x)
+            b.sendNext(y)
+        }
+        #expect(got == 1)
+        #expect(sentB != nil, "the state remembers the latest values until the end")
+        a.sendCompleted()
+        #expect(!completed)
+        #expect(sentA != nil, "one source's completion ends nothing")
+        b.sendCompleted()
+        #expect(completed)
+        #expect(sentA == nil)
+        #expect(sentB == nil)
+        d.dispose()
+        withExtendedLifetime(d) {}
+    }
+
     /// Thread B holds the registered state's lock (as it does around every value it
     /// delivers with a plain, relaxed announcement) and sends a value under it only after
     /// `dispose()` has started on thread C: `dispose()` must not return while B holds the
