@@ -25,6 +25,18 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
     /// Creates an empty compound.
     public override init() { super.init() }
 
+    /// Called by an operator whose state holds its lock around every value it sends on
+    /// (`combineLatest`), when this compound is its subscription's lifetime, before it
+    /// subscribes to its sources. A ``BlockSubscriber`` takes the hint: a value delivered
+    /// by a thread that holds `state.lock` skips its locked announcement, because its
+    /// `dispose()` then waits for that lock (see `BlockSubscriber.serializer`). Any other
+    /// compound ignores it.
+    ///
+    /// - Returns: `false` when the subscription is already closed (being disposed): the
+    ///   operator then subscribes to nothing.
+    @usableFromInline
+    func serializeDeliveries(under state: LockedState) -> Bool { true }
+
     /// Creates a compound holding `disposables`.
     public init(_ disposables: [Disposable]) {
         super.init()

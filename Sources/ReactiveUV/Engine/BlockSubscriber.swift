@@ -22,7 +22,10 @@ import Synchronization
 /// A subject that this subscriber is subscribed to directly (`subject.subscribeNext { … }`,
 /// a fan-out) calls it from its send loop, under the subject's lock, without the exchange:
 /// there `dispose` from another thread takes that lock before it releases anything (see
-/// `receiveUnderSourceLock(_:)`), so a delivery costs no locked instruction at all.
+/// `receiveUnderSourceLock(_:)`), so a delivery costs no locked instruction at all. An
+/// operator state that sends on with its lock held (`combineLatest`) gets the same by
+/// registering that lock (`serializer`): a value delivered by a thread holding it skips
+/// the exchange, and `dispose` takes it.
 @usableFromInline
 final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     // The callbacks are released when the subscription closes, as RAC's RACSubscriber
@@ -61,7 +64,42 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     }
 
     deinit {
+        serializer.load(ordering: .relaxed)?.release()
         Diagnostics.subscriptionDestroyed()
+    }
+
+    /// The state of an operator that holds its lock around every value it sends here
+    /// (registered by ``serializeDeliveries(under:)``), or `nil`: a value delivered by the
+    /// thread holding that lock announces itself with plain stores, as a subject's send
+    /// does (``receiveUnderSourceLock(_:)``), because `dispose()` from another thread takes
+    /// the lock before it releases anything. Set once (a compare-exchange from `nil`),
+    /// retained (the reference is given back in `deinit`), so a delivery may read the lock
+    /// through it without a retain: whichever thread delivers, this subscriber, which
+    /// holds it, is alive for the call. It keeps the state (its lock and the latest values
+    /// it remembers) for as long as the subscription object lives, as `sourceRemoval`
+    /// keeps a subject's roster.
+    @usableFromInline let serializer = Atomic<Unmanaged<LockedState>?>(nil)
+
+    /// Registers `state`'s lock as the serializer of this subscriber's values (the first
+    /// registration wins; a later one is ignored). The compare-exchange and the closed-bit
+    /// read after it are sequentially consistent, as `dispose()`'s close and its read of
+    /// `serializer` are: either `dispose` sees the state and waits for its lock, or this
+    /// sees the gate closed and returns `false`, and the operator subscribes to nothing, so
+    /// no value can be delivered under the lock unannounced.
+    @usableFromInline
+    override func serializeDeliveries(under state: LockedState) -> Bool {
+        let candidate = Unmanaged.passRetained(state)
+        if !serializer.compareExchange(expected: nil, desired: candidate, ordering: .sequentiallyConsistent).exchanged {
+            candidate.release()
+        }
+        return self.state.load(ordering: .sequentiallyConsistent) & BlockSubscriber.closedBit == 0
+    }
+
+    /// True when the calling thread (`me`) holds the registered serializer's lock.
+    @inlinable @inline(__always)
+    func deliversUnderSerializer(_ me: Int) -> Bool {
+        guard let held = serializer.load(ordering: .acquiring) else { return false }
+        return held._withUnsafeGuaranteedRef { $0.lock.owner.load(ordering: .relaxed) == me }
     }
 
     /// For a subscriber subscribed to a subject directly, that subscription's removal from
@@ -104,11 +142,19 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// first, its release publishes the announcement to the `dispose` that then finds the
     /// gate closed and waits; if `dispose` comes first, the close fails and nothing is
     /// called. (One locked instruction per terminal event instead of two.)
+    ///
+    /// A value delivered by the thread that holds the registered `serializer`'s lock is
+    /// treated as one with `sourceLockHeld`: `dispose` takes that lock too.
     @inlinable @inline(__always)
-    func deliver(_ event: Event<Value>, sourceLockHeld: Bool) {
+    func deliver(_ event: Event<Value>, sourceLockHeld lockHeldByCaller: Bool) {
         let me = Int(bitPattern: csys_thread_token())
+        var sourceLockHeld = lockHeldByCaller
         let previous: Int
         if sourceLockHeld || event.isTerminating {
+            previous = subclassWord.load(ordering: .relaxed)
+            if previous != me { subclassWord.store(me, ordering: .relaxed) }
+        } else if deliversUnderSerializer(me) {
+            sourceLockHeld = true
             previous = subclassWord.load(ordering: .relaxed)
             if previous != me { subclassWord.store(me, ordering: .relaxed) }
         } else {
@@ -131,16 +177,45 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
                 ? state.load(ordering: .relaxed) : state.load(ordering: .sequentiallyConsistent)
             if gate & BlockSubscriber.closedBit != 0 { return }
             BlockSubscriber.call(&onNext, value)
-        case .error(let error):
-            guard let was = closeForTermination() else { return }
-            BlockSubscriber.call(&onError, error)
-            releaseCallbacksAfterClosing(insideDelivery: previous == me)
-            if was & Disposable.disposedBit == 0 { disposeMembers() }
-        case .completed:
-            guard let was = closeForTermination() else { return }
-            BlockSubscriber.call(&onCompleted)
-            releaseCallbacksAfterClosing(insideDelivery: previous == me)
-            if was & Disposable.disposedBit == 0 { disposeMembers() }
+        case .error, .completed:
+            deliverTerminal(event, insideDelivery: previous == me)
+        }
+    }
+
+    /// A terminal event's part of ``deliver(_:sourceLockHeld:)``: close the gate, call the
+    /// callback, release the callbacks, dispose the members.
+    ///
+    /// Out of line (still specialized in the caller's module) because it runs once per
+    /// subscription: inline, it made `deliver` too large for the optimizer to inline
+    /// `receive` into a fused chain's last stage once the value path checked for a
+    /// registered `serializer` (the pipeline row: a call per value, 237.5 → 246.5
+    /// instructions; forcing `receive` inline instead put the cold row's subscription on
+    /// the heap).
+    @inlinable @inline(never)
+    final func deliverTerminal(_ event: Event<Value>, insideDelivery: Bool) {
+        guard let was = closeForTermination() else { return }
+        switch event {
+        case .next: break
+        case .error(let error): BlockSubscriber.call(&onError, error)
+        case .completed: BlockSubscriber.call(&onCompleted)
+        }
+        releaseCallbacksAfterClosing(insideDelivery: insideDelivery)
+        if was & Disposable.disposedBit == 0 { disposeMembers() }
+        // A `dispose()` after this returns early, and this subscriber keeps a registered
+        // serializer until it is freed: its latest values go now, once per subscription
+        // and out of the value path (in the state's own terminal step it cost every update
+        // 3 instructions).
+        releaseSerializerValues()
+    }
+
+    /// Has a registered serializer's state drop its latest values (and ignore any later
+    /// event), under its lock: a subscriber keeps that state until it is freed, and must
+    /// keep no value past its end. The lock is recursive, so this may run on a thread
+    /// that holds it (a terminal event sent by the state itself).
+    @usableFromInline
+    final func releaseSerializerValues() {
+        if let held = serializer.load(ordering: .sequentiallyConsistent) {
+            held._withUnsafeGuaranteedRef { $0.lock.lock(); $0.releaseValues(); $0.lock.unlock() }
         }
     }
 
@@ -242,6 +317,12 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
         // from inside a send on this thread it returns at once and `delivering` above,
         // this thread's own store, tells whether this subscriber's callback is running).
         sourceRemoval?.roster.waitForSends()
+        // Likewise for a value delivered under a registered serializer's lock. Read after
+        // the close (both sequentially consistent; see `serializeDeliveries(under:)`).
+        // Under that lock the state also drops its latest values (and ignores any later
+        // event), so this subscriber, which keeps the state until it is freed, keeps no
+        // value past its disposal.
+        releaseSerializerValues()
         // `delivering == me`: called from inside one of this subscriber's callbacks, which
         // is still running on its borrowed closure; the delivery releases them on its way out.
         if closedHere { releaseCallbacksAfterClosing(insideDelivery: delivering == me) }

@@ -10,6 +10,19 @@ class LockedState: @unchecked Sendable {
 
     @inlinable
     init() {}
+
+    /// Drops what the state remembers of its sources' values (the latest values of
+    /// `combineLatest`), called with `lock` held by `BlockSubscriber.dispose()` for a
+    /// registered serializer, which the subscriber keeps until it is freed. A no-op here; a
+    /// state that overrides it must also make any later event a no-op (`combineLatest` sets
+    /// `done`, which `receive` checks under the lock anyway), so a value that arrives after
+    /// the clear (a source on another thread, past the closed gate) stores nothing.
+    /// After a terminal event the subscriber calls it too, from its out-of-line terminal
+    /// step (`BlockSubscriber.releaseSerializerValues()`); calling it from
+    /// `TerminableState.finishLocked` instead cost combineLatest 3 instructions per update
+    /// (362.0 -> 365.0 under callgrind).
+    @usableFromInline
+    func releaseValues() {}
 }
 
 extension CompoundDisposable {

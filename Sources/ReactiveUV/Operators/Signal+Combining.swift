@@ -315,6 +315,8 @@ extension Signal {
         if list.isEmpty { return .empty() }
         return AnonymousSignal { observer, lifetime in
             let state = CombineLatestArrayState<Value>(count: list.count)
+            // It sends every value with `state.lock` held: the subscriber may rely on it.
+            if !lifetime.serializeDeliveries(under: state) { return }
             for index in list.indices {
                 if lifetime.isDisposed { return }
                 list[index].attach({ state.receive($0, at: index, observer, lifetime) }, lifetime.child())

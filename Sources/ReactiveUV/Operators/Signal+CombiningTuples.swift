@@ -3,7 +3,9 @@
 // state class (Internal/CombineLatestTupleStates.swift, Internal/ZipTupleStates.swift) that
 // keeps every source's values in a typed slot, so no value is boxed and nothing is
 // allocated per emission; every form is `@inlinable`, so a caller's module runs it
-// specialized. Generated shape: the arities differ only in their slot lists.
+// specialized. Generated shape: the arities differ only in their slot lists. The
+// combineLatest forms register their state's lock with the subscription before subscribing
+// (`serializeDeliveries(under:)`; Internal/CombineLatestTupleStates.swift says why).
 
 extension Signal {
     /// Zips 2 signals into tuples of their n-th values: RAC's `+zip:` with a typed tuple.
@@ -46,6 +48,7 @@ extension Signal {
     public static func combineLatest<A, B>(_ a: Signal<A>, _ b: Signal<B>) -> Signal<(A, B)> where Value == (A, B) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest2State<A, B>()
+            if !lifetime.serializeDeliveries(under: state) { return }
             a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
             b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
@@ -94,6 +97,7 @@ extension Signal {
     public static func combineLatest<A, B, C>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>) -> Signal<(A, B, C)> where Value == (A, B, C) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest3State<A, B, C>()
+            if !lifetime.serializeDeliveries(under: state) { return }
             a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
             b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
@@ -146,6 +150,7 @@ extension Signal {
     public static func combineLatest<A, B, C, D>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>) -> Signal<(A, B, C, D)> where Value == (A, B, C, D) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest4State<A, B, C, D>()
+            if !lifetime.serializeDeliveries(under: state) { return }
             a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
             b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
@@ -202,6 +207,7 @@ extension Signal {
     public static func combineLatest<A, B, C, D, E>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>) -> Signal<(A, B, C, D, E)> where Value == (A, B, C, D, E) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest5State<A, B, C, D, E>()
+            if !lifetime.serializeDeliveries(under: state) { return }
             a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
             b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
@@ -262,6 +268,7 @@ extension Signal {
     public static func combineLatest<A, B, C, D, E, F>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>, _ f: Signal<F>) -> Signal<(A, B, C, D, E, F)> where Value == (A, B, C, D, E, F) {
         AnonymousSignal { observer, lifetime in
             let state = CombineLatest6State<A, B, C, D, E, F>()
+            if !lifetime.serializeDeliveries(under: state) { return }
             a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
             b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())

@@ -23,6 +23,11 @@ final class CombineLatestArrayState<Value>: TerminableState, @unchecked Sendable
         super.init()
     }
 
+    /// Drops the latest values and sets `done`, so a value arriving after this stores
+    /// nothing (nor indexes the emptied `latest`).
+    @usableFromInline
+    override func releaseValues() { done = true; partial = []; latest = [] }
+
     /// Handles an event of the source at `index`; sends with the lock held (re-entrant).
     @inlinable
     func receive(_ event: Event<Value>, at index: Int, _ observer: Sink<[Value]>, _ lifetime: CompoundDisposable) {

@@ -9,6 +9,12 @@
 // update under callgrind with them, 362 without; Benchmarks/README.md, "combineLatest
 // below its closure baseline"). Capturing nothing, the closure is a plain function and is
 // inlined into the specialized `receive`.
+//
+// Every value is sent on with `lock` held, which is why each form registers its state with
+// the subscription before subscribing (`lifetime.serializeDeliveries(under: state)`): a
+// `BlockSubscriber` then delivers a value arriving under this lock without its locked
+// announcement, and its `dispose()` takes the lock instead (docs/ENGINE.md, "Who owns which
+// state bit"). A `receive` that sent a value after unlocking would break that.
 
 /// State of `combineLatest` of 2 signals (`Signal.combineLatest(_:_:…)` and `combineLatest(with:)`).
 @usableFromInline
@@ -20,6 +26,11 @@ final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
@@ -63,6 +74,11 @@ final class CombineLatest3State<A, B, C>: TerminableState, @unchecked Sendable {
     @inlinable
     override init() { super.init() }
 
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil }
+
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
     ///
@@ -105,6 +121,11 @@ final class CombineLatest4State<A, B, C, D>: TerminableState, @unchecked Sendabl
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
@@ -150,6 +171,11 @@ final class CombineLatest5State<A, B, C, D, E>: TerminableState, @unchecked Send
     @inlinable
     override init() { super.init() }
 
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil; e = nil }
+
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).
     ///
@@ -194,6 +220,11 @@ final class CombineLatest6State<A, B, C, D, E, F>: TerminableState, @unchecked S
 
     @inlinable
     override init() { super.init() }
+
+    /// Drops the latest values and sets `done`, so a value arriving after this (a late
+    /// source on another thread, already past the subscriber's gate) stores nothing.
+    @usableFromInline
+    override func releaseValues() { done = true; a = nil; b = nil; c = nil; d = nil; e = nil; f = nil }
 
     /// Handles one source's event; `store` puts a value into that source's slot of the
     /// state it is given (a closure that captures nothing: see the top of this file).

@@ -1,0 +1,213 @@
+import CSystemShims
+import Glibc
+import Synchronization
+import Testing
+@testable import ReactiveUV
+
+/// `combineLatest` registers its state's lock with the subscriber
+/// (`CompoundDisposable.serializeDeliveries(under:)`), and a value delivered by the thread
+/// holding that lock skips the subscriber's locked announcement: `dispose()` waits for the
+/// lock instead. These tests check what that must not break: nothing starts after
+/// `dispose()` returns from another thread, a callback disposing its own subscription
+/// finishes on its captures, and who owns the registered state.
+@Suite struct SerializedDeliveryTests {
+    /// Two threads send into the two sources, so every value is delivered under the
+    /// state's lock by one of them; the test thread disposes. The callback reads what it
+    /// captured on every call (a release under a running callback is a use after free for
+    /// the ASan lane).
+    @Test func nothingArrivesAfterDisposeReturnsWhileTwoThreadsSend() {
+        for round in 0..<20 {
+            let a = Subject<Int>(), b = Subject<Int>()
+            let watch = DeliveryWatch()
+            let captured = Captured("round \(round)")
+            let d = a.combineLatest(with: b).subscribeNext { _ in
+                if captured.name.isEmpty { return }
+                watch.delivered()
+            }
+            let senderA = BusySender { a.sendNext($0) }
+            let senderB = BusySender { b.sendNext($0) }
+            let until = deadline(inSeconds: 30)
+            watch.waitForDeliveries(Int64(100 + round * 50), until: until)
+            d.dispose()
+            watch.disposeHasReturned()
+            senderA.waitForMoreSends(1_000, until: until)
+            senderB.waitForMoreSends(1_000, until: until)
+            senderA.stop()
+            senderB.stop()
+            #expect(watch.received >= 100, "round \(round): values flowed")
+            #expect(watch.late == 0, "round \(round)")
+        }
+    }
+
+    /// A callback that disposes its own subscription, delivered under the state's lock:
+    /// `dispose()` takes the lock again on the same thread (re-entrant) instead of
+    /// waiting, the callback finishes on its captures, and nothing more arrives.
+    @Test func callbackDisposingItselfUnderTheStateLockFinishesAndStops() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        var got: [String] = []
+        weak var watched: Captured?
+        var d: Disposable?
+        do {
+            let captured = Captured("c")
+            watched = captured
+            d = a.combineLatest(with: b).subscribeNext { [captured] pair in
+                if pair.1 == 20 { d?.dispose() }
+                got.append("\(captured.name)\(pair.0),\(pair.1)")
+            }
+        }
+        a.sendNext(1)
+        b.sendNext(10)
+        b.sendNext(20)
+        a.sendNext(2)
+        b.sendNext(30)
+        #expect(got == ["c1,10", "c1,20"])
+        #expect(watched == nil)
+    }
+
+    /// The first registration wins and is kept until the subscription object goes; a
+    /// later one is given back at once; a closed subscription refuses (the operator then
+    /// subscribes to nothing).
+    @Test func registeredStateIsOwnedByTheSubscriptionAndAClosedOneRefuses() {
+        weak var first: LockedState?
+        weak var second: LockedState?
+        var subscriber: BlockSubscriber<Int>? = BlockSubscriber(next: { _ in }, error: nil, completed: nil)
+        do {
+            let s1 = LockedState(), s2 = LockedState()
+            first = s1
+            second = s2
+            #expect(subscriber?.serializeDeliveries(under: s1) == true)
+            #expect(subscriber?.serializeDeliveries(under: s2) == true)
+        }
+        #expect(first != nil)
+        #expect(second == nil)
+        subscriber?.dispose()
+        #expect(first != nil)
+        #expect(subscriber?.serializeDeliveries(under: LockedState()) == false)
+        subscriber = nil
+        #expect(first == nil)
+    }
+    /// The subscriber keeps the registered state until the subscription object is freed,
+    /// but not the latest values in it: `dispose()` drops them (under the state's lock)
+    /// while the test still holds the subscription. (Failed before `releaseValues()`.)
+    @Test func disposeReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
+        let a = Subject<Captured>(), b = Subject<Captured>()
+        weak var sentA: Captured?
+        weak var sentB: Captured?
+        var got = 0
+        let d = a.combineLatest(with: b).subscribeNext { _ in got += 1 }
+        do {
+            let x = Captured("a"), y = Captured("b")
+            sentA = x
+            sentB = y
+            a.sendNext(x)
+            b.sendNext(y)
+        }
+        #expect(got == 1)
+        #expect(sentA != nil, "the state remembers the latest values while subscribed")
+        d.dispose()
+        #expect(sentA == nil)
+        #expect(sentB == nil)
+        // A value arriving after the clear is neither delivered nor stored.
+        do {
+            let z = Captured("late")
+            sentA = z
+            a.sendNext(z)
+        }
+        #expect(sentA == nil)
+        #expect(got == 1)
+        withExtendedLifetime(d) {}
+    }
+
+    /// After the combined signal completed (both sources did), a `dispose()` returns
+    /// early; the subscriber's terminal step has already dropped the values its state
+    /// remembered, though the subscription object (which keeps the state) lives on.
+    @Test func completionReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
+        let a = Subject<Captured>(), b = Subject<Captured>()
+        weak var sentA: Captured?
+        weak var sentB: Captured?
+        var got = 0
+        var completed = false
+        let d = a.combineLatest(with: b).subscribe(next: { _ in got += 1 }, completed: { completed = true })
+        do {
+            let x = Captured("a"), y = Captured("b")
+            sentA = x
+            sentB = y
+            a.sendNext(x)
+            b.sendNext(y)
+        }
+        #expect(got == 1)
+        #expect(sentB != nil, "the state remembers the latest values until the end")
+        a.sendCompleted()
+        #expect(!completed)
+        #expect(sentA != nil, "one source's completion ends nothing")
+        b.sendCompleted()
+        #expect(completed)
+        #expect(sentA == nil)
+        #expect(sentB == nil)
+        d.dispose()
+        withExtendedLifetime(d) {}
+    }
+
+    /// Thread B holds the registered state's lock (as it does around every value it
+    /// delivers with a plain, relaxed announcement) and sends a value under it only after
+    /// `dispose()` has started on thread C: `dispose()` must not return while B holds the
+    /// lock, and no value may reach the callback after it returned. Without the lock
+    /// wait in `dispose()` it returns at once (nothing announced yet), which this sees.
+    @Test func disposeWaitsForAThreadHoldingTheStateLock() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        let events = EventLog()
+        let d = a.combineLatest(with: b).subscribeNext { pair in
+            let late = events.disposeReturned.load(ordering: .sequentiallyConsistent)
+            events.append(late ? "late \(pair.0)" : "next \(pair.0)")
+        }
+        a.sendNext(1)
+        b.sendNext(10)
+        guard let subscriber = d as? BlockSubscriber<(Int, Int)>,
+              let held = subscriber.serializer.load(ordering: .sequentiallyConsistent) else {
+            Issue.record("combineLatest registered no serializer")
+            return
+        }
+        let state = held.takeUnretainedValue()
+        let locked = Latch(), go = Latch(), disposeStarted = Latch()
+        let sender = TestThread {
+            state.lock.lock()
+            locked.countDown()
+            _ = go.wait(timeout: 30)
+            a.sendNext(2)
+            events.append("unlock")
+            state.lock.unlock()
+        }
+        #expect(locked.wait(timeout: 30))
+        let disposer = TestThread {
+            disposeStarted.countDown()
+            d.dispose()
+            events.disposeReturned.store(true, ordering: .sequentiallyConsistent)
+            events.append("disposed")
+        }
+        #expect(disposeStarted.wait(timeout: 30))
+        // Long enough for a dispose() that does not wait to have returned.
+        var waited = 0
+        while waited < 200, !events.disposeReturned.load(ordering: .sequentiallyConsistent) {
+            usleep(1_000)
+            waited += 1
+        }
+        let returnedEarly = events.disposeReturned.load(ordering: .sequentiallyConsistent)
+        #expect(!returnedEarly, "dispose() returned while another thread held the state's lock")
+        go.countDown()
+        sender.join()
+        disposer.join()
+        let order = events.snapshot()
+        #expect(order.first == "next 1")
+        #expect(order.last == "disposed")
+        #expect(order.firstIndex(of: "unlock").map { $0 < order.count - 1 } == true)
+        #expect(!order.contains { $0.hasPrefix("late") })
+    }
+}
+
+/// An append-only log shared by the threads of a test, and whether `dispose()` returned.
+final class EventLog: @unchecked Sendable {
+    private let entries = Mutex<[String]>([])
+    let disposeReturned = Atomic<Bool>(false)
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    func snapshot() -> [String] { entries.withLock { $0 } }
+}
