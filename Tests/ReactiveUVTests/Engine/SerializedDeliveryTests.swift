@@ -86,34 +86,46 @@ import Testing
         subscriber = nil
         #expect(first == nil)
     }
+    /// Weak references to the two values ``sendOneEach(_:_:)`` sent.
+    final class SentPair {
+        weak var a: Captured?
+        weak var b: Captured?
+    }
+
+    /// Sends a new ``Captured`` into each of `a` and `b`, in that order, and returns weak
+    /// references to them: once this returns, what keeps them alive is what the
+    /// subscription keeps.
+    func sendOneEach(_ a: Subject<Captured>, _ b: Subject<Captured>) -> SentPair {
+        let sent = SentPair()
+        let x = Captured("a"), y = Captured("b")
+        sent.a = x
+        sent.b = y
+        a.sendNext(x)
+        b.sendNext(y)
+        return sent
+    }
+
     /// The subscriber keeps the registered state until the subscription object is freed,
     /// but not the latest values in it: `dispose()` drops them (under the state's lock)
     /// while the test still holds the subscription. (Failed before `releaseValues()`.)
     @Test func disposeReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
         let a = Subject<Captured>(), b = Subject<Captured>()
-        weak var sentA: Captured?
-        weak var sentB: Captured?
         var got = 0
         let d = a.combineLatest(with: b).subscribeNext { _ in got += 1 }
-        do {
-            let x = Captured("a"), y = Captured("b")
-            sentA = x
-            sentB = y
-            a.sendNext(x)
-            b.sendNext(y)
-        }
+        let sent = sendOneEach(a, b)
         #expect(got == 1)
-        #expect(sentA != nil, "the state remembers the latest values while subscribed")
+        #expect(sent.a != nil, "the state remembers the latest values while subscribed")
         d.dispose()
-        #expect(sentA == nil)
-        #expect(sentB == nil)
+        #expect(sent.a == nil)
+        #expect(sent.b == nil)
         // A value arriving after the clear is neither delivered nor stored.
+        weak var late: Captured?
         do {
             let z = Captured("late")
-            sentA = z
+            late = z
             a.sendNext(z)
         }
-        #expect(sentA == nil)
+        #expect(late == nil)
         #expect(got == 1)
         withExtendedLifetime(d) {}
     }
@@ -123,27 +135,19 @@ import Testing
     /// remembered, though the subscription object (which keeps the state) lives on.
     @Test func completionReleasesTheLatestValuesWhileTheSubscriptionObjectLives() {
         let a = Subject<Captured>(), b = Subject<Captured>()
-        weak var sentA: Captured?
-        weak var sentB: Captured?
         var got = 0
         var completed = false
         let d = a.combineLatest(with: b).subscribe(next: { _ in got += 1 }, completed: { completed = true })
-        do {
-            let x = Captured("a"), y = Captured("b")
-            sentA = x
-            sentB = y
-            a.sendNext(x)
-            b.sendNext(y)
-        }
+        let sent = sendOneEach(a, b)
         #expect(got == 1)
-        #expect(sentB != nil, "the state remembers the latest values until the end")
+        #expect(sent.b != nil, "the state remembers the latest values until the end")
         a.sendCompleted()
         #expect(!completed)
-        #expect(sentA != nil, "one source's completion ends nothing")
+        #expect(sent.a != nil, "one source's completion ends nothing")
         b.sendCompleted()
         #expect(completed)
-        #expect(sentA == nil)
-        #expect(sentB == nil)
+        #expect(sent.a == nil)
+        #expect(sent.b == nil)
         d.dispose()
         withExtendedLifetime(d) {}
     }
