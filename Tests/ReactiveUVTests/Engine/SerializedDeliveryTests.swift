@@ -189,11 +189,22 @@ import Testing
             events.append("disposed")
         }
         #expect(disposeStarted.wait(timeout: 30))
-        // Long enough for a dispose() that does not wait to have returned.
-        var waited = 0
-        while waited < 200, !events.disposeReturned.load(ordering: .sequentiallyConsistent) {
-            usleep(1_000)
-            waited += 1
+        // The positive marker that dispose() is under way: it closed the subscriber's gate,
+        // which it does before it waits for the state's lock.
+        let until = deadline(inSeconds: 30)
+        while subscriber.state.load(ordering: .sequentiallyConsistent) & BlockSubscriber<(Int, Int)>.closedBit == 0,
+              csys_monotonic_ns() < until {
+            csys_thread_yield()
+        }
+        #expect(subscriber.state.load(ordering: .sequentiallyConsistent) & BlockSubscriber<(Int, Int)>.closedBit != 0,
+                "dispose() never closed the gate")
+        // What must not happen (dispose() returning) has no marker of its own: after the
+        // gate closed, a dispose() that does not wait returns within microseconds; 200 ms
+        // of watching sees it. A slow machine can only make this miss such a return,
+        // never fail a dispose() that waits.
+        let watchUntil = csys_monotonic_ns() + 200_000_000
+        while csys_monotonic_ns() < watchUntil, !events.disposeReturned.load(ordering: .sequentiallyConsistent) {
+            csys_thread_yield()
         }
         let returnedEarly = events.disposeReturned.load(ordering: .sequentiallyConsistent)
         #expect(!returnedEarly, "dispose() returned while another thread held the state's lock")
