@@ -11,6 +11,11 @@ enum WebSocketInbound {
 struct WebSocketViolation: Error, Equatable {
     let code: UInt16
     let reason: String
+
+    /// 1007 for a text message's bytes that are not UTF-8 (whole-frame and general path).
+    static let invalidText = WebSocketViolation(code: 1007, reason: "invalid UTF-8 in a text message")
+    /// 1007 for a text message that ends inside a UTF-8 sequence (both paths).
+    static let unfinishedText = WebSocketViolation(code: 1007, reason: "text ends inside a UTF-8 sequence")
 }
 
 /// Turns the peer's bytes into messages and control frames, enforcing RFC 6455's rules
@@ -19,7 +24,9 @@ struct WebSocketViolation: Error, Equatable {
 /// Bytes are kept only until their frame is complete, and a frame's length is checked
 /// against the message limit as soon as its header is read, before its payload is
 /// buffered: the buffer holds at most one frame of at most `maxMessageSize` plus one read
-/// chunk. Payloads are unmasked in place (``WebSocketFrameCodec/mask(_:key:)``). Text is
+/// chunk. Payloads are unmasked in place (``WebSocketFrameCodec/mask(_:key:)``), except a
+/// text that comes whole in one uncompressed frame, unmasked as it is copied into its
+/// string (see `wholeText(_:key:)`). Text is
 /// validated as each frame (or each inflated chunk) arrives, so invalid UTF-8 fails fast,
 /// across fragments too. Compressed messages (RSV1, RFC 7692) are inflated frame by frame
 /// against the same limit, measured on the inflated size.
@@ -183,7 +190,7 @@ final class WebSocketFrameReader {
             }
             try appendPayload(start..<end, fin: fin)
             guard fin, let kind = messageOpcode else { return true }
-            if kind == .text && !utf8.isComplete { throw WebSocketViolation(code: 1007, reason: "text ends inside a UTF-8 sequence") }
+            if kind == .text && !utf8.isComplete { throw WebSocketViolation.unfinishedText }
             let payload = message
             message = []
             messageOpcode = nil
@@ -222,7 +229,7 @@ final class WebSocketFrameReader {
         }
         if messageOpcode == .text {
             let valid = message.withUnsafeBytes { utf8.validate(UnsafeRawBufferPointer(rebasing: $0[validateFrom...])) }
-            if !valid { throw WebSocketViolation(code: 1007, reason: "invalid UTF-8 in a text message") }
+            if !valid { throw WebSocketViolation.invalidText }
         }
     }
 
@@ -246,11 +253,11 @@ final class WebSocketFrameReader {
                 if let key { WebSocketFrameCodec.mask(out, key: key) }
                 var validator = UTF8Validator()
                 if !validator.validate(UnsafeRawBufferPointer(out)) {
-                    failure = WebSocketViolation(code: 1007, reason: "invalid UTF-8 in a text message")
+                    failure = .invalidText
                     return 0
                 }
                 if !validator.isComplete {
-                    failure = WebSocketViolation(code: 1007, reason: "text ends inside a UTF-8 sequence")
+                    failure = .unfinishedText
                     return 0
                 }
                 return payload.count
