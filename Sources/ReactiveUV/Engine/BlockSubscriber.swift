@@ -75,9 +75,10 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// the lock before it releases anything. Set once (a compare-exchange from `nil`),
     /// retained (the reference is given back in `deinit`), so a delivery may read the lock
     /// through it without a retain: whichever thread delivers, this subscriber, which
-    /// holds it, is alive for the call. It keeps the state (its lock and the latest values
-    /// it remembers) for as long as the subscription object lives, as `sourceRemoval`
-    /// keeps a subject's roster.
+    /// holds it, is alive for the call. It keeps the state for as long as the subscription
+    /// object lives, as `sourceRemoval` keeps a subject's roster, but not the latest values
+    /// in it: `dispose()` and the terminal step have the state drop them
+    /// (``releaseSerializerValues()``).
     @usableFromInline let serializer = Atomic<Unmanaged<LockedState>?>(nil)
 
     /// Registers `state`'s lock as the serializer of this subscriber's values (the first
@@ -154,6 +155,9 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
             previous = subclassWord.load(ordering: .relaxed)
             if previous != me { subclassWord.store(me, ordering: .relaxed) }
         } else if deliversUnderSerializer(me) {
+            // Written out again rather than folded into the branch above: folded, the
+            // specialized combineLatest row took one instruction more per update (363.0
+            // against 362.0 under callgrind).
             sourceLockHeld = true
             previous = subclassWord.load(ordering: .relaxed)
             if previous != me { subclassWord.store(me, ordering: .relaxed) }
