@@ -89,12 +89,16 @@ final class StreamOrderReader {
     func leader() -> String? { streamInfo()?.leader }
 
     /// The stream's info, or nil when the servers do not answer within 30 s.
-    func streamInfo() -> JetStreamInfo? {
-        guard let js else { return nil }
+    func streamInfo() -> JetStreamInfo? { streamInfo(via: js, timeout: 30) }
+
+    /// The stream's info asked through `context` (this reader's, or the probe's with its 1 s
+    /// requests), or nil when it is not answered within `timeout` seconds of the loop.
+    private func streamInfo(via context: JetStream?, timeout: Double) -> JetStreamInfo? {
+        guard let context else { return nil }
         let info = ReplayBox<JetStreamInfo>()
-        let sub = js.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
+        let sub = context.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
         defer { sub.dispose() }
-        _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 30)
+        _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: timeout)
         return info.value
     }
 
@@ -111,14 +115,9 @@ final class StreamOrderReader {
     /// Sets ``probeLeader``: the leader named by the stream's info, or nil when no leader
     /// answered.
     func lastStoredLine() -> Int? {
-        probeLeader = nil
-        guard let probe else { return nil }
-        let info = ReplayBox<JetStreamInfo>()
-        let ask = probe.streamInfo(stream).subscribe(next: { info.value = $0 }, error: { info.error = $0 })
-        _ = EventLoop.main.run(until: { info.value != nil || info.error != nil }, timeout: 10)
-        ask.dispose()
-        probeLeader = info.value.map { $0.leader ?? "(none named)" }
-        guard let last = info.value?.lastSequence, last > 0 else { return nil }
+        let info = streamInfo(via: probe, timeout: 10)
+        probeLeader = info.map { $0.leader ?? "(none named)" }
+        guard let probe, let last = info?.lastSequence, last > 0 else { return nil }
         let box = ReplayBox<NATSMessage>()
         let get = probe.message(stream: stream, sequence: last).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
         defer { get.dispose() }
