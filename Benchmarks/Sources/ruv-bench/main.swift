@@ -35,6 +35,14 @@ printError("warning: this is a debug build; the numbers mean nothing. Use: swift
 let selected = options.rows.isEmpty ? Row.all : Row.all.filter { options.rows.contains($0.name) }
 if selected.contains(where: { $0.name.hasPrefix("echo") }) {
     EchoServer.ruvEchoPath = options.ruvEcho ?? locateRuvEcho()
+    if options.pin {
+        let last = Int32(onlineCoreCount() - 1)
+        guard last > 0, cnb_pin_to_cpu(0, last) == 0 else {
+            printError("ruv-bench: --pin needs two CPUs or more and the right to pin (errno \(errno))")
+            exit(1)
+        }
+        EchoServer.pinnedCPU = 0
+    }
 }
 let runner = Runner(options: options)
 var results: [RowResult] = []
@@ -49,5 +57,6 @@ print("ns per event, median of \(options.runs) run\(options.runs == 1 ? "" : "s"
 print("")
 printTable(results)
 printRates(results)
+printServerCPU(results)
 printAllocations(results)
 EchoServer.stopAll()

@@ -44,6 +44,14 @@ int64_t cnb_async_queue_run(int64_t n, int from_other_thread);
 /// from the loop's thread and returns the nanoseconds until all have run (and closed).
 int64_t cnb_timer_run(int64_t n);
 
+/// Pins every thread of process `pid` to CPU `cpu` alone (`pid` 0: the calling thread
+/// only). Returns 0, or -1 with errno set (no such CPU, or not allowed).
+int cnb_pin_to_cpu(int pid, int cpu);
+
+/// The CPU time process `pid` has used so far, user and kernel together, in nanoseconds:
+/// the sum of its threads' `/proc/PID/task/TID/schedstat` run times. -1 if it is gone.
+int64_t cnb_process_cpu_ns(int pid);
+
 #ifdef __cplusplus
 }
 #endif

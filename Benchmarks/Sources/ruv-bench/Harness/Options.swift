@@ -13,9 +13,12 @@ struct Options {
     /// The `ruv-echo` binary for the echo rows; `nil`: `<repo>/.build/release/ruv-echo`,
     /// built there if missing.
     var ruvEcho: String?
+    /// Pins the echo rows' servers to the first CPU and this process (the load generator)
+    /// to the last, as issue 29's CPU comparison asks (`--pin`).
+    var pin = false
 
     static let usage = """
-        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--columns c,...] [--verbose] [--ruv-echo PATH] [--list]
+        usage: ruv-bench [--rows name,...] [--runs N] [--scale X] [--columns c,...] [--verbose] [--ruv-echo PATH] [--pin] [--list]
 
           --rows name,...  run only these rows (see --list); default: all
           --runs N         timed runs per implementation, after one warm-up run; default 5
@@ -25,6 +28,8 @@ struct Options {
           --verbose        print every run's time on standard error
           --ruv-echo PATH  the ruv-echo binary for the echo rows (a release build); default:
                            .build/release/ruv-echo of the main package, built if missing
+          --pin            pin the echo servers to the first CPU and the load generator
+                           (this process) to the last
           --list           list the rows and exit
         """
 
@@ -67,6 +72,8 @@ struct Options {
             case "--ruv-echo":
                 guard let v = value(argument) else { return .exit(message: "--ruv-echo needs a path\n" + usage, status: 2) }
                 options.ruvEcho = v
+            case "--pin":
+                options.pin = true
             case "--verbose", "-v":
                 options.verbose = true
             case "--list":

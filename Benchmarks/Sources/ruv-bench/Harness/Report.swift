@@ -87,3 +87,26 @@ func printRates(_ results: [RowResult]) {
         print("| \(r.row.title) | \(r.row.unit) | \(ours.map { format($0, decimals: 0) } ?? "—") | \(theirs.map { format($0, decimals: 0) } ?? "—") | \(share) |")
     }
 }
+
+/// Prints, for the rows that measure a server process (the echo rows), each server's own
+/// CPU time per event (user and kernel, from `/proc`; the median of the timed runs) and the
+/// C server's CPU per event as a share of ours: issue 29's "efficiency" (1.00x = as little
+/// CPU per message as the plain libuv C server; higher is better). Wall-clock rates can
+/// hide a difference when the load generator's own core is the limit; CPU time does not.
+func printServerCPU(_ results: [RowResult]) {
+    let rows = results.filter { $0.serverCPUSamples[.reactiveUV] != nil && $0.serverCPUSamples[.baseline] != nil }
+    guard !rows.isEmpty else { return }
+    print("")
+    print("Servers' own CPU time per event (median of the timed runs; user + kernel):")
+    print("")
+    print("| row | unit | ReactiveUV (ns CPU) | raw libuv (ns CPU) | efficiency: raw libuv CPU / ReactiveUV CPU | runs (ReactiveUV / raw libuv) |")
+    print("| --- | --- | ---: | ---: | ---: | --- |")
+    for r in rows {
+        let oursSamples = r.serverCPUSamples[.reactiveUV]!, theirsSamples = r.serverCPUSamples[.baseline]!
+        let ours = median(oursSamples), theirs = median(theirsSamples)
+        let efficiency = ours > 0 ? format(theirs / ours, decimals: 2) + "x" : "—"
+        let runs = zip(oursSamples, theirsSamples).map { "\(format($0, decimals: 0))/\(format($1, decimals: 0))" }
+            .joined(separator: ", ")
+        print("| \(r.row.title) | \(r.row.unit) | \(format(ours, decimals: 0)) | \(format(theirs, decimals: 0)) | \(efficiency) | \(runs) |")
+    }
+}

@@ -25,6 +25,11 @@ struct Row: Sendable {
     let openCombine: Workload?
     /// Framework-free plain closures doing the same work.
     let baseline: Workload?
+    /// For rows whose work happens in a server process (the echo rows): the CPU time, in
+    /// nanoseconds, that the column's server has used so far, or nil when it has none. The
+    /// runner reads it around every timed run, so the report can give the server's own CPU
+    /// per event beside the wall-clock time (which the load generator's limits can hide).
+    var serverCPU: (@Sendable (Column) -> Int64?)?
 
     init(
         name: String, title: String, unit: String, size: Int, eventsPerUnit: Int = 1,

@@ -40,6 +40,8 @@ struct RowResult {
     var checksumMismatch: [Column] = []
     /// Heap allocations per event, when a malloc counter is preloaded (see Allocations.swift).
     var allocations: [Column: Double] = [:]
+    /// The server's CPU time per event of each timed run, for rows with a `serverCPU` probe.
+    var serverCPUSamples: [Column: [Double]] = [:]
 
     func ratio(_ a: Column, _ b: Column) -> Double? {
         guard let x = medians[a], let y = medians[b], y > 0 else { return nil }
@@ -87,9 +89,13 @@ struct Runner {
         for run in 0..<options.runs {
             for column in columns {
                 let work = column.workload(of: row)!
+                let cpuBefore = row.serverCPU?(column)
                 let start = monotonicNanoseconds()
                 let checksum = work(opaque(n))
                 let end = monotonicNanoseconds()
+                if let before = cpuBefore, let after = row.serverCPU?(column) {
+                    result.serverCPUSamples[column, default: []].append(Double(after - before) / events)
+                }
                 blackHole(checksum)
                 let perEvent = Double(end - start) / events
                 result.samples[column, default: []].append(perEvent)

@@ -22,7 +22,7 @@ enum Echo {
     static let messageSize = 64
 
     static func row(connections: Int, size: Int) -> Row {
-        Row(
+        var row = Row(
             name: "echo\(connections)",
             title: "TCP echo ping-pong, \(connections) connection\(connections == 1 ? "" : "s"), 64 B messages (ruv-echo vs C libuv server)",
             unit: "message",
@@ -31,6 +31,14 @@ enum Echo {
             openCombine: nil,
             baseline: { n in load(EchoServer.cEcho, connections: connections, messages: n) }
         )
+        row.serverCPU = { column in
+            switch column {
+            case .reactiveUV: return EchoServer.ruvEcho.cpuNanoseconds()
+            case .baseline: return EchoServer.cEcho.cpuNanoseconds()
+            case .openCombine: return nil
+            }
+        }
+        return row
     }
 
     /// Runs `messages` round trips (split evenly over the connections) against `server`;
@@ -60,6 +68,8 @@ final class EchoServer: @unchecked Sendable {
     static let cEcho = EchoServer(name: "C libuv echo", arguments: [selfExecutable(), "--serve-c-echo"])
 
     nonisolated(unsafe) private static var started: [EchoServer] = []
+    /// The CPU every server is pinned to once started (`--pin`), or nil: not pinned.
+    nonisolated(unsafe) static var pinnedCPU: Int32?
 
     let name: String
     let arguments: [String]
@@ -102,7 +112,19 @@ final class EchoServer: @unchecked Sendable {
             let port = Int(text[text.index(after: colon)...])
         else { fatal("\(name) did not report its port (got \"\(text)\")") }
         boundPort = port
+        // Pinned once it listens: by then it has started every thread it runs.
+        if let cpu = EchoServer.pinnedCPU, cnb_pin_to_cpu(pid, cpu) != 0 {
+            fatal("cannot pin \(name) to CPU \(cpu): errno \(errno)")
+        }
         printError("started \(name) (pid \(pid)) on port \(port)")
+    }
+
+    /// The CPU time this server has used so far (user and kernel, nanoseconds), or nil
+    /// when it is not running.
+    func cpuNanoseconds() -> Int64? {
+        guard pid > 0 else { return nil }
+        let ns = cnb_process_cpu_ns(pid)
+        return ns >= 0 ? ns : nil
     }
 
     /// SIGTERM to every server started, and wait for them.
