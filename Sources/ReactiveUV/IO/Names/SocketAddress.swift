@@ -23,7 +23,17 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The numeric host, without brackets: `127.0.0.1`, `::1`; for ``Family/unix`` the
     /// socket's path.
-    public let host: String
+    ///
+    /// An IP address's text is made when it is asked for, not when the address is made:
+    /// every accepted connection reads its two addresses from the kernel, and most servers
+    /// never print them (formatting both cost ~6,000 instructions a connection, an eighth
+    /// of what `ruv-echo` spent on one).
+    public var host: String {
+        if let unixPath { return unixPath }
+        return family == .ipv4 ? SocketAddress.ipv4Text(storage) : SocketAddress.ipv6Text(storage)
+    }
+    /// A Unix socket's path (``host``); `nil` for IP addresses.
+    private let unixPath: String?
     /// The port, 0–65535 (0 for ``Family/unix``).
     public let port: Int
     /// IPv4, IPv6 or Unix.
@@ -93,12 +103,14 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         let pathCapacity = MemoryLayout.size(ofValue: copy.sun_path)
         let pathLength = min(max((length ?? MemoryLayout<sockaddr_un>.size) - MemoryLayout<sa_family_t>.size, 0), pathCapacity)
         let bytes = withUnsafeBytes(of: &copy.sun_path) { Array($0.prefix(pathLength)) }
+        let host: String
         if let first = bytes.first, first == 0, length != nil, bytes.count > 1 {
             // Abstract: the name is every byte after the leading NUL, as `ss -x` shows it.
             host = "@" + String(decoding: bytes.dropFirst(), as: UTF8.self)
         } else {
             host = String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
+        unixPath = host
         port = 0
         family = .unix
         storage = SocketAddress.storage(copy)
@@ -111,26 +123,55 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         return SocketAddress(unix: unix, length: MemoryLayout<sa_family_t>.size)
     }()
 
+    /// An IPv4 or IPv6 address (the callers checked the family).
     private init(storage: sockaddr_storage) {
         self.storage = storage
-        var copy = storage
-        var name = [CChar](repeating: 0, count: 64)
-        let (family, port): (Family, Int) = withUnsafePointer(to: &copy) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                // Cannot fail: the family is AF_INET or AF_INET6 (the callers checked) and 64
-                // bytes hold any IPv6 text (INET6_ADDRSTRLEN is 46); an empty host if it did.
-                _ = try? uvCheck(uv_ip_name(sa, &name, name.count), "uv_ip_name")
-                if Int32(sa.pointee.sa_family) == AF_INET6 {
-                    let port = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
-                    return (.ipv6, Int(UInt16(bigEndian: port)))
-                }
-                let port = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
-                return (.ipv4, Int(UInt16(bigEndian: port)))
-            }
+        unixPath = nil
+        if Int32(storage.ss_family) == AF_INET6 {
+            family = .ipv6
+            port = Int(UInt16(bigEndian: SocketAddress.ipv6(storage).sin6_port))
+        } else {
+            family = .ipv4
+            port = Int(UInt16(bigEndian: SocketAddress.ipv4(storage).sin_port))
         }
-        self.family = family
-        self.port = port
-        self.host = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    private static func ipv4(_ storage: sockaddr_storage) -> sockaddr_in {
+        withUnsafeBytes(of: storage) { $0.loadUnaligned(as: sockaddr_in.self) }
+    }
+
+    private static func ipv6(_ storage: sockaddr_storage) -> sockaddr_in6 {
+        withUnsafeBytes(of: storage) { $0.loadUnaligned(as: sockaddr_in6.self) }
+    }
+
+    /// `a.b.c.d`, written here: libuv's `uv_ip4_name` goes through `snprintf`, several
+    /// times the cost, and servers print their peers' addresses (logs, errors) often.
+    private static func ipv4Text(_ storage: sockaddr_storage) -> String {
+        let address = UInt32(bigEndian: ipv4(storage).sin_addr.s_addr)
+        return String(unsafeUninitializedCapacity: 15) { out in
+            var n = 0
+            for index in 0..<4 {
+                let octet = Int((address >> UInt32(24 - 8 * index)) & 0xFF)
+                if octet >= 100 { out[n] = UInt8(48 + octet / 100); n += 1 }
+                if octet >= 10 { out[n] = UInt8(48 + octet / 10 % 10); n += 1 }
+                out[n] = UInt8(48 + octet % 10)
+                n += 1
+                if index < 3 { out[n] = UInt8(ascii: "."); n += 1 }
+            }
+            return n
+        }
+    }
+
+    /// The RFC 5952 text of an IPv6 address (`uv_ip6_name`, without the scope id).
+    private static func ipv6Text(_ storage: sockaddr_storage) -> String {
+        var address = ipv6(storage)
+        // 64 bytes hold any IPv6 text (INET6_ADDRSTRLEN is 46), so this cannot fail for an
+        // AF_INET6 address; the text is then empty.
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { name in
+            name[0] = 0
+            _ = uv_ip6_name(&address, name.baseAddress!, name.count)
+            return String(cString: name.baseAddress!)
+        }
     }
 
     /// Calls `body` with the address as a `sockaddr` pointer (for bind and connect).
@@ -142,14 +183,26 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Equal when host, port and family are equal (an IPv6 scope id takes no part).
+    ///
+    /// IP addresses compare their bytes, which is the same as comparing their text: the
+    /// text is the address's one canonical form.
     public static func == (lhs: SocketAddress, rhs: SocketAddress) -> Bool {
-        lhs.host == rhs.host && lhs.port == rhs.port && lhs.family == rhs.family
+        guard lhs.family == rhs.family, lhs.port == rhs.port else { return false }
+        switch lhs.family {
+        case .unix: return lhs.unixPath == rhs.unixPath
+        case .ipv4: return ipv4(lhs.storage).sin_addr.s_addr == ipv4(rhs.storage).sin_addr.s_addr
+        case .ipv6: return withUnsafeBytes(of: ipv6(lhs.storage).sin6_addr) { l in withUnsafeBytes(of: ipv6(rhs.storage).sin6_addr) { r in l.elementsEqual(r) } }
+        }
     }
 
-    /// Hashes host and port, consistent with `==`.
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(host)
         hasher.combine(port)
+        switch family {
+        case .unix: hasher.combine(unixPath)
+        case .ipv4: hasher.combine(SocketAddress.ipv4(storage).sin_addr.s_addr)
+        case .ipv6: withUnsafeBytes(of: SocketAddress.ipv6(storage).sin6_addr) { hasher.combine(bytes: $0) }
+        }
     }
 
     static func stripBrackets(_ host: String) -> String {

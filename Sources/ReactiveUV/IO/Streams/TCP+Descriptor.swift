@@ -82,17 +82,7 @@ extension TCP {
         }
         let listener: StreamListener
         do {
-            listener = try StreamListener(
-                loop: loop, type: UV_TCP, target: target,
-                observer: { observer($0.map { unsafeDowncast($0, to: TCPConnection.self) }) },
-                lifetime: lifetime,
-                makeClient: {
-                    try UVStream(loop: loop, type: UV_TCP, target: "client of \(target)", operation: "accept", limits: options.limits) {
-                        uv_tcp_init(loop.uvLoop, uvCast($0))
-                    }
-                },
-                wrap: { TCPConnection(stream: $0, options: options) },
-                initialize: { uv_tcp_init(loop.uvLoop, uvCast($0)) })
+            listener = try TCP.listener(loop: loop, target: target, options: options, observer: observer, lifetime: lifetime)
         } catch {
             Glibc.close(own)
             observer(.error(error))

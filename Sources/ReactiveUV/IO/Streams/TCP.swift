@@ -94,6 +94,28 @@ public enum TCP {
         }
     }
 
+    /// The listener of a TCP listen subscription (loop thread; not yet listening).
+    ///
+    /// An accepted client is named "client of TARGET" until ``TCPConnection`` names it by
+    /// its peer's address: one string made here for every client, not one per accept.
+    static func listener(
+        loop: EventLoop, target: String, options: TCPOptions, observer: @escaping Sink<TCPConnection>,
+        lifetime: CompoundDisposable
+    ) throws -> StreamListener {
+        let clientTarget = "client of \(target)"
+        return try StreamListener(
+            loop: loop, type: UV_TCP, target: target,
+            observer: { observer($0.map { unsafeDowncast($0, to: TCPConnection.self) }) },
+            lifetime: lifetime,
+            makeClient: {
+                try UVStream(loop: loop, type: UV_TCP, target: clientTarget, operation: "accept", limits: options.limits) {
+                    uv_tcp_init(loop.uvLoop, uvCast($0))
+                }
+            },
+            wrap: { TCPConnection(stream: $0, options: options) },
+            initialize: { uv_tcp_init(loop.uvLoop, uvCast($0)) })
+    }
+
     /// Binds, listens and reports the bound address (loop thread).
     private static func startListening(
         at address: SocketAddress, backlog: Int, options: TCPOptions, stopAccepting: Signal<Void>?, loop: EventLoop,
@@ -103,17 +125,7 @@ public enum TCP {
         let target = address.description
         let listener: StreamListener
         do {
-            listener = try StreamListener(
-                loop: loop, type: UV_TCP, target: target, observer: { observer($0.map { unsafeDowncast($0, to: TCPConnection.self) }) },
-                lifetime: lifetime,
-                makeClient: {
-                    // Named by the peer's address once accepted (TCPConnection.init).
-                    try UVStream(loop: loop, type: UV_TCP, target: "client of \(target)", operation: "accept", limits: options.limits) {
-                        uv_tcp_init(loop.uvLoop, uvCast($0))
-                    }
-                },
-                wrap: { TCPConnection(stream: $0, options: options) },
-                initialize: { uv_tcp_init(loop.uvLoop, uvCast($0)) })
+            listener = try TCP.listener(loop: loop, target: target, options: options, observer: observer, lifetime: lifetime)
         } catch {
             observer(.error(error))
             lifetime.dispose()
