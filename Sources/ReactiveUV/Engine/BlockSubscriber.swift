@@ -127,9 +127,28 @@ final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     /// by the calling thread (``deliversUnderSerializer(_:)``), without looking. The caller
     /// must hold the lock of the state for which ``direct(_:serializedBy:_:)`` returned this
     /// subscriber.
+    ///
+    /// Written out rather than calling ``deliver(_:sourceLockHeld:)``: its `defer` (the
+    /// outermost delivery's end) stays out of line, a call per value; here the end is
+    /// inline (the two-way `combineLatest` row: 308.0 -> 286.0 instructions per update
+    /// under callgrind). `deliver` keeps its `defer`: without it, `receive` was no longer
+    /// inlined into a fused chain's last stage (the cold row: 913.0 -> 931.0 per cycle).
     @inlinable @inline(__always)
     func receiveUnderSerializer(_ value: Value) {
-        deliver(.next(value), sourceLockHeld: true)
+        let me = Int(bitPattern: csys_thread_token())
+        let previous = subclassWord.load(ordering: .relaxed)
+        if previous != me { subclassWord.store(me, ordering: .relaxed) }
+        if state.load(ordering: .relaxed) & BlockSubscriber.closedBit == 0 {
+            BlockSubscriber.call(&onNext, value)
+        }
+        if previous != me {
+            // The outermost delivery on this thread: release the callbacks if a disposal
+            // or a terminal event inside it left that to us (as `deliver`'s `defer` does).
+            if state.load(ordering: .relaxed) & BlockSubscriber.releasePendingBit != 0 {
+                releasePendingCallbacks()
+            }
+            subclassWord.store(0, ordering: .releasing)
+        }
     }
 
     /// For a subscriber subscribed to a subject directly, that subscription's removal from
