@@ -5,7 +5,9 @@
 // allocated per emission; every form is `@inlinable`, so a caller's module runs it
 // specialized. Generated shape: the arities differ only in their slot lists. The
 // combineLatest forms register their state's lock with the subscription before subscribing
-// (`serializeDeliveries(under:)`; Internal/CombineLatestTupleStates.swift says why).
+// (`serializeDeliveries(under:)`; Internal/CombineLatestTupleStates.swift says why), and
+// are `SubscriberAwareSignal`s, so a subscriber subscribed to them directly gets its values
+// without the forwarding closure.
 
 extension Signal {
     /// Zips 2 signals into tuples of their n-th values: RAC's `+zip:` with a typed tuple.
@@ -46,12 +48,13 @@ extension Signal {
     /// - Returns: a signal of `(A, B)` tuples.
     @inlinable
     public static func combineLatest<A, B>(_ a: Signal<A>, _ b: Signal<B>) -> Signal<(A, B)> where Value == (A, B) {
-        AnonymousSignal { observer, lifetime in
+        SubscriberAwareSignal { observer, lifetime, subscriber in
             let state = CombineLatest2State<A, B>()
             if !lifetime.serializeDeliveries(under: state) { return }
-            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
+            let direct = BlockSubscriber.direct(subscriber, serializedBy: state, lifetime)
+            a.attach({ state.receive($0, observer, direct, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, direct, lifetime) { $0.b = $1 } }, lifetime.child())
         }
     }
 
@@ -95,14 +98,15 @@ extension Signal {
     /// - Returns: a signal of `(A, B, C)` tuples.
     @inlinable
     public static func combineLatest<A, B, C>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>) -> Signal<(A, B, C)> where Value == (A, B, C) {
-        AnonymousSignal { observer, lifetime in
+        SubscriberAwareSignal { observer, lifetime, subscriber in
             let state = CombineLatest3State<A, B, C>()
             if !lifetime.serializeDeliveries(under: state) { return }
-            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
+            let direct = BlockSubscriber.direct(subscriber, serializedBy: state, lifetime)
+            a.attach({ state.receive($0, observer, direct, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, direct, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, direct, lifetime) { $0.c = $1 } }, lifetime.child())
         }
     }
 
@@ -148,16 +152,17 @@ extension Signal {
     /// - Returns: a signal of `(A, B, C, D)` tuples.
     @inlinable
     public static func combineLatest<A, B, C, D>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>) -> Signal<(A, B, C, D)> where Value == (A, B, C, D) {
-        AnonymousSignal { observer, lifetime in
+        SubscriberAwareSignal { observer, lifetime, subscriber in
             let state = CombineLatest4State<A, B, C, D>()
             if !lifetime.serializeDeliveries(under: state) { return }
-            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
+            let direct = BlockSubscriber.direct(subscriber, serializedBy: state, lifetime)
+            a.attach({ state.receive($0, observer, direct, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, direct, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, direct, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, direct, lifetime) { $0.d = $1 } }, lifetime.child())
         }
     }
 
@@ -205,18 +210,19 @@ extension Signal {
     /// - Returns: a signal of `(A, B, C, D, E)` tuples.
     @inlinable
     public static func combineLatest<A, B, C, D, E>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>) -> Signal<(A, B, C, D, E)> where Value == (A, B, C, D, E) {
-        AnonymousSignal { observer, lifetime in
+        SubscriberAwareSignal { observer, lifetime, subscriber in
             let state = CombineLatest5State<A, B, C, D, E>()
             if !lifetime.serializeDeliveries(under: state) { return }
-            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
+            let direct = BlockSubscriber.direct(subscriber, serializedBy: state, lifetime)
+            a.attach({ state.receive($0, observer, direct, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, direct, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, direct, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, direct, lifetime) { $0.d = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            e.attach({ state.receive($0, observer, lifetime) { $0.e = $1 } }, lifetime.child())
+            e.attach({ state.receive($0, observer, direct, lifetime) { $0.e = $1 } }, lifetime.child())
         }
     }
 
@@ -266,20 +272,21 @@ extension Signal {
     /// - Returns: a signal of `(A, B, C, D, E, F)` tuples.
     @inlinable
     public static func combineLatest<A, B, C, D, E, F>(_ a: Signal<A>, _ b: Signal<B>, _ c: Signal<C>, _ d: Signal<D>, _ e: Signal<E>, _ f: Signal<F>) -> Signal<(A, B, C, D, E, F)> where Value == (A, B, C, D, E, F) {
-        AnonymousSignal { observer, lifetime in
+        SubscriberAwareSignal { observer, lifetime, subscriber in
             let state = CombineLatest6State<A, B, C, D, E, F>()
             if !lifetime.serializeDeliveries(under: state) { return }
-            a.attach({ state.receive($0, observer, lifetime) { $0.a = $1 } }, lifetime.child())
+            let direct = BlockSubscriber.direct(subscriber, serializedBy: state, lifetime)
+            a.attach({ state.receive($0, observer, direct, lifetime) { $0.a = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            b.attach({ state.receive($0, observer, lifetime) { $0.b = $1 } }, lifetime.child())
+            b.attach({ state.receive($0, observer, direct, lifetime) { $0.b = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            c.attach({ state.receive($0, observer, lifetime) { $0.c = $1 } }, lifetime.child())
+            c.attach({ state.receive($0, observer, direct, lifetime) { $0.c = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            d.attach({ state.receive($0, observer, lifetime) { $0.d = $1 } }, lifetime.child())
+            d.attach({ state.receive($0, observer, direct, lifetime) { $0.d = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            e.attach({ state.receive($0, observer, lifetime) { $0.e = $1 } }, lifetime.child())
+            e.attach({ state.receive($0, observer, direct, lifetime) { $0.e = $1 } }, lifetime.child())
             if lifetime.isDisposed { return }
-            f.attach({ state.receive($0, observer, lifetime) { $0.f = $1 } }, lifetime.child())
+            f.attach({ state.receive($0, observer, direct, lifetime) { $0.f = $1 } }, lifetime.child())
         }
     }
 }

@@ -39,6 +39,66 @@ import Testing
         }
     }
 
+    /// The same with a `map` between `combineLatest` and the subscriber: there the operator
+    /// is not handed the subscriber (`SubscriberAwareSignal` hands it over only when it is
+    /// subscribed to directly), so values go through the forwarding closure and the
+    /// subscriber's own check that the calling thread holds the registered lock.
+    @Test func nothingArrivesAfterDisposeReturnsThroughAStageWhileTwoThreadsSend() {
+        for round in 0..<10 {
+            let a = Subject<Int>(), b = Subject<Int>()
+            let watch = DeliveryWatch()
+            let captured = Captured("round \(round)")
+            let d = a.combineLatest(with: b).map { $0.0 &+ $0.1 }.subscribeNext { _ in
+                if captured.name.isEmpty { return }
+                watch.delivered()
+            }
+            let senderA = BusySender { a.sendNext($0) }
+            let senderB = BusySender { b.sendNext($0) }
+            let until = deadline(inSeconds: 30)
+            watch.waitForDeliveries(Int64(100 + round * 50), until: until)
+            d.dispose()
+            watch.disposeHasReturned()
+            senderA.waitForMoreSends(1_000, until: until)
+            senderB.waitForMoreSends(1_000, until: until)
+            senderA.stop()
+            senderB.stop()
+            #expect(watch.received >= 100, "round \(round): values flowed")
+            #expect(watch.late == 0, "round \(round)")
+        }
+    }
+
+    /// Subscribed directly, `combineLatest` is handed the subscriber and calls it
+    /// unretained (`BlockSubscriber.direct(_:serializedBy:_:)`), counting on its source
+    /// closures holding it as their `lifetime`. A callback that disposes its own
+    /// subscription and drops the last reference from outside: the subscriber lives until
+    /// the delivery under way has returned (the sending subject's retired list holds the
+    /// closure), and is freed after it (a use after free here is the ASan lane's to see).
+    @Test func directDeliveryKeepsTheSubscriberAliveWhenItsCallbackDropsIt() {
+        let a = Subject<Int>(), b = Subject<Int>()
+        weak var watched: BlockSubscriber<(Int, Int)>?
+        var d: Disposable?
+        var got: [Int] = []
+        var aliveInCall = false
+        d = a.combineLatest(with: b).subscribeNext { pair in
+            got.append(pair.1)
+            if pair.1 == 20 {
+                d?.dispose()
+                d = nil
+                aliveInCall = watched != nil
+            }
+        }
+        watched = d as? BlockSubscriber<(Int, Int)>
+        #expect(watched != nil)
+        a.sendNext(1)
+        b.sendNext(10)
+        b.sendNext(20)
+        b.sendNext(30)
+        a.sendNext(2)
+        #expect(got == [10, 20])
+        #expect(aliveInCall)
+        #expect(watched == nil)
+    }
+
     /// A callback that disposes its own subscription, delivered under the state's lock:
     /// `dispose()` takes the lock again on the same thread (re-entrant) instead of
     /// waiting, the callback finishes on its captures, and nothing more arrives.

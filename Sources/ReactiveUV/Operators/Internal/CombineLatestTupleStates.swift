@@ -15,6 +15,11 @@
 // `BlockSubscriber` then delivers a value arriving under this lock without its locked
 // announcement, and its `dispose()` takes the lock instead (docs/ENGINE.md, "Who owns which
 // state bit"). A `receive` that sent a value after unlocking would break that.
+//
+// Subscribed to directly, each form is handed the subscriber (`SubscriberAwareSignal`) and
+// `receive` gets it unretained (`BlockSubscriber.direct(_:serializedBy:_:)`, `nil` behind
+// a stage): a value then goes straight to `receiveUnderSerializer` instead of through the
+// forwarding closure (`sendNextLocked`); terminal events still take `observer`.
 
 /// State of `combineLatest` of 2 signals (`Signal.combineLatest(_:_:…)` and `combineLatest(with:)`).
 @usableFromInline
@@ -38,7 +43,7 @@ final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
     /// The lock is held while the tuple is sent, so emissions never overlap; it is
     /// re-entrant, so the downstream may send into a source from its callback.
     @inlinable
-    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B)>, _ lifetime: CompoundDisposable, _ store: (CombineLatest2State, S) -> Void) {
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B)>, _ subscriber: Unmanaged<BlockSubscriber<(A, B)>>?, _ lifetime: CompoundDisposable, _ store: (CombineLatest2State, S) -> Void) {
         lock.lock()
         if done {
             lock.unlock()
@@ -47,7 +52,7 @@ final class CombineLatest2State<A, B>: TerminableState, @unchecked Sendable {
         switch event {
         case .next(let value):
             store(self, value)
-            if let a, let b { observer(.next((a, b))) }
+            if let a, let b { sendNextLocked((a, b), observer, subscriber) }
             lock.unlock()
         case .error(let error):
             finishLocked(.error(error), observer, lifetime)
@@ -85,7 +90,7 @@ final class CombineLatest3State<A, B, C>: TerminableState, @unchecked Sendable {
     /// The lock is held while the tuple is sent, so emissions never overlap; it is
     /// re-entrant, so the downstream may send into a source from its callback.
     @inlinable
-    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C)>, _ lifetime: CompoundDisposable, _ store: (CombineLatest3State, S) -> Void) {
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C)>, _ subscriber: Unmanaged<BlockSubscriber<(A, B, C)>>?, _ lifetime: CompoundDisposable, _ store: (CombineLatest3State, S) -> Void) {
         lock.lock()
         if done {
             lock.unlock()
@@ -94,7 +99,7 @@ final class CombineLatest3State<A, B, C>: TerminableState, @unchecked Sendable {
         switch event {
         case .next(let value):
             store(self, value)
-            if let a, let b, let c { observer(.next((a, b, c))) }
+            if let a, let b, let c { sendNextLocked((a, b, c), observer, subscriber) }
             lock.unlock()
         case .error(let error):
             finishLocked(.error(error), observer, lifetime)
@@ -133,7 +138,7 @@ final class CombineLatest4State<A, B, C, D>: TerminableState, @unchecked Sendabl
     /// The lock is held while the tuple is sent, so emissions never overlap; it is
     /// re-entrant, so the downstream may send into a source from its callback.
     @inlinable
-    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D)>, _ lifetime: CompoundDisposable, _ store: (CombineLatest4State, S) -> Void) {
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D)>, _ subscriber: Unmanaged<BlockSubscriber<(A, B, C, D)>>?, _ lifetime: CompoundDisposable, _ store: (CombineLatest4State, S) -> Void) {
         lock.lock()
         if done {
             lock.unlock()
@@ -142,7 +147,7 @@ final class CombineLatest4State<A, B, C, D>: TerminableState, @unchecked Sendabl
         switch event {
         case .next(let value):
             store(self, value)
-            if let a, let b, let c, let d { observer(.next((a, b, c, d))) }
+            if let a, let b, let c, let d { sendNextLocked((a, b, c, d), observer, subscriber) }
             lock.unlock()
         case .error(let error):
             finishLocked(.error(error), observer, lifetime)
@@ -182,7 +187,7 @@ final class CombineLatest5State<A, B, C, D, E>: TerminableState, @unchecked Send
     /// The lock is held while the tuple is sent, so emissions never overlap; it is
     /// re-entrant, so the downstream may send into a source from its callback.
     @inlinable
-    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E)>, _ lifetime: CompoundDisposable, _ store: (CombineLatest5State, S) -> Void) {
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E)>, _ subscriber: Unmanaged<BlockSubscriber<(A, B, C, D, E)>>?, _ lifetime: CompoundDisposable, _ store: (CombineLatest5State, S) -> Void) {
         lock.lock()
         if done {
             lock.unlock()
@@ -191,7 +196,7 @@ final class CombineLatest5State<A, B, C, D, E>: TerminableState, @unchecked Send
         switch event {
         case .next(let value):
             store(self, value)
-            if let a, let b, let c, let d, let e { observer(.next((a, b, c, d, e))) }
+            if let a, let b, let c, let d, let e { sendNextLocked((a, b, c, d, e), observer, subscriber) }
             lock.unlock()
         case .error(let error):
             finishLocked(.error(error), observer, lifetime)
@@ -232,7 +237,7 @@ final class CombineLatest6State<A, B, C, D, E, F>: TerminableState, @unchecked S
     /// The lock is held while the tuple is sent, so emissions never overlap; it is
     /// re-entrant, so the downstream may send into a source from its callback.
     @inlinable
-    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E, F)>, _ lifetime: CompoundDisposable, _ store: (CombineLatest6State, S) -> Void) {
+    func receive<S>(_ event: Event<S>, _ observer: Sink<(A, B, C, D, E, F)>, _ subscriber: Unmanaged<BlockSubscriber<(A, B, C, D, E, F)>>?, _ lifetime: CompoundDisposable, _ store: (CombineLatest6State, S) -> Void) {
         lock.lock()
         if done {
             lock.unlock()
@@ -241,7 +246,7 @@ final class CombineLatest6State<A, B, C, D, E, F>: TerminableState, @unchecked S
         switch event {
         case .next(let value):
             store(self, value)
-            if let a, let b, let c, let d, let e, let f { observer(.next((a, b, c, d, e, f))) }
+            if let a, let b, let c, let d, let e, let f { sendNextLocked((a, b, c, d, e, f), observer, subscriber) }
             lock.unlock()
         case .error(let error):
             finishLocked(.error(error), observer, lifetime)
