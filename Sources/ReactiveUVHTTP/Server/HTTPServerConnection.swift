@@ -266,7 +266,11 @@ final class HTTPServerConnection {
         }
         switch response {
         case .bytes:
-            var out: [UInt8] = []
+            // Written into the server's one response buffer, stored back before the write:
+            // a write that completes at once flushes again from inside it, into the same
+            // buffer (the bytes of this batch are copied or sent by then).
+            var out = server.responseBuffer
+            out.removeAll()
             var count = 0
             var closeAfter = false
             for request in queue {
@@ -274,19 +278,18 @@ final class HTTPServerConnection {
                 let keep = keepAlive(after: request, headers: headers)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
                 let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
-                let start = out.count
-                if count == 0 { out.reserveCapacity(256 + body.count) }
                 guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date, into: &out) else {
                     // Validated when answered; kept as a guard so nothing invalid is ever written.
-                    out.removeSubrange(start...)
                     closeAfter = true
                     break
                 }
-                if !noBody { out.append(contentsOf: body) }
+                if !noBody { body.withUnsafeBytes { out.append($0) } }
                 count += 1
                 if !keep { closeAfter = true }
             }
-            write(out, finishing: count, closeAfter: closeAfter)
+            server.responseBuffer = out
+            write(out.bytesWritten, finishing: count, closeAfter: closeAfter)
+            server.responseBuffer.trim()
         case .stream(let status, let headers, let body):
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
@@ -346,6 +349,12 @@ final class HTTPServerConnection {
     }
 
     private func write(_ bytes: [UInt8], finishing count: Int, closeAfter: Bool) {
+        bytes.withUnsafeBytes { write($0, finishing: count, closeAfter: closeAfter) }
+    }
+
+    /// Writes `bytes`, which need to stay valid only until this returns (a plain write
+    /// copies what the kernel does not take; the TLS write is given an array of them).
+    private func write(_ bytes: UnsafeRawBufferPointer, finishing count: Int, closeAfter: Bool) {
         writing = true
         // A plain connection is written without a signal (StreamConnection.writeOnLoop):
         // the signal's machinery cost a third of a request's instructions. TLS goes
@@ -367,7 +376,7 @@ final class HTTPServerConnection {
             stream.writeOnLoop(bytes, writeDone.unsafelyUnwrapped)
             return
         }
-        _ = transport.write(bytes).subscribe(
+        _ = transport.write(Array(bytes)).subscribe(
             error: { [self] _ in self.abort() },
             completed: { [self] in self.wrote(finishing: count, closeAfter: closeAfter) })
     }

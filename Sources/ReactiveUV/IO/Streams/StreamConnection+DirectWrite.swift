@@ -49,8 +49,22 @@ extension StreamConnection {
     ///   - done: told once, on the loop thread.
     /// - Precondition: called on ``loop``'s thread.
     package func writeOnLoop(_ bytes: [UInt8], _ done: DirectWrite) {
+        bytes.withUnsafeBytes { writeOnLoop($0, done) }
+    }
+
+    /// ``writeOnLoop(_:_:)-([UInt8],_)`` from memory the caller owns: what the kernel does
+    /// not take at once is copied before this returns (into the write request), so the
+    /// memory may be reused as soon as it has returned, and also inside `done` when `done`
+    /// runs before the return. The HTTP server writes its responses from one buffer it
+    /// reuses, not an array made per response.
+    ///
+    /// - Parameters:
+    ///   - bytes: the bytes to write.
+    ///   - done: told once, on the loop thread.
+    /// - Precondition: called on ``loop``'s thread.
+    package func writeOnLoop(_ bytes: UnsafeRawBufferPointer, _ done: DirectWrite) {
         precondition(loop.isCurrentThread, "StreamConnection.writeOnLoop called off its loop's thread")
-        switch bytes.withUnsafeBytes({ stream.write($0, done) }) {
+        switch stream.write(bytes, done) {
         case .done, .dropped: done.writeFinished(nil)
         case .queued: break
         case .failed(let error): done.writeFinished(error)
