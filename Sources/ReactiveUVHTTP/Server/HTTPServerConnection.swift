@@ -260,12 +260,13 @@ final class HTTPServerConnection {
             }
             return
         }
-        guard let response = first.response else {
+        // Switched on in place: binding the first response to a constant first copied
+        // the whole enum (a retain and release of each of its references) per batch.
+        switch first.response {
+        case nil:
             if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
             return
-        }
-        switch response {
-        case .bytes:
+        case .bytes?:
             // Written into the server's one response buffer, stored back before the write:
             // a write that completes at once flushes again from inside it, into the same
             // buffer (the bytes of this batch are copied or sent by then).
@@ -290,7 +291,7 @@ final class HTTPServerConnection {
             server.responseBuffer = out
             write(out.bytesWritten, finishing: count, closeAfter: closeAfter)
             server.responseBuffer.trim()
-        case .stream(let status, let headers, let body):
+        case .stream(let status, let headers, let body)?:
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
             let keep = keepAlive(after: first, headers: headers) && !http10
@@ -318,7 +319,7 @@ final class HTTPServerConnection {
             _ = transport.send(wire).subscribe(
                 error: { [self] _ in self.abort() },
                 completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
-        case .upgrade(let headers, let subscriber):
+        case .upgrade(let headers, let subscriber)?:
             guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: []) else {
                 return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
             }
