@@ -34,10 +34,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public let peer: String
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring {
-        let target = target
-        return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
-    }
+    public var path: Substring { (rawHead?.startLineBeforeQuery ?? "")[...] }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
     public var query: Substring? {
         let target = target
