@@ -20,7 +20,8 @@ enum HTTPResponseHead {
     static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
         var out = HTTPResponseBuffer()
         defer { out.free() }
-        return encode(status: status, headers: headers, framing: framing, keepAlive: keepAlive, date: date, into: &out) ? out.bytes : nil
+        var keepAlive = keepAlive
+        return encode(status: status, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, into: &out) ? out.bytes : nil
     }
 
     /// Writes the head into `out` (the answers to pipelined requests share one buffer, see
@@ -32,12 +33,16 @@ enum HTTPResponseHead {
     /// `Array.append(contentsOf:)`'s generic path, and a head written into a temporary
     /// buffer and then appended to an array made per response cost an allocation, the
     /// array's growth and two copies per response.
-    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8], into out: inout HTTPResponseBuffer) -> Bool {
+    ///
+    /// `keepAlive` becomes `false` when the application's `Connection` field lists `close`
+    /// (and `Connection: close` is written): the fields are walked here anyway, and looking
+    /// for it beforehand (`hasToken`) walked them once more per response.
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8], into out: inout HTTPResponseBuffer) -> Bool {
         let reason = status == 200 ? "" : HTTPStatus.reason(status)
         let bound = bound(reason: reason, headers: headers, date: date)
         out.reserve(bound)
         var w = HeadWriter(base: out.end)
-        guard write(status: status, reason: reason, headers: headers, framing: framing, keepAlive: keepAlive, date: date, to: &w) else {
+        guard write(status: status, reason: reason, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, to: &w) else {
             return false
         }
         precondition(w.count <= bound, "response head larger than its bound")
@@ -55,7 +60,7 @@ enum HTTPResponseHead {
     }
 
     private static func write(
-        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8],
+        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8],
         to out: inout HeadWriter
     ) -> Bool {
         if status == 200 {
@@ -82,6 +87,8 @@ enum HTTPResponseHead {
             // Our own fields are looked for by length first: most names match none of them.
             let length = name.utf8.count
             if length == 10, HTTPHeaders.sameName(name, "Connection") {
+                // The same test as `HTTPHeaders.hasToken("Connection", "close")`.
+                if keepAlive && HTTPHeaders.list(value, contains: "close") { keepAlive = false }
                 for option in value.split(separator: ",") {
                     let token = option.trimmingSpaces
                     if token.isEmpty || HTTPHeaders.sameName(token, "close") || HTTPHeaders.sameName(token, "keep-alive") { continue }

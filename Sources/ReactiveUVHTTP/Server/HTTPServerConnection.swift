@@ -276,10 +276,11 @@ final class HTTPServerConnection {
             var closeAfter = false
             for request in queue {
                 guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
-                let keep = keepAlive(after: request, headers: headers)
+                // The response's own `Connection: close` is found as its head is written.
+                var keep = keepAliveIgnoringHeaders(after: request)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
                 let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
-                guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date, into: &out) else {
+                guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
                     // Validated when answered; kept as a guard so nothing invalid is ever written.
                     closeAfter = true
                     break
@@ -338,11 +339,16 @@ final class HTTPServerConnection {
     /// the response again here copied it, a retain and release of each of its arrays, per
     /// request).
     private func keepAlive(after request: HTTPRequest, headers: HTTPHeaders) -> Bool {
+        keepAliveIgnoringHeaders(after: request) && !headers.hasToken("Connection", "close")
+    }
+
+    /// ``keepAlive(after:headers:)`` but for the response's `Connection: close`, which a
+    /// byte response's head writing finds (`HTTPResponseHead.encode`).
+    private func keepAliveIgnoringHeaders(after request: HTTPRequest) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         // A refused upgrade (400, 426): the parser stopped at its head and the client may
         // already be speaking the other protocol, so nothing after it is read as HTTP.
         if request.upgradeRequested { return false }
-        if headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
         // now: the only safe end is to close.
         if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
