@@ -72,6 +72,20 @@ struct HTTPRawHead: @unchecked Sendable {
         return withParts { _, bytes in String(decoding: UnsafeBufferPointer(start: bytes + start, count: count), as: UTF8.self) }
     }
 
+    /// The start line's text before its first `?`: a request target's path. Cut on the
+    /// bytes, so that routing on ``HTTPRequest/path`` does not make the whole target and
+    /// search it through `String`'s generic UTF-8 view (~375 instructions of
+    /// ruv-http-hello's request, most of its handler). `?` is ASCII: the cut never splits
+    /// a character, so this is the prefix of ``startLine`` before its first `?`.
+    var startLineBeforeQuery: String {
+        let start = header.startLineStart, count = header.startLineCount
+        return withParts { _, bytes in
+            var end = 0
+            while end < count && bytes[start + end] != UInt8(ascii: "?") { end += 1 }
+            return String(decoding: UnsafeBufferPointer(start: bytes + start, count: end), as: UTF8.self)
+        }
+    }
+
     /// Field `i`'s name and value as strings (invalid UTF-8 repaired).
     func field(_ i: Int) -> (name: String, value: String) {
         withParts { spans, bytes in

@@ -34,10 +34,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public let peer: String
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring {
-        let target = target
-        return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
-    }
+    public var path: Substring { (rawHead?.startLineBeforeQuery ?? "")[...] }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
     public var query: Substring? {
         let target = target
@@ -77,7 +74,11 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var response: HTTPPendingResponse?
     @exclusivity(unchecked) var answered = false
 
-    init(head: HTTPMessageHead, connection: HTTPServerConnection) {
+    // `borrowing`: an initializer takes its arguments owned, so the connection, which only
+    // borrows the parser's head, copied the whole head (an outlined copy of every field)
+    // and the initializer then destroyed what it did not keep; borrowed, only the fields
+    // kept are retained (~220 instructions a request, callgrind, ruv-http-hello).
+    init(head: borrowing HTTPMessageHead, connection: HTTPServerConnection) {
         method = head.method
         rawHead = head.raw
         version = head.version

@@ -18,37 +18,49 @@ enum HTTPResponseHead {
     /// The head's bytes, or `nil` when a field set by the application is not valid
     /// (``HTTPHeaders/isValidField(name:value:)``).
     static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(128 + headers.count * 32)
-        return encode(status: status, headers: headers, framing: framing, keepAlive: keepAlive, date: date, into: &out) ? out : nil
+        var out = HTTPResponseBuffer()
+        defer { out.free() }
+        var keepAlive = keepAlive
+        return encode(status: status, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, into: &out) ? out.bytes : nil
     }
 
-    /// Appends the head to `out` (the answers to pipelined requests share one buffer);
-    /// `false`, with `out` unchanged, when a field set by the application is not valid.
+    /// Writes the head into `out` (the answers to pipelined requests share one buffer, see
+    /// ``HTTPResponseBuffer``); `false`, with `out` unchanged, when a field set by the
+    /// application is not valid.
     ///
-    /// The head is written into one temporary buffer sized up front (on the stack for
-    /// ordinary heads) and appended to `out` once: appending its ~9 pieces to `out` one by
-    /// one cost ~100 instructions each through `Array.append(contentsOf:)`'s generic path.
-    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8], into out: inout [UInt8]) -> Bool {
-        // Every byte written below is counted here, generously: a field is at most its
-        // name, ": ", its value and CRLF; the `Connection` options taken from a value add
-        // at most ", " per byte of it; the fixed pieces are under 200 bytes.
+    /// The head is written in place, into memory sized up front (``bound(reason:headers:date:)``):
+    /// appending its ~9 pieces to an array one by one cost ~100 instructions each through
+    /// `Array.append(contentsOf:)`'s generic path, and a head written into a temporary
+    /// buffer and then appended to an array made per response cost an allocation, the
+    /// array's growth and two copies per response.
+    ///
+    /// `keepAlive` becomes `false` when the application's `Connection` field lists `close`
+    /// (and `Connection: close` is written): the fields are walked here anyway, and looking
+    /// for it beforehand (`hasToken`) walked them once more per response.
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8], into out: inout HTTPResponseBuffer) -> Bool {
         let reason = status == 200 ? "" : HTTPStatus.reason(status)
+        let bound = bound(reason: reason, headers: headers, date: date)
+        out.reserve(bound)
+        var w = HeadWriter(base: out.end)
+        guard write(status: status, reason: reason, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, to: &w) else {
+            return false
+        }
+        precondition(w.count <= bound, "response head larger than its bound")
+        out.advance(w.count)
+        return true
+    }
+
+    /// The head's size at most. Every byte `write` puts is counted here, generously: a field
+    /// is at most its name, ": ", its value and CRLF; the `Connection` options taken from a
+    /// value add at most ", " per byte of it; the fixed pieces are under 200 bytes.
+    private static func bound(reason: String, headers: HTTPHeaders, date: [UInt8]) -> Int {
         var bound = 256 + reason.utf8.count + date.count
         for (name, value) in headers.fields { bound += name.utf8.count + 3 * value.utf8.count + 8 }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> Bool in
-            var w = HeadWriter(base: buffer.baseAddress!)
-            guard write(status: status, reason: reason, headers: headers, framing: framing, keepAlive: keepAlive, date: date, to: &w) else {
-                return false
-            }
-            precondition(w.count <= bound, "response head larger than its bound")
-            out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count))
-            return true
-        }
+        return bound
     }
 
     private static func write(
-        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8],
+        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8],
         to out: inout HeadWriter
     ) -> Bool {
         if status == 200 {
@@ -75,6 +87,8 @@ enum HTTPResponseHead {
             // Our own fields are looked for by length first: most names match none of them.
             let length = name.utf8.count
             if length == 10, HTTPHeaders.sameName(name, "Connection") {
+                // The same test as `HTTPHeaders.hasToken("Connection", "close")`.
+                if keepAlive && HTTPHeaders.list(value, contains: "close") { keepAlive = false }
                 for option in value.split(separator: ",") {
                     let token = option.trimmingSpaces
                     if token.isEmpty || HTTPHeaders.sameName(token, "close") || HTTPHeaders.sameName(token, "keep-alive") { continue }

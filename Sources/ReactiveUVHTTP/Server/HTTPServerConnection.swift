@@ -260,34 +260,39 @@ final class HTTPServerConnection {
             }
             return
         }
-        guard let response = first.response else {
+        // Switched on in place: binding the first response to a constant first copied
+        // the whole enum (a retain and release of each of its references) per batch.
+        switch first.response {
+        case nil:
             if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
             return
-        }
-        switch response {
-        case .bytes:
-            var out: [UInt8] = []
+        case .bytes?:
+            // Written into the server's one response buffer, stored back before the write:
+            // a write that completes at once flushes again from inside it, into the same
+            // buffer (the bytes of this batch are copied or sent by then).
+            var out = server.responseBuffer
+            out.removeAll()
             var count = 0
             var closeAfter = false
             for request in queue {
                 guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
-                let keep = keepAlive(after: request, headers: headers)
+                // The response's own `Connection: close` is found as its head is written.
+                var keep = keepAliveIgnoringHeaders(after: request)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
                 let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
-                let start = out.count
-                if count == 0 { out.reserveCapacity(256 + body.count) }
-                guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: keep, date: server.date, into: &out) else {
+                guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
                     // Validated when answered; kept as a guard so nothing invalid is ever written.
-                    out.removeSubrange(start...)
                     closeAfter = true
                     break
                 }
-                if !noBody { out.append(contentsOf: body) }
+                if !noBody { body.withUnsafeBytes { out.append($0) } }
                 count += 1
                 if !keep { closeAfter = true }
             }
-            write(out, finishing: count, closeAfter: closeAfter)
-        case .stream(let status, let headers, let body):
+            server.responseBuffer = out
+            write(out.bytesWritten, finishing: count, closeAfter: closeAfter)
+            server.responseBuffer.trim()
+        case .stream(let status, let headers, let body)?:
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
             let keep = keepAlive(after: first, headers: headers) && !http10
@@ -315,7 +320,7 @@ final class HTTPServerConnection {
             _ = transport.send(wire).subscribe(
                 error: { [self] _ in self.abort() },
                 completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
-        case .upgrade(let headers, let subscriber):
+        case .upgrade(let headers, let subscriber)?:
             guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: []) else {
                 return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
             }
@@ -334,11 +339,16 @@ final class HTTPServerConnection {
     /// the response again here copied it, a retain and release of each of its arrays, per
     /// request).
     private func keepAlive(after request: HTTPRequest, headers: HTTPHeaders) -> Bool {
+        keepAliveIgnoringHeaders(after: request) && !headers.hasToken("Connection", "close")
+    }
+
+    /// ``keepAlive(after:headers:)`` but for the response's `Connection: close`, which a
+    /// byte response's head writing finds (`HTTPResponseHead.encode`).
+    private func keepAliveIgnoringHeaders(after request: HTTPRequest) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         // A refused upgrade (400, 426): the parser stopped at its head and the client may
         // already be speaking the other protocol, so nothing after it is read as HTTP.
         if request.upgradeRequested { return false }
-        if headers.hasToken("Connection", "close") { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
         // now: the only safe end is to close.
         if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
@@ -346,6 +356,12 @@ final class HTTPServerConnection {
     }
 
     private func write(_ bytes: [UInt8], finishing count: Int, closeAfter: Bool) {
+        bytes.withUnsafeBytes { write($0, finishing: count, closeAfter: closeAfter) }
+    }
+
+    /// Writes `bytes`, which need to stay valid only until this returns (a plain write
+    /// copies what the kernel does not take; the TLS write is given an array of them).
+    private func write(_ bytes: UnsafeRawBufferPointer, finishing count: Int, closeAfter: Bool) {
         writing = true
         // A plain connection is written without a signal (StreamConnection.writeOnLoop):
         // the signal's machinery cost a third of a request's instructions. TLS goes
@@ -367,7 +383,7 @@ final class HTTPServerConnection {
             stream.writeOnLoop(bytes, writeDone.unsafelyUnwrapped)
             return
         }
-        _ = transport.write(bytes).subscribe(
+        _ = transport.write(Array(bytes)).subscribe(
             error: { [self] _ in self.abort() },
             completed: { [self] in self.wrote(finishing: count, closeAfter: closeAfter) })
     }

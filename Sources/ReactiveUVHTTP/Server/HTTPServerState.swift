@@ -26,6 +26,9 @@ final class HTTPServerState: @unchecked Sendable {
     /// The most body bytes any connection held for a request nobody had subscribed to
     /// (tests assert the backpressure bound on it).
     var maxBodyBytesHeld = 0
+    /// Where every connection writes its batch of byte responses before handing it to the
+    /// transport (see ``HTTPResponseBuffer`` for why one per server is enough).
+    @exclusivity(unchecked) var responseBuffer = HTTPResponseBuffer()
 
     init(options: HTTPServerOptions, loop: EventLoop, deliver: @escaping (HTTPRequest) -> Void) {
         self.options = options
@@ -33,6 +36,8 @@ final class HTTPServerState: @unchecked Sendable {
         self.deliver = deliver
         scheduleSweep()
     }
+
+    deinit { responseBuffer.free() }
 
     private var sweepInterval: Double {
         min(1.0, max(0.02, min(options.headTimeout, options.idleTimeout, options.lingerTimeout) / 4))

@@ -136,4 +136,39 @@ final class HTTPServerClientTests: XCTestCase {
         ])
         server.stop()
     }
+
+    /// A byte response whose application headers list `close` in `Connection` (here among
+    /// another option, in a second `Connection` field) ends the connection after it: it is
+    /// written with `Connection: close`, and a request pipelined after it is not answered.
+    /// The flush finds the token while it writes the head (`HTTPResponseHead.encode`).
+    func testAnApplicationsConnectionCloseEndsTheConnectionAfterItsAnswer() throws {
+        let server = try HTTPTestServer { request in
+            if request.path == "/bye" {
+                request.respond(headers: ["Connection": "x-option", "Connection": " Close "], body: Array("bye".utf8))
+            } else {
+                request.respond(body: Array("hi".utf8))
+            }
+        }
+        let script = """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+                      b"GET /bye HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+                      b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            sys.stdout.write(data.decode())
+            """
+        let r = try runProgram(["python3", "-c", script, String(server.port)])
+        XCTAssertEqual(r.status, 0, r.err)
+        let heads = r.out.components(separatedBy: "HTTP/1.1 200 OK").count - 1
+        XCTAssertEqual(heads, 2, r.out)
+        XCTAssertTrue(r.out.contains("Connection: keep-alive\r\n\r\nhi"), r.out)
+        XCTAssertTrue(r.out.contains("Connection: x-option, close\r\n\r\nbye"), r.out)
+        XCTAssertTrue(r.out.hasSuffix("bye"), r.out)
+        server.stop()
+    }
 }
