@@ -54,7 +54,12 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         return nil
     }
 
-    unowned let connection: HTTPServerConnection
+    /// The connection the request came on. Strong: an application may keep a request and
+    /// answer it after its client is gone, when nothing else holds the connection any more
+    /// (`unowned` trapped there: one late answer ended the whole server). The cycle with
+    /// the connection's queue lasts while the request waits in it; the connection empties
+    /// the queue when it closes, and a closed connection's `flush()` writes nothing.
+    let connection: HTTPServerConnection
     let keepAliveRequested: Bool
     let expectsContinue: Bool
     let upgradeRequested: Bool

@@ -55,6 +55,40 @@ final class HTTPServerLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    func testAnAnswerToAClientThatResetMeanwhileIsDroppedAndTheServerServesOn() throws {
+        // The application keeps the request and answers after its client reset the
+        // connection (the connection is closed and gone by then): the answer goes nowhere,
+        // and the server neither crashes nor stops serving.
+        let held = Guarded<[HTTPRequest]>([])
+        let answered = Guarded<[Bool]>([])
+        let server = try HTTPTestServer { request in
+            guard request.path == "/late" else { return HTTPTestApp.handle(request) }
+            held.update { $0.append(request) }
+        }
+        for _ in 0..<3 {
+            let client = try RawClient(port: server.port)
+            client.send("GET /late HTTP/1.1\r\nHost: x\r\n\r\n")
+            let count = held.value.count
+            XCTAssertTrue(waitFor { held.value.count == count + 1 })
+            client.reset()
+        }
+        // Every connection closed on the server's side (only the listener is left) before
+        // the answers are given.
+        XCTAssertTrue(waitFor { server.sync { httpTCPHandleCount(server.loop) } == 1 }, "the reset connections closed")
+        let requests = held.update { all -> [HTTPRequest] in
+            defer { all = [] }
+            return all
+        }
+        server.sync {
+            for request in requests { answered.update { $0.append(request.respond(text: "too late")) } }
+        }
+        XCTAssertEqual(answered.value.count, 3)
+        let next = try RawClient(port: server.port)
+        next.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(next.read(until: "Hello, World!").hasSuffix("Hello, World!"), "the server serves on")
+        server.stop()
+    }
+
     func testGracefulShutdownFinishesTheRequestInFlightAndClosesIdleConnections() throws {
         let shutdown = Subject<Void>()
         var options = HTTPServerOptions()
