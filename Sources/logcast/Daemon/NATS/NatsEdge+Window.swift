@@ -122,6 +122,13 @@ extension NatsEdge {
     /// A disconnect stops sending; a reconnect sends every file's window again at once:
     /// what was in flight on the lost socket is lost or stored, and the ids sort that out
     /// without waiting for a timeout.
+    ///
+    /// A back-off pause under way ends there too: the way to the servers is open again,
+    /// and the pause was taken for a failure on the old socket. In the fault test (edge cut
+    /// off) a publish sent before the disconnect was found was failed as timed out 4.75 s
+    /// late, just before the reconnect (cnats's pending-ack timer waits for the connection's
+    /// lock, which its reconnect thread holds through each connect attempt), and its 0.25 s
+    /// pause held the resend back after the reconnect.
     private func connectionEvent(_ event: NATSConnectionEvent) {
         switch event {
         case .disconnected:
@@ -129,7 +136,13 @@ extension NatsEdge {
         case .reconnected(let url):
             logger.info("nats: reconnected to \(url); resending what was in flight")
             linkUp = true
-            for file in files.values { file.restartRound(closing: true) }
+            for file in files.values {
+                file.restartRound(closing: true)
+                // The pause's timer still runs out later: `fill` then sends nothing more
+                // than the window allows.
+                file.held = false
+                file.backoff = NatsEdge.firstBackoff
+            }
             // Another server of the list may accept less (or more).
             if let connection { applyPayloadLimit(connection) }
             for file in files.values { fill(file) }
