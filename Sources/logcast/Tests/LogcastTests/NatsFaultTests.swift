@@ -282,6 +282,9 @@ final class NatsFaultTests: XCTestCase {
                 pass(0.1)
             }
             try awaitStream("after '\(name)'", written, stall: 90, timeout: 180)
+            // The probe's own connection may be reconnecting (its server was the one cut
+            // off): its first answer after the heal, waited for (30 s at most).
+            _ = EventLoop.main.run(until: { leaderProbe.firstAnswer(after: healed) != nil }, timeout: 30)
             let answered = leaderProbe.firstAnswer(after: healed)
             let (leaderAnswered, leaderName) = (answered?.seconds, answered?.leader)
             recoveries.append((name, stored, seen, Date().timeIntervalSince(healed), leaderAnswered, leaderName))
