@@ -125,10 +125,11 @@ extension NatsEdge {
     ///
     /// A back-off pause under way ends there too: the way to the servers is open again,
     /// and the pause was taken for a failure on the old socket. In the fault test (edge cut
-    /// off) a publish sent before the disconnect was found was failed as timed out 4.75 s
-    /// late, just before the reconnect (cnats's pending-ack timer waits for the connection's
-    /// lock, which its reconnect thread holds through each connect attempt), and its 0.25 s
-    /// pause held the resend back after the reconnect.
+    /// off) a publish with a 1 s timeout, sent before the disconnect was found, was failed
+    /// as timed out about 4–5 s after it was sent, just before the reconnect (cnats queues
+    /// that timeout on the reply subscription, whose delivery apparently waited for the
+    /// reconnect; not traced further), and its 0.25 s pause held the resend back after
+    /// the reconnect.
     private func connectionEvent(_ event: NATSConnectionEvent) {
         switch event {
         case .disconnected:
