@@ -142,7 +142,7 @@ final class StreamOrderReader {
     /// own stored time (the leader's clock, `STREAM.MSG.GET`'s "time"), in seconds since
     /// 1970: sought from sequence `through` back (each line is stored once, and the
     /// messages after it hold later lines, or an earlier file's); nil when none of the
-    /// 5,000 messages before `through` holds it.
+    /// 5,000 messages before `through` holds it, or after 60 s of asking.
     ///
     /// Why: ``lastStoredLine()`` is answered on the main loop, which also delivers this
     /// reader's consumer; after a fault the consumer's backlog (megabytes of lines, checked
@@ -153,7 +153,8 @@ final class StreamOrderReader {
     func storedTime(ofLine line: Int, through: UInt64) -> Double? {
         guard let probe, through > 0 else { return nil }
         var sequence = through
-        while sequence > 0 && through - sequence < 5_000 {
+        let deadline = Date().addingTimeInterval(60)
+        while sequence > 0 && through - sequence < 5_000 && Date() < deadline {
             let box = ReplayBox<NATSMessage>()
             let get = probe.message(stream: stream, sequence: sequence).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
             _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 10)
