@@ -179,7 +179,8 @@ public final class JetStream: @unchecked Sendable {
         }
     }
 
-    /// Fetches the message stored at `sequence` in `stream` (with its headers).
+    /// Fetches the message stored at `sequence` in `stream` (with its headers, and
+    /// ``NATSMessage/timestamp``: when the stream stored it, by the server's clock).
     ///
     /// - Parameters:
     ///   - stream: the stream's name.
@@ -195,9 +196,11 @@ public final class JetStream: @unchecked Sendable {
                 return .failure(NATSError(status, "get message", "\(stream) #\(sequence)", serverCode: code))
             }
             let copy = NATSMessage(copying: msg, jetStream: false)
+            // The stored time, from the answer's "time" (0 when the server gave none).
+            let time = natsMsg_GetTime(msg)
             natsMsg_Destroy(msg)
             return .success(NATSMessage(subject: copy.subject, payload: copy.payload, messageID: copy.messageID,
-                                        headers: copy.headers, streamSequence: sequence, timestamp: nil))
+                                        headers: copy.headers, streamSequence: sequence, timestamp: time > 0 ? time : nil))
         }
     }
 

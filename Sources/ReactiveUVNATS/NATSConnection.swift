@@ -29,6 +29,8 @@ public final class NATSConnection: @unchecked Sendable {
     private let eventSubject = Subject<NATSConnectionEvent>()
     /// Called once when the connection has closed (the connect signal completes then).
     var onClosed: (() -> Void)?
+    /// The pause between rounds of reconnect attempts (cnats's threads; set before the connect).
+    var pacing: ReconnectPacing?
     /// JetStream contexts made on this connection, destroyed when it closes.
     var contexts: [ObjectIdentifier: JetStream] = [:]
 
@@ -202,6 +204,11 @@ public final class NATSConnection: @unchecked Sendable {
         natsOptions_SetAllowReconnect(opts, true)
         natsOptions_SetMaxReconnect(opts, Int32(options.maxReconnects))
         natsOptions_SetReconnectWait(opts, milliseconds(options.reconnectWait))
+        // cnats's own pause (3.4.1) is always reconnectWait plus jitter after each round of
+        // the server list; ours (``ReconnectPacing``) counts the round's own time.
+        // cnats's jitter defaults: 0.1 s, 1 s with TLS.
+        let secure = options.tls != nil || servers.contains { $0.lowercased().hasPrefix("tls://") }
+        let pacing = ReconnectPacing(wait: options.reconnectWait, jitter: secure ? 1 : 0.1)
         natsOptions_SetReconnectBufSize(opts, Int32(options.reconnectBufferBytes))
         natsOptions_SetPingInterval(opts, milliseconds(options.pingInterval))
         if let name = options.name { natsOptions_SetName(opts, name) }
@@ -239,7 +246,13 @@ public final class NATSConnection: @unchecked Sendable {
             NATSConnection.from(closure).hop { $0.didClose() }
         }, me)
         natsOptions_SetDisconnectedCB(opts, { _, closure in
-            NATSConnection.from(closure).hop { $0.emit(.disconnected) }
+            let connection = NATSConnection.from(closure)
+            connection.pacing?.disconnected()
+            connection.hop { $0.emit(.disconnected) }
+        }, me)
+        connection.pacing = pacing
+        natsOptions_SetCustomReconnectDelay(opts, { _, _, closure in
+            NATSConnection.from(closure).pacing?.pause() ?? 0
         }, me)
         natsOptions_SetReconnectedCB(opts, { nc, closure in
             let url = NATSConnection.url(of: nc)
@@ -315,5 +328,55 @@ public final class NATSConnection: @unchecked Sendable {
         onClosed = nil
         done?()
         Unmanaged.passUnretained(self).release()
+    }
+}
+
+/// The pause cnats takes after each round of reconnect attempts over the server list
+/// (`natsOptions_SetCustomReconnectDelay`; called on cnats's reconnect thread).
+///
+/// ``NATSOptions/reconnectWait`` is the least time between two attempts to the same
+/// server, counted from the start of the round before (or the disconnect): a round whose
+/// attempts were refused at once (servers restarting) is followed by the rest of the wait
+/// plus a random jitter (0.1 s, 1 s with TLS: cnats's defaults), so clients do not hammer a
+/// server that comes back; a round that took longer than the wait (attempts that ran into
+/// their ``NATSOptions/connectTimeout``: a partition that drops packets) is followed by the
+/// next round at once. cnats 3.4.1's own pause is the whole wait plus jitter after every
+/// round, which after a partition healed during a round's last attempt cost up to 0.35 s
+/// more (the fault test's edge cut off: reconnected 0.94 s after the heal, 0.31 s of it
+/// this pause after an attempt's connect timeout).
+final class ReconnectPacing: @unchecked Sendable {
+    // Thread-safety: `roundStart` (milliseconds, monotonic) is an atomic: stored by cnats's
+    // callback thread at a disconnect, read and stored by its reconnect thread (the only
+    // caller of `pause`; a disconnect meanwhile only makes the pause longer or shorter
+    // by one round).
+    private let roundStart = NATSCounter()
+    private let wait: Int64
+    private let jitter: Int64
+
+    /// `wait` and `jitter` in seconds.
+    init(wait: Double, jitter: Double) {
+        self.wait = Int64(max(0, wait) * 1_000)
+        self.jitter = Int64(max(0, jitter) * 1_000)
+        roundStart.store(ReconnectPacing.now())
+    }
+
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// The connection was lost: the first round of attempts starts now.
+    func disconnected() {
+        roundStart.store(ReconnectPacing.now())
+    }
+
+    /// Milliseconds to pause before the next round (see the type's doc).
+    func pause() -> Int64 {
+        let now = ReconnectPacing.now()
+        let rest = wait - (now - roundStart.value)
+        let pause = rest > 0 ? rest + (jitter > 0 ? Int64.random(in: 0..<jitter) : 0) : 0
+        roundStart.store(now + pause)
+        return pause
     }
 }

@@ -8,9 +8,20 @@
 public struct NATSOptions: Sendable {
     /// The client name the servers show (`connz`).
     public var name: String?
-    /// How long one connect attempt (TCP, TLS and the INFO/CONNECT handshake) may take, in seconds.
+    /// How long one connect attempt (TCP, TLS and the INFO/CONNECT handshake) may take, in
+    /// seconds; cnats (3.4) uses it for reconnect attempts too.
+    ///
+    /// Why not shorter, although a reconnect after a partition waits on it: an attempt whose
+    /// first SYN was dropped sends its next one after the kernel's 1 s initial
+    /// retransmission timeout, so only a timeout under 1 s would try more often, and that
+    /// is too short for TLS over a slow link (TCP, INFO, the TLS handshake and
+    /// CONNECT/PING/PONG take 4–5 round trips: 0.8–1 s at 200 ms).
     public var connectTimeout: Double = 2
-    /// Wait between reconnect attempts to the same server, in seconds.
+    /// Wait between reconnect attempts to the same server, in seconds: cnats tries the
+    /// servers in turn, and after each round pauses for what is left of this wait since the
+    /// round began, plus a random jitter of up to 0.1 s (1 s with TLS) — no pause at all when
+    /// the round itself took longer (attempts that ran into ``connectTimeout``, as against a
+    /// partition that drops packets), so a healed partition is found by the next attempt.
     public var reconnectWait: Double = 0.25
     /// Reconnect attempts per server before the connection closes for good; -1 for no limit.
     public var maxReconnects: Int = -1

@@ -48,6 +48,7 @@ final class JetStreamTests: NATSTestCase {
         let connection = try connect(servers.urls)
         let js = try connection.jetStream()
         _ = try addStream(js, JetStreamConfig(name: "H", subjects: ["h"]))
+        let before = Int64(Date().timeIntervalSince1970 * 1e9)
         let ack = try awaitValue(js.publish("h", payload: Array("body".utf8), id: "h-1", headers: ["Logcast-Range": "0-4"]))
         let again = try awaitValue(js.publish("h", payload: Array("longer body".utf8), id: "h-1", headers: ["Logcast-Range": "0-11"]))
         XCTAssertTrue(again.duplicate)
@@ -56,6 +57,10 @@ final class JetStreamTests: NATSTestCase {
         XCTAssertEqual(stored.headers["Logcast-Range"], "0-4", "the first copy is the one stored")
         XCTAssertEqual(stored.messageID, "h-1")
         XCTAssertEqual(String(decoding: stored.payload, as: UTF8.self), "body")
+        // When the stream stored it (the server's clock, on this host): within the test's run.
+        let time = try XCTUnwrap(stored.timestamp, "a fetched message carries its stored time")
+        XCTAssertGreaterThanOrEqual(time, before - 1_000_000_000)
+        XCTAssertLessThanOrEqual(time, Int64(Date().timeIntervalSince1970 * 1e9) + 1_000_000_000)
         let missing = try XCTUnwrap(awaitError(js.message(stream: "H", sequence: 99)) as? NATSError)
         XCTAssertEqual(missing.operation, "get message")
     }

@@ -25,6 +25,14 @@ import XCTest
         }
     }
 
+    @Test func aStoredCopyReadThatTheClusterCouldNotAnswerYetIsTriedAgainSoon() {
+        let unavailable = NATSError(status: .generic, operation: "get message", target: "LOGS #1302", serverCode: 10008)
+        let denied = NATSError(status: .generic, operation: "get message", target: "LOGS #1302", serverCode: 10003)
+        #expect(NatsEdge.storedCopyRetryPause(after: unavailable) == NatsEdge.firstBackoff)
+        #expect(NatsEdge.storedCopyRetryPause(after: timeout) == NatsEdge.firstBackoff)
+        #expect(NatsEdge.storedCopyRetryPause(after: denied) == 1)
+    }
+
     @Test func noRespondersBacksOffDoublingUpToTheLongestPause() {
         var backoff = NatsEdge.firstBackoff
         var delays: [Double] = []

@@ -29,6 +29,7 @@ final class NatsFaultTests: XCTestCase {
     /// Every edge process started (a killed one's log is printed with the others').
     var edges: [LogcastProcess] = []
     var reader: StreamOrderReader?
+    var leaderProbe: LeaderProbe?
     var writer: SteadyLineWriter?
     var hub: LogcastProcess?
     var hubClient: HubSinceClient?
@@ -71,6 +72,8 @@ final class NatsFaultTests: XCTestCase {
         hubClient = nil
         hub?.stop()
         hub = nil
+        leaderProbe?.stop()
+        leaderProbe = nil
         reader?.close()
         reader = nil
         for e in edges { e.stop() }
@@ -142,6 +145,8 @@ final class NatsFaultTests: XCTestCase {
         edge = try startEdge(log)
         let reader = try StreamOrderReader(urls: urls, stream: "LOGS", timeout: 180)
         self.reader = reader
+        let leaderProbe = LeaderProbe(urls: urls, stream: "LOGS")
+        self.leaderProbe = leaderProbe
         // The hub: logcast --from in the test's namespace, and a client of it sending SINCE 1.
         // Checked by default: the two ways found for a hub to stop serving after a fault
         // with nothing in its log (as in one run of 2026-11-27) are handled — a consumer
@@ -164,14 +169,16 @@ final class NatsFaultTests: XCTestCase {
         writer.start()
         print("NatsFaultTests: link delay: \(net.delayMethod)")
 
-        /// Per fault: seconds from the heal until the stream's leader held the last line
-        /// written before it (``StreamOrderReader/lastStoredLine()``), and until the reader's
-        /// consumer had delivered every line before it.
-        /// Also when the stream's leader first answered the probe after the heal, and who
-        /// it was: the cluster's own part of the recovery (an election, a leader's return),
+        /// Per fault: seconds from the heal until the stream stored the last line written
+        /// before it (the stored time of the first message holding it,
+        /// ``StreamOrderReader/storedTime(ofLine:through:)``), until the leader probe
+        /// saw it there (``StreamOrderReader/lastStoredLine()``, on the test's busy loop),
+        /// and until the reader's consumer had delivered every line before it.
+        /// Also when the stream's leader first answered after the heal (``LeaderProbe``, on a
+        /// loop of its own), and who it was: the cluster's own part of the recovery (an election, a leader's return),
         /// which the edge cannot shorten; what comes after it is the edge's and the
         /// replication's part (issue 33: a stall no longer than the election plus a second).
-        var recoveries: [(name: String, stored: Double?, read: Double, leaderAnswered: Double?, leader: String?)] = []
+        var recoveries: [(name: String, stored: Double?, seen: Double?, read: Double, leaderAnswered: Double?, leader: String?)] = []
         // What the edges said, then the verdict, printed last whatever happens: the last
         // lines of a failing run are what CI's summary quotes, and after a failed wait the
         // test stops (every later wait would only run out its time: CI's failing run of
@@ -261,22 +268,26 @@ final class NatsFaultTests: XCTestCase {
             // (the loop runs during each poll); bounded, and a run that never sees it stored
             // says so (nil) and is judged by the reader's wait below.
             var stored: Double?
-            var leaderAnswered: Double?
-            var leaderName: String?
+            var seen: Double?
             while Date().timeIntervalSince(healed) < 180 {
                 let last = reader.lastStoredLine()
-                if leaderAnswered == nil, let answered = reader.probeLeader {
-                    leaderAnswered = Date().timeIntervalSince(healed)
-                    leaderName = answered
-                }
                 if let last, last >= written - 1 {
-                    stored = Date().timeIntervalSince(healed)
+                    seen = Date().timeIntervalSince(healed)
+                    // When it was stored, by the message's own time (the probe's poll only
+                    // says when the test saw it).
+                    stored = reader.storedTime(ofLine: written - 1, through: reader.probeLastSequence)
+                        .map { $0 - healed.timeIntervalSince1970 }
                     break
                 }
                 pass(0.1)
             }
             try awaitStream("after '\(name)'", written, stall: 90, timeout: 180)
-            recoveries.append((name, stored, Date().timeIntervalSince(healed), leaderAnswered, leaderName))
+            // The probe's own connection may be reconnecting (its server was the one cut
+            // off): its first answer after the heal, waited for (30 s at most).
+            _ = EventLoop.main.run(until: { leaderProbe.firstAnswer(after: healed) != nil }, timeout: 30)
+            let answered = leaderProbe.firstAnswer(after: healed)
+            let (leaderAnswered, leaderName) = (answered?.seconds, answered?.leader)
+            recoveries.append((name, stored, seen, Date().timeIntervalSince(healed), leaderAnswered, leaderName))
         }
 
         try fault("stream leader cut off from every host for 5 s", {
@@ -363,8 +374,10 @@ final class NatsFaultTests: XCTestCase {
         // is what the reader counted above (its words are printed at the end, with the rest).
         XCTAssertEqual(recoveries.count, 6)
         print("NatsFaultTests: the stream reader's consumer was made again after a silent stall \(reader.stallRestarts) times")
-        for (name, stored, read, leaderAnswered, leader) in recoveries {
-            let storedText = stored.map { String(format: "stored in the stream (its leader's last message) %.2f s after it", $0) } ?? "never seen stored by the leader probe within 180 s"
+        for (name, stored, seen, read, leaderAnswered, leader) in recoveries {
+            let seenText = seen.map { String(format: "seen stored by the leader probe %.2f s after it", $0) } ?? "never seen stored by the leader probe within 180 s"
+            let storedText = (stored.map { String(format: "stored in the stream (the first message holding it, by its stored time) %.2f s after it, ", $0) } ?? "(no stored time read), ")
+                + seenText
             let leaderText = leaderAnswered.map { answered in
                 "the stream's leader (\(leader ?? "?")) first answered the probe " + String(format: "%.2f s after it", answered)
                     + (stored.map { String(format: ", so %.2f s of the wait came after the cluster answered", $0 - answered) } ?? "")

@@ -52,6 +52,9 @@ final class StreamOrderReader {
     /// answered), or nil when that request went unanswered: a stream with no leader, or
     /// one the probe's server cannot reach.
     private(set) var probeLeader: String?
+    /// The sequence of the stream's last message as the last ``lastStoredLine()`` read it
+    /// (0 before it read one).
+    private(set) var probeLastSequence: UInt64 = 0
     private var consumer: Disposable?
     private var restart: Disposable?
     private var connecting: Disposable?
@@ -123,10 +126,46 @@ final class StreamOrderReader {
         defer { get.dispose() }
         _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 10)
         guard let payload = box.value?.payload else { return nil }
+        probeLastSequence = last
+        return StreamOrderReader.lastLineNumber(payload)
+    }
+
+    /// The number of the last line in `payload`, or nil when it is not a numbered line.
+    private static func lastLineNumber(_ payload: [UInt8]) -> Int? {
         var end = payload.endIndex
         while end > payload.startIndex, payload[end - 1] == 10 { end -= 1 }
         let lastLine = payload[(payload[..<end].lastIndex(of: 10).map { $0 + 1 } ?? payload.startIndex)..<end]
         return numberedLineNumber(lastLine)
+    }
+
+    /// When the stream stored the message holding line number `line`, by that message's
+    /// own stored time (the leader's clock, `STREAM.MSG.GET`'s "time"), in seconds since
+    /// 1970: sought from sequence `through` back (each line is stored once, and the
+    /// messages after it hold later lines, or an earlier file's); nil when none of the
+    /// 5,000 messages before `through` holds it, or after 60 s of asking.
+    ///
+    /// Why: ``lastStoredLine()`` is answered on the main loop, which also delivers this
+    /// reader's consumer; after a fault the consumer's backlog (megabytes of lines, checked
+    /// one by one in a debug build) held the probe's answers back by up to seconds, so the
+    /// time the probe *saw* a line stored included the test's own reading (2026-11-29: the
+    /// edge's acknowledgement of the batch holding the last line came 0.63 s after the heal,
+    /// the probe saw it 1.68 s after it). The stored time does not depend on when it is read.
+    func storedTime(ofLine line: Int, through: UInt64) -> Double? {
+        guard let probe, through > 0 else { return nil }
+        var sequence = through
+        let deadline = Date().addingTimeInterval(60)
+        while sequence > 0 && through - sequence < 5_000 && Date() < deadline {
+            let box = ReplayBox<NATSMessage>()
+            let get = probe.message(stream: stream, sequence: sequence).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
+            _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 10)
+            get.dispose()
+            if let message = box.value, let last = StreamOrderReader.lastLineNumber(message.payload),
+               let first = numberedLineNumber(message.payload.prefix { $0 != 10 }[...]), first <= line, line <= last {
+                return message.timestamp.map { Double($0) / 1e9 }
+            }
+            sequence -= 1
+        }
+        return nil
     }
 
     /// Makes the consumer again from the message after the last one read when it has been
@@ -350,5 +389,75 @@ final class StreamOrderReader {
         connection?.close()
         _ = EventLoop.main.run(until: { self.connection?.isClosed ?? true }, timeout: 10)
         connection = nil
+    }
+}
+
+/// Asks the stream's info every 0.2 s from a thread, loop and connection of its own, and
+/// keeps when each answer came and which leader it named: when the stream's leader first
+/// answered after a heal, unaffected by the test's main loop.
+///
+/// Why not on the main loop: there the reader's consumer delivers the lines, and after a
+/// fault its backlog (megabytes of lines, each checked, in a debug build) held the answers
+/// back by up to seconds (2026-11-29: a probe on the main loop "first answered" 4.2 s after a
+/// SIGKILLed leader's restart, while the stream stored the edge's lines 1.4 s after it), so
+/// the cluster's part looked longer and the edge's shorter than they were. Requests are sent
+/// every 0.2 s whether or not the earlier ones were answered (each waits 1 s): a request sent
+/// while the stream has no leader is never answered, and waiting it out would hide a leader
+/// elected meanwhile.
+final class LeaderProbe: @unchecked Sendable {
+    // Thread-safety: `lock` guards `answers` and `stopped`.
+    private let lock = NSLock()
+    private var answers: [(at: Date, leader: String)] = []
+    private var stopped = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init(urls: [String], stream: String) {
+        let thread = Thread { [self] in
+            defer { done.signal() }
+            guard let loop = try? EventLoop() else { return }
+            let box = ReplayBox<NATSConnection>()
+            let connecting = NATS.connect(urls, on: loop).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
+            _ = loop.run(until: { box.value != nil || box.error != nil }, timeout: 30)
+            guard let connection = box.value, let js = try? connection.jetStream(requestTimeout: 1) else {
+                connecting.dispose()
+                try? loop.close()
+                return
+            }
+            var asks: [Disposable] = []
+            while !isStopped {
+                asks.append(js.streamInfo(stream).subscribe(next: { [self] info in
+                    lock.lock()
+                    answers.append((Date(), info.leader ?? "(none named)"))
+                    lock.unlock()
+                }, error: { _ in }))
+                if asks.count > 20 { asks.removeFirst().dispose() }
+                _ = loop.run(until: { false }, timeout: 0.2)
+            }
+            for ask in asks { ask.dispose() }
+            connecting.dispose()
+            _ = loop.run(until: { connection.isClosed }, timeout: 10)
+            try? loop.close()
+        }
+        thread.start()
+    }
+
+    private var isStopped: Bool { lock.lock(); defer { lock.unlock() }; return stopped }
+
+    /// When the stream's leader answered after `moment`: 0 when it was answering at that
+    /// moment (an answer in the 0.5 s before it: a fault the cluster went on answering
+    /// through, such as the edge's own cut-off, leaves the cluster no part of the wait),
+    /// else seconds from it to the first answer after it; and the leader named.
+    func firstAnswer(after moment: Date) -> (seconds: Double, leader: String)? {
+        lock.lock(); defer { lock.unlock() }
+        if let going = answers.last(where: { $0.at <= moment && $0.at > moment.addingTimeInterval(-0.5) }) {
+            return (0, going.leader)
+        }
+        return answers.first { $0.at > moment }.map { ($0.at.timeIntervalSince(moment), $0.leader) }
+    }
+
+    /// Stops asking and waits (10 s at most) until its connection and loop are closed.
+    func stop() {
+        lock.lock(); stopped = true; lock.unlock()
+        _ = done.wait(timeout: .now() + 10)
     }
 }
