@@ -340,7 +340,7 @@ public final class NATSConnection: @unchecked Sendable {
 /// plus a random jitter (0.1 s, 1 s with TLS: cnats's defaults), so clients do not hammer a
 /// server that comes back; a round that took longer than the wait (attempts that ran into
 /// their ``NATSOptions/connectTimeout``: a partition that drops packets) is followed by the
-/// next round at once. cnats 3.4.1's own pause is the whole wait plus jitter after every
+/// next round after only ``leastPause``. cnats 3.4.1's own pause is the whole wait plus jitter after every
 /// round, which after a partition healed during a round's last attempt cost up to 0.35 s
 /// more (the fault test's edge cut off: reconnected 0.94 s after the heal, 0.31 s of it
 /// this pause after an attempt's connect timeout).
@@ -371,11 +371,20 @@ final class ReconnectPacing: @unchecked Sendable {
         roundStart.store(ReconnectPacing.now())
     }
 
+    /// The least pause, in milliseconds, even after a round slower than the wait.
+    ///
+    /// Why never 0: cnats holds the connection's lock through a round of attempts and lets
+    /// it go only while it pauses (a timed wait on it). With no pause the reconnect thread
+    /// took the lock back at once, round after round, and a publish on the loop thread
+    /// waited for it for good: `testAStaleConnectionClosedByCnatsOwnThreadNeverLeaves…`
+    /// (a SIGSTOPped server: every attempt runs into its connect timeout) hung for minutes.
+    static let leastPause: Int64 = 25
+
     /// Milliseconds to pause before the next round (see the type's doc).
     func pause() -> Int64 {
         let now = ReconnectPacing.now()
         let rest = wait - (now - roundStart.value)
-        let pause = rest > 0 ? rest + (jitter > 0 ? Int64.random(in: 0..<jitter) : 0) : 0
+        let pause = max(ReconnectPacing.leastPause, rest > 0 ? rest + (jitter > 0 ? Int64.random(in: 0..<jitter) : 0) : 0)
         roundStart.store(now + pause)
         return pause
     }
