@@ -6,6 +6,7 @@
 #
 #     Benchmarks/echo/instructions-per-message.sh [SERVER_BINARY]
 #     Benchmarks/echo/instructions-per-message.sh c-echo     (the C echo server, built here)
+#     PER=connection Benchmarks/echo/instructions-per-message.sh [SERVER | c-echo]
 #
 # SERVER_BINARY (default: the release ruv-echo, built when missing) takes `--port P`.
 # `c-echo` is Benchmarks/Sources/CNetBench/echo_server.c, the C server the echo rows measure
@@ -19,6 +20,11 @@
 # connections one epoll wake-up finds ready varies from run to run (a few % either way).
 # User-space instructions only: the kernel's share (the reads, writes and epoll) is not in
 # it.
+#
+# PER=connection counts a connection's whole life instead: connect, one 64-byte echo, close
+# (the client ends its side, the server ends its own and closes), one connection after the
+# other, 100 subtracted from 1,100: accepting, the per-connection signals and their
+# teardown, which the 1,000-connection echo row amortizes over 200 messages each.
 #
 # Set KEEP=DIR to keep the second run's callgrind file as DIR/callgrind.out (for
 # callgrind_annotate).
@@ -65,6 +71,34 @@ for _ in range(per):
             sys.exit("the echo differs from the message")
 print(per * conns)
 PY
+
+if [ "${PER:-message}" = connection ]; then
+    cat > "$OUT/connections.py" <<'PY'
+import socket, sys
+port, conns = int(sys.argv[1]), int(sys.argv[2])
+message = bytes(range(64))
+for _ in range(conns):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.settimeout(120)
+    s.sendall(message)
+    data = b""
+    while len(data) < len(message):
+        data += s.recv(65536)
+    if data != message:
+        sys.exit("the echo differs from the message")
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(65536):
+        pass
+    s.close()
+PY
+    mv "$OUT/connections.py" "$OUT/load.py"
+    echo "server: $SERVER, connections one after the other"
+    base=$(callgrind_total callgrind.out 100)
+    full=$(callgrind_total callgrind.out 1100)
+    echo "$(( (full - base) / 1000 )) instructions per connection (connect, one echo, close)"
+    exit 0
+fi
 
 CONNECTIONS=${CONNECTIONS:-1}
 
