@@ -485,6 +485,9 @@ final class HTTPServerConnection {
         defer { server.checkDrained() }
         let failure = UVError(code: -104, operation: "read", target: transport.description)
         current?.failBody(failure)
+        // The request being read holds this connection (`HTTPRequest.connection`): let it
+        // go, as the queue below, so the two do not keep each other.
+        current = nil
         for request in queue {
             if case .upgrade(_, let subscriber)? = request.response { subscriber.sendError(failure) }
         }
