@@ -352,12 +352,16 @@ final class ReconnectPacing: @unchecked Sendable {
     private let roundStart = NATSCounter()
     private let wait: Int64
     private let jitter: Int64
+    /// Monotonic milliseconds: ``now()``, or a test's own clock (so a test moves time on
+    /// instead of sleeping through it).
+    private let clock: @Sendable () -> Int64
 
     /// `wait` and `jitter` in seconds.
-    init(wait: Double, jitter: Double) {
+    init(wait: Double, jitter: Double, clock: @escaping @Sendable () -> Int64 = ReconnectPacing.now) {
         self.wait = Int64(max(0, wait) * 1_000)
         self.jitter = Int64(max(0, jitter) * 1_000)
-        roundStart.store(ReconnectPacing.now())
+        self.clock = clock
+        roundStart.store(clock())
     }
 
     static func now() -> Int64 {
@@ -368,7 +372,7 @@ final class ReconnectPacing: @unchecked Sendable {
 
     /// The connection was lost: the first round of attempts starts now.
     func disconnected() {
-        roundStart.store(ReconnectPacing.now())
+        roundStart.store(clock())
     }
 
     /// The least pause, in milliseconds, even after a round slower than the wait.
@@ -382,7 +386,7 @@ final class ReconnectPacing: @unchecked Sendable {
 
     /// Milliseconds to pause before the next round (see the type's doc).
     func pause() -> Int64 {
-        let now = ReconnectPacing.now()
+        let now = clock()
         let rest = wait - (now - roundStart.value)
         let pause = max(ReconnectPacing.leastPause, rest > 0 ? rest + (jitter > 0 ? Int64.random(in: 0..<jitter) : 0) : 0)
         roundStart.store(now + pause)
