@@ -26,8 +26,9 @@ open class CompoundDisposable: Disposable, @unchecked Sendable {
     public override init() { super.init() }
 
     /// Called by an operator whose state holds its lock around every value it sends on
-    /// (`combineLatest`), when this compound is its subscription's lifetime, before it
-    /// subscribes to its sources. A ``BlockSubscriber`` takes the hint: a value delivered
+    /// (`combineLatest`), or by a subject (its roster's lock, held around every send), when
+    /// this compound is its subscription's lifetime, before it subscribes to its sources
+    /// (before the subject connects the subscriber). A ``BlockSubscriber`` takes the hint: a value delivered
     /// by a thread that holds `state.lock` skips its locked announcement, because its
     /// `dispose()` then waits for that lock (see `BlockSubscriber.serializer`). Any other
     /// compound ignores it.

@@ -143,8 +143,18 @@ public class Subject<Value>: Signal<Value>, SubscriberProtocol, @unchecked Senda
     // it holds goes now, as it went with the subject when the roster was part of it.
     deinit { roster.detachAll() }
 
+    /// Connects an operator's observer. When `lifetime` is the subscription's
+    /// ``BlockSubscriber`` (the stages between them pass it up), the roster becomes that
+    /// subscriber's serializer first: every value this subject sends is sent with the
+    /// roster's lock held, so the subscriber takes one sent through `map`, `filter` or
+    /// `scan` as it takes one sent to it directly, with plain stores, and its `dispose()`
+    /// from another thread waits for that lock instead (the pipeline row: one locked
+    /// instruction per value fewer; Benchmarks/README.md, issue #35). A value reaching the
+    /// subscriber by any other way, on a thread not holding the lock, still takes the
+    /// locked handshake. When the subscription is already closed nothing is connected.
     @usableFromInline
     override func attach(_ observer: @escaping Sink<Value>, _ lifetime: CompoundDisposable) {
+        guard lifetime.serializeDeliveries(under: roster) else { return }
         connect(self, observer, lifetime, nil)
     }
 

@@ -25,7 +25,8 @@ import Synchronization
 /// `receiveUnderSourceLock(_:)`), so a delivery costs no locked instruction at all. An
 /// operator state that sends on with its lock held (`combineLatest`) gets the same by
 /// registering that lock (`serializer`): a value delivered by a thread holding it skips
-/// the exchange, and `dispose` takes it.
+/// the exchange, and `dispose` takes it. A subject subscribed to through stages
+/// (`subject.map(f).subscribeNext`) registers its roster's lock the same way.
 @usableFromInline
 final class BlockSubscriber<Value>: CompoundDisposable, @unchecked Sendable {
     // The callbacks are released when the subscription closes, as RAC's RACSubscriber

@@ -1,6 +1,8 @@
 /// Per-subscription state of an operator where concurrency enters (several sources, or a
 /// source and a timer): a re-entrant lock that serializes what the operator sends on, so the
-/// chain below it sees one event at a time. Subclassed by each such operator's state.
+/// chain below it sees one event at a time. Subclassed by each such operator's state, and
+/// by a subject's roster, whose lock serializes the subject's sends (so either can be a
+/// ``BlockSubscriber``'s registered serializer).
 @usableFromInline
 class LockedState: @unchecked Sendable {
     /// Guards every field of the subclass and serializes sends downstream. Its two words

@@ -58,7 +58,7 @@ final class StageSignal<Stage: SignalStage>: Signal<Stage.Output>, @unchecked Se
         // release-built probe: one allocation per cold cycle; the paths' events agree).
         guard _isConcrete(S.self) else { return run(upstream, stage, closing(sink), lifetime) }
         upstream.attach(
-            sink: StageSink(stage, stage.makeState(), sink), closing: { s in { s.receive($0) } }, lifetime)
+            sink: StageSink(stage, stage.makeState(), sink), closing: StageSink.observer, lifetime)
     }
 }
 
@@ -80,6 +80,20 @@ struct StageSink<Stage: SignalStage, Downstream: EventSink>: EventSink where Dow
     @inlinable @inline(__always)
     func receive(_ event: Event<Stage.Input>) {
         stage.receive(event, state, to: downstream)
+    }
+
+    /// `sink` as an observer closure, for an upstream that takes closures (a subject).
+    ///
+    /// Why a local function forced inline rather than `{ sink.receive($0) }`: the closure's
+    /// body was emitted as a function of its own, called by the closure's forwarder, which
+    /// first copied the whole sink (every stage's closures and state, 80 bytes for
+    /// map → filter → scan) out of the context onto the stack; `@inline(__always)` has the
+    /// forwarder run the chain itself, reading the sink in place (the pipeline row: 14
+    /// instructions and a call per value fewer, 241.6 → 227.6 under callgrind).
+    @inlinable
+    static func observer(_ sink: Self) -> Sink<Stage.Input> {
+        @inline(__always) func receive(_ event: Event<Stage.Input>) { sink.receive(event) }
+        return receive
     }
 }
 

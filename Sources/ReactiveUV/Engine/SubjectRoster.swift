@@ -15,12 +15,16 @@ extension Subject {
     /// breaks the roster → entry → lifetime → removal → roster cycle. Its lock's two words
     /// are stored in it (``lock``, `Atomic`s), so a subject is two allocations (itself and
     /// its roster) and its lock none.
+    ///
+    /// A ``LockedState``, whose `lock` serializes sends and guards everything else here and
+    /// the subject's latched terminal event (its words, `Atomic`s, live in this object: no
+    /// allocation for the lock). So a subscription whose lifetime is a ``BlockSubscriber``
+    /// registers the roster as that subscriber's serializer (``Subject/attach(_:_:)``): a
+    /// value the subject sends through operators (`subject.map(f).subscribeNext`) reaches
+    /// the subscriber with its lock held, and is announced with plain stores instead of a
+    /// locked exchange, as a value sent to it directly is.
     @usableFromInline
-    final class Roster: @unchecked Sendable {
-        /// Serializes sends and guards everything else here and the subject's latched
-        /// terminal event. Its words (`Atomic`s) live in this object, at an address of
-        /// their own: no allocation for the lock.
-        @usableFromInline final let lock = RecursiveSpinLock()
+    final class Roster: LockedState, @unchecked Sendable {
         // Unchecked exclusivity: every access happens under `lock`, and the dynamic check
         // would cost more than the send itself.
         /// Subscribers in subscription order; a departed one leaves a hole (`hole`, whose
@@ -57,8 +61,9 @@ extension Subject {
         @usableFromInline let remove: (Roster, Removal) -> Void
 
         @inlinable
-        init() {
+        override init() {
             remove = { roster, removal in roster.removeEntry(removal) }
+            super.init()
         }
 
         /// Call before changing `entries` (with the lock held): if a send may be reading

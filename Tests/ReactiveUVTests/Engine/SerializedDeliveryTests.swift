@@ -5,7 +5,8 @@ import Testing
 @testable import ReactiveUV
 
 /// `combineLatest` registers its state's lock with the subscriber
-/// (`CompoundDisposable.serializeDeliveries(under:)`), and a value delivered by the thread
+/// (`CompoundDisposable.serializeDeliveries(under:)`), as a subject registers its roster's
+/// for a subscription through stages, and a value delivered by the thread
 /// holding that lock skips the subscriber's locked announcement: `dispose()` waits for the
 /// lock instead. These tests check what that must not break: nothing starts after
 /// `dispose()` returns from another thread, a callback disposing its own subscription
@@ -60,6 +61,52 @@ import Testing
         disposeWhileTwoThreadsSend(rounds: 10) { a, b, value in
             a.combineLatest(with: b).map { $0.0 &+ $0.1 }.subscribeNext { _ in value() }
         }
+    }
+
+    /// A subject with stages between it and the subscriber registers its roster (whose
+    /// lock it holds around every send) as the subscriber's serializer, so its values are
+    /// announced with plain stores. Both threads send into `a` (`b` forwards into it), and
+    /// `dispose()` from the test thread must wait for a send under way.
+    @Test func nothingArrivesAfterDisposeReturnsThroughStagesOfASubjectWhileTwoThreadsSend() {
+        disposeWhileTwoThreadsSend(rounds: 10) { a, b, value in
+            let forward = b.subscribeNext { a.sendNext($0) }
+            let d = a.map { $0 &+ 1 }.filter { $0 != 0 }.subscribeNext { _ in value() }
+            return Disposable {
+                d.dispose()
+                forward.dispose()
+            }
+        }
+    }
+
+    /// The subject's roster is the registered serializer of a subscription through stages
+    /// (not of one to the subject directly, which the send loop calls itself), and a
+    /// subscription already closed is not connected at all.
+    @Test func aSubjectRegistersItsRosterWithASubscriptionThroughStages() throws {
+        let subject = Subject<Int>()
+        var got: [Int] = []
+        let d = subject.map { $0 * 10 }.filter { $0 != 20 }.subscribeNext { got.append($0) }
+        let subscriber = try #require(d as? BlockSubscriber<Int>)
+        let held = subscriber.serializer.load(ordering: .sequentiallyConsistent)
+        #expect(held?.takeUnretainedValue() === subject.roster)
+        subject.sendNext(1)
+        subject.sendNext(2)
+        subject.sendNext(3)
+        #expect(got == [10, 30])
+        d.dispose()
+        subject.sendNext(4)
+        #expect(got == [10, 30])
+
+        let direct = subject.subscribeNext { _ in }
+        let directSubscriber = try #require(direct as? BlockSubscriber<Int>)
+        #expect(directSubscriber.serializer.load(ordering: .sequentiallyConsistent) == nil)
+        direct.dispose()
+
+        let closed = BlockSubscriber<Int>(next: { _ in Issue.record("a closed subscription got a value") },
+                                          error: nil, completed: nil)
+        closed.dispose()
+        subject.attach({ _ in Issue.record("a closed subscription was connected") }, closed)
+        #expect(subject.roster.entries.allSatisfy { $0.entry.lifetime !== closed })
+        subject.sendNext(5)
     }
 
     /// Subscribed directly, `combineLatest` is handed the subscriber and calls it
