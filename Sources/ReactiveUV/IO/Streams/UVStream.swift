@@ -51,7 +51,22 @@ final class UVStream: @unchecked Sendable {
 
     // MARK: Reading (loop thread)
     /// The one subscription reading the stream, if any.
-    @exclusivity(unchecked) var reader: StreamReader?
+    ///
+    /// Replaced or cleared during a delivery (the subscriber disposed itself, closed the
+    /// stream, or a new subscription started from inside the old one's sink), the old
+    /// reader is parked in `retiredReaders` until the delivery returned: `didRead` calls
+    /// the reader through an unretained reference, and this field's +1 is what keeps it
+    /// alive (see `didRead`).
+    @exclusivity(unchecked) var reader: StreamReader? {
+        didSet {
+            if deliveryDepth != 0, let oldValue, oldValue !== reader { retiredReaders.append(oldValue) }
+        }
+    }
+    /// How many `didRead` deliveries are under way on this stream (0 or 1: `uv_run` is not
+    /// re-entrant, so a second read of the stream cannot start inside a subscriber).
+    @exclusivity(unchecked) var deliveryDepth = 0
+    /// Readers cleared from `reader` during a delivery, released when it returns.
+    @exclusivity(unchecked) var retiredReaders: [StreamReader] = []
     /// Whether `uv_read_start` is in effect.
     @exclusivity(unchecked) var isReading = false
     /// The loop thread's read buffer and spare chunk (``ReadScratch``), set when reading
