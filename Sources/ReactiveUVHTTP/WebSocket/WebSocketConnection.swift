@@ -48,7 +48,11 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// The subprotocol agreed in the handshake, if any.
     public let subprotocol: String?
     /// The transport's loop: every event arrives on its thread.
-    public var loop: EventLoop { transport.loop }
+    ///
+    /// Stored (the transport's never changes): read through the `any HTTPTransport`
+    /// witness it cost a retain and a release per echoed message (`loop.isCurrentThread`
+    /// in `send(_:)`; callgrind, ws-instructions-per-message.sh).
+    public let loop: EventLoop
 
     private let reader: WebSocketFrameReader
     @exclusivity(unchecked) private var deflater: WebSocketDeflater?
@@ -79,6 +83,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         compression: WebSocketDeflateParameters? = nil, subprotocol: String? = nil
     ) {
         transport = upgrade.transport
+        loop = upgrade.transport.loop
         self.role = role
         self.options = options
         self.compression = compression
@@ -170,6 +175,9 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     }
 
     /// Feeds bytes to the reader and acts on what comes out (loop thread).
+    ///
+    /// Not inlined: the reader's `feed` is inlined here, once, with `self` guaranteed.
+    @inline(never)
     private func receive(_ bytes: [UInt8]) {
         do {
             try reader.feed(bytes) { inbound in
@@ -283,7 +291,14 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// split into ``WebSocketOptions/fragmentSize`` pieces, masked by a client (loop thread).
     func encode(_ message: WebSocketMessage) -> [UInt8] {
         switch message {
-        case .text(var text):
+        case .text(let text):
+            // A native string's bytes are read in place; `withUTF8` needs a `var` copy of
+            // the string (a retain and a release per message under callgrind) and is kept
+            // for the strings that are not contiguous UTF-8 (bridged or lazily decoded).
+            if let frames = text.utf8.withContiguousStorageIfAvailable({ encode(opcode: .text, payload: UnsafeRawBufferPointer($0)) }) {
+                return frames
+            }
+            var text = text
             return text.withUTF8 { encode(opcode: .text, payload: UnsafeRawBufferPointer($0)) }
         case .binary(let bytes):
             return bytes.withUnsafeBytes { encode(opcode: .binary, payload: $0) }

@@ -73,6 +73,11 @@ final class WebSocketFrameReader {
     /// Consumes `bytes`, calling `deliver` for each complete message or control frame in
     /// order; `deliver` returns `false` to stop (the rest is dropped). Throws at the first
     /// violation, after which the reader ignores everything.
+    ///
+    /// Inlined into its callers (the connection's `receive` and the fuzz entry): called,
+    /// its closure-specialized form took `deliver`'s context (the connection) owned, a
+    /// retain and a release per read (callgrind, ws-instructions-per-message.sh).
+    @inline(__always)
     func feed(_ bytes: [UInt8], _ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) {
         guard !stopped, !bytes.isEmpty else { return }
         if offset == buffer.count {
@@ -102,6 +107,11 @@ final class WebSocketFrameReader {
 
     /// Parses and handles one frame if it is complete; `false` when more bytes are needed
     /// or delivery stopped.
+    ///
+    /// Inlined into `feed` (its one caller): called, its closure-specialized form took
+    /// `deliver`'s context owned, a retain and a release per call, two calls per message
+    /// (callgrind, ws-instructions-per-message.sh).
+    @inline(__always)
     private func nextFrame(_ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) -> Bool {
         let available = buffer.count - offset
         guard !stopped, available >= 2 else { return false }
