@@ -57,7 +57,21 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     private let reader: WebSocketFrameReader
     @exclusivity(unchecked) private var deflater: WebSocketDeflater?
     @exclusivity(unchecked) private var leftover: [UInt8]
-    @exclusivity(unchecked) private var subscriber: Subscriber<WebSocketMessage>?
+    /// The `messages` subscription, if any. Cleared or replaced while a message is being
+    /// sent to it (it disposed itself, or the connection finished, inside its handler), the
+    /// old one is parked in `retiredSubscribers` until that send returned: `receive` calls
+    /// it unretained, and this field's +1 is what keeps it alive.
+    @exclusivity(unchecked) private var subscriber: Subscriber<WebSocketMessage>? {
+        didSet {
+            if messageSendDepth != 0, let oldValue, oldValue !== subscriber { retiredSubscribers.append(oldValue) }
+        }
+    }
+    /// How many `sendNext`s to `subscriber` are under way (nested when a handler starts a
+    /// new subscription that is handed leftover bytes at once).
+    @exclusivity(unchecked) private var messageSendDepth = 0
+    /// Subscribers cleared from `subscriber` during a send, released when it returns.
+    /// Internal, not private: tests check that it fills and empties.
+    @exclusivity(unchecked) var retiredSubscribers: [Subscriber<WebSocketMessage>] = []
     @exclusivity(unchecked) private var reading: Disposable?
     @exclusivity(unchecked) private var closeSent = false
     @exclusivity(unchecked) private var finished = false
@@ -183,7 +197,15 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
             try reader.feed(bytes) { inbound in
                 switch inbound {
                 case .message(let message):
-                    subscriber?.sendNext(message)
+                    // Unretained (a retain and a release per message, callgrind): sound
+                    // because the field's +1 is parked, not dropped, while the send runs
+                    // (see `subscriber`; WebSocketSubscriberLifetimeTests).
+                    if let subscriber = subscriber.map({ Unmanaged.passUnretained($0) }) {
+                        messageSendDepth &+= 1
+                        subscriber._withUnsafeGuaranteedRef { $0.sendNext(message) }
+                        messageSendDepth &-= 1
+                        if messageSendDepth == 0 && !retiredSubscribers.isEmpty { retiredSubscribers.removeAll() }
+                    }
                 case .ping(let payload):
                     if !closeSent { write(WebSocketFrameCodec.frame(opcode: .pong, payload: payload, masked: role == .client)) }
                 case .pong:

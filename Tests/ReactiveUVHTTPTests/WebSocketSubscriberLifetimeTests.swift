@@ -1,0 +1,59 @@
+import Glibc
+import XCTest
+
+@testable import ReactiveUV
+@testable import ReactiveUVHTTP
+
+/// `WebSocketConnection.receive` sends each message to the `messages` subscriber without
+/// retaining it: a subscriber cleared while its handler runs (it disposed itself) is parked
+/// until the send returned. This takes that path (disposing and subscribing again inside
+/// the handler, which also stops and restarts the transport's reads inside a read's
+/// delivery) and checks that the next message reaches the new subscription.
+final class WebSocketSubscriberLifetimeTests: XCTestCase {
+    private final class Box {
+        // Thread-safety: the test thread only, which also runs the loop.
+        var first: Disposable?
+        var second: Disposable?
+        var firstValues: [WebSocketMessage] = []
+        var secondValues: [WebSocketMessage] = []
+        var client: WebSocketConnection?
+        var retiredDuringHandler = -1
+        var server: WebSocketConnection?
+    }
+
+    func testSubscriberDisposingItselfAndResubscribingInsideItsHandler() throws {
+        let loop = try EventLoop()
+        let box = Box()
+        let server = WebSocketTestServer(on: loop) { ws in
+            box.first = ws.messages.subscribe(next: { message in
+                box.firstValues.append(message)
+                box.first?.dispose()
+                box.retiredDuringHandler = ws.retiredSubscribers.count
+                box.second = ws.messages.subscribe(next: { box.secondValues.append($0) })
+            })
+            box.server = ws
+            return .never()
+        }
+        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
+        XCTAssertNil(server.listenError)
+        let connecting = WebSocket.connect(host: "127.0.0.1", port: server.port, path: "/ws", on: loop)
+            .subscribe(next: { box.client = $0 })
+        XCTAssertTrue(loop.run(until: { box.client != nil }, timeout: 30), "connected")
+        _ = box.client?.send(text: "one").subscribe()
+        XCTAssertTrue(loop.run(until: { box.firstValues.count == 1 && box.second != nil }, timeout: 30))
+        XCTAssertEqual(box.retiredDuringHandler, 1, "the disposed subscriber was parked during the send")
+        XCTAssertEqual(box.server?.retiredSubscribers.count, 0, "and released after it")
+        _ = box.client?.send(text: "two").subscribe()
+        XCTAssertTrue(loop.run(until: { box.secondValues.count == 1 }, timeout: 30))
+        XCTAssertEqual(box.firstValues, [.text("one")])
+        XCTAssertEqual(box.secondValues, [.text("two")])
+        box.client?.close()
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30), "closed")
+        box.second?.dispose()
+        box.client = nil
+        box.server = nil
+        connecting.dispose()
+        server.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
+}
