@@ -79,10 +79,26 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Headers read from the wire: `raw`'s fields, unchecked (see ``fieldsChecked``).
+    ///
+    /// Kept as `raw` even without fields: a request reads its start line from here
+    /// (``rawHead``) rather than keeping a second reference to the same head.
     init(raw: HTTPRawHead) {
-        let empty = raw.fieldCount == 0
-        storage = empty ? .list([]) : .raw(raw)
-        fieldsChecked = empty
+        storage = .raw(raw)
+        fieldsChecked = raw.fieldCount == 0
+    }
+
+    /// The head these fields were read from, while they are unchanged; `nil` otherwise.
+    var rawHead: HTTPRawHead? { raw }
+
+    /// `body` applied to the head these fields were read from, while they are unchanged;
+    /// `nil` otherwise. Borrows the head where ``rawHead`` returns a copy (a retain and a
+    /// release, per request for ``HTTPRequest/path``).
+    @inline(__always)
+    func withRawHead<R>(_ body: (borrowing HTTPRawHead) -> R) -> R? {
+        switch storage {
+        case .raw(let raw): body(raw)
+        case .list: nil
+        }
     }
 
     /// Headers written as a literal, in the literal's order.
@@ -184,8 +200,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public func hasToken(_ name: String, _ token: String) -> Bool {
         // Asked of every request and response (`Connection`, `Expect`): no array of values
         // or of list elements is made, the fields are walked in place (on the bytes as
-        // read, for headers from the wire).
-        if let raw {
+        // read, for headers from the wire). The storage is switched on in place: `if let
+        // raw` copied the head out of it, a retain and a release per call.
+        if case .raw(let raw) = storage {
             var listed = false
             raw.forEachValue(named: name) { bytes in
                 listed = Self.list(bytes, contains: token)

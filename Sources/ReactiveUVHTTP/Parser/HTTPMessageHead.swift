@@ -5,8 +5,10 @@ struct HTTPMessageHead: Sendable {
     /// The request method (`GET`); empty in a response.
     var method: String = ""
     /// The head's text as read (start line, fields), from which the strings below are made
-    /// when asked; `nil` until the parser has the head.
-    var raw: HTTPRawHead?
+    /// when asked; `nil` until the parser has the head, or once `headers` were changed.
+    /// The headers' own: a second reference to the same head cost a retain and a release
+    /// per message.
+    var raw: HTTPRawHead? { headers.rawHead }
     /// The request target as sent (`/path?query`); empty in a response. Made on each call.
     var target: String { method.isEmpty ? "" : raw?.startLine ?? "" }
     /// The response status; 0 in a request.

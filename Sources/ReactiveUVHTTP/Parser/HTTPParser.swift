@@ -48,7 +48,11 @@ final class HTTPParser {
     let kind: Kind
     let limits: Limits
     /// Called once per message when its head is complete.
-    var onHead: (HTTPMessageHead) -> Void = { _ in }
+    ///
+    /// `consuming`: the head is made for this call and handed on whole (a server's request
+    /// keeps its fields), so it is moved through rather than copied and destroyed (a
+    /// retain and a release of each of its references, per request).
+    var onHead: (consuming HTTPMessageHead) -> Void = { _ in }
     /// Called with each run of body bytes (a view of the buffer being parsed: copy to keep).
     var onBody: (UnsafeRawBufferPointer) -> Void = { _ in }
     /// Called when a message ends, with its trailer fields (empty unless chunked with trailers).
@@ -66,8 +70,6 @@ final class HTTPParser {
     @exclusivity(unchecked) private var inHead = true
     @exclusivity(unchecked) private var pendingHead: [UInt8] = []
     @exclusivity(unchecked) private var failure: HTTPParseError?
-    /// The head being read; handed over whole (moved out, not copied) to `onHead`.
-    @exclusivity(unchecked) private var head = HTTPMessageHead()
     /// Whether the message whose head was handed over asks to switch protocols.
     @exclusivity(unchecked) private var upgrading = false
     /// The head's text (start line, then each field's name and value) or a trailer
@@ -202,8 +204,6 @@ final class HTTPParser {
     }
 
     private func beginMessage() {
-        // Empty already unless the last message failed inside its head.
-        head = HTTPMessageHead()
         upgrading = false
         textCount = 0
         spanCount = 0
@@ -214,7 +214,8 @@ final class HTTPParser {
         readingValue = false
         headersDone = false
         startLineTaken = false
-        trailers = HTTPHeaders()
+        // Trailers are rare: resetting empty ones released and made an empty list per message.
+        if trailers.count != 0 { trailers = HTTPHeaders() }
         trailerBytes = 0
         bodyBytes = 0
         ended = false
@@ -259,8 +260,15 @@ final class HTTPParser {
 
     // MARK: - Callbacks (C function pointers; the parser object rides in `data`)
 
-    private static func this(_ p: UnsafeMutablePointer<http_parser>?) -> HTTPParser {
-        Unmanaged<HTTPParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+    /// Runs `body` on the parser whose http_parser `p` is, without retaining it.
+    ///
+    /// Sound: http_parser calls back only from inside `http_parser_execute`, which only
+    /// ``parse(_:)`` and ``finish()`` call, on `self`, so the parser is alive (its caller
+    /// holds it) for every callback. `takeUnretainedValue()` retained and released it around
+    /// each callback, five a request.
+    @inline(__always)
+    private static func with(_ p: UnsafeMutablePointer<http_parser>?, _ body: (HTTPParser) -> Int32) -> Int32 {
+        Unmanaged<HTTPParser>.fromOpaque(p.unsafelyUnwrapped.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 
     private static func chars(_ at: UnsafePointer<CChar>?, _ length: Int) -> UnsafeRawBufferPointer {
@@ -269,13 +277,13 @@ final class HTTPParser {
 
     nonisolated(unsafe) private static var settings: http_parser_settings = {
         var s = http_parser_settings()
-        s.on_url = { p, at, length in this(p).appendText(chars(at, length)) }
-        s.on_status = { p, at, length in this(p).appendText(chars(at, length)) }
-        s.on_header_field = { p, at, length in this(p).field(chars(at, length)) }
-        s.on_header_value = { p, at, length in this(p).value(chars(at, length)) }
-        s.on_headers_complete = { p in this(p).headersComplete() }
-        s.on_body = { p, at, length in this(p).body(chars(at, length)) }
-        s.on_message_complete = { p in this(p).messageComplete() }
+        s.on_url = { p, at, length in with(p) { $0.appendText(chars(at, length)) } }
+        s.on_status = { p, at, length in with(p) { $0.appendText(chars(at, length)) } }
+        s.on_header_field = { p, at, length in with(p) { $0.field(chars(at, length)) } }
+        s.on_header_value = { p, at, length in with(p) { $0.value(chars(at, length)) } }
+        s.on_headers_complete = { p in with(p) { $0.headersComplete() } }
+        s.on_body = { p, at, length in with(p) { $0.body(chars(at, length)) } }
+        s.on_message_complete = { p in with(p) { $0.messageComplete() } }
         return s
     }()
 
@@ -353,30 +361,30 @@ final class HTTPParser {
         headersDone = true
         // The head's text in one object; `text` is free again for the trailers.
         let raw = HTTPRawHead.make(spansEnd: UnsafeRawPointer(text) + textCapacity, fieldCount: spanCount / 4, bytes: text, byteCount: textCount, startLine: 0..<startLineCount)
-        head.raw = raw
-        head.headers = HTTPHeaders(raw: raw)
         textCount = 0
         spanCount = 0
         let p = parser.pointee
-        head.version = HTTPVersion(major: Int(p.http_major), minor: Int(p.http_minor))
-        if kind == .request {
-            head.method = Self.methodName(UInt32(p.method))
-        } else {
-            head.status = Int(p.status_code)
-        }
-        head.keepAlive = http_should_keep_alive(parser) != 0
-        head.chunked = p.flags & UInt32(F_CHUNKED.rawValue) != 0
-        head.upgrade = p.upgrade != 0 || kind == .request && UInt32(p.method) == HTTP_CONNECT.rawValue
-        if let e = checkFraming() { return refuse(e) }
-        upgrading = head.upgrade
-        // Handed over by moving it out of the parser: passing the stored `head` to the
-        // closure copied it (a retain of each of its strings and of its fields' array,
-        // ~260 instructions a request under callgrind), and destroying the copy, then the
-        // stored head when the next message began, cost more again. Nothing below reads
-        // `head` for this message any more (`upgrading` keeps what `messageEnded` needs).
-        var taken = HTTPMessageHead()
-        swap(&taken, &head)
-        onHead(taken)
+        let headers = HTTPHeaders(raw: raw)
+        let upgrade = p.upgrade != 0 || kind == .request && UInt32(p.method) == HTTP_CONNECT.rawValue
+        var contentLength: Int?
+        if let e = checkFraming(raw, headers, contentLength: &contentLength) { return refuse(e) }
+        upgrading = upgrade
+        // Made whole here and moved into `onHead` (a `let` whose last use that is): a head
+        // stored in the parser and swapped out was assigned field by field (a release of
+        // each old value) and reset per message, and a copy was a retain of each of its
+        // strings and of its fields (~260 instructions a request under callgrind).
+        // (`var` and changed field by field, it was copied into the call: `consume` of it
+        // is refused by this compiler.)
+        let head = HTTPMessageHead(
+            method: kind == .request ? Self.methodName(UInt32(p.method)) : "",
+            status: kind == .request ? 0 : Int(p.status_code),
+            version: HTTPVersion(major: Int(p.http_major), minor: Int(p.http_minor)),
+            headers: headers,
+            keepAlive: http_should_keep_alive(parser) != 0,
+            chunked: p.flags & UInt32(F_CHUNKED.rawValue) != 0,
+            contentLength: contentLength,
+            upgrade: upgrade)
+        onHead(consume head)
         if kind == .response && skipBody { return 1 }
         return 0
     }
@@ -392,12 +400,15 @@ final class HTTPParser {
     }
 
     /// The framing rules RFC 9112 §6 sets and http_parser does not enforce all of.
-    private func checkFraming() -> HTTPParseError? {
+    ///
+    /// `raw` is the head's (`head.raw`), passed rather than read back from `head`: the
+    /// optional's load was a retain and a release a request.
+    private func checkFraming(_ raw: HTTPRawHead, _ headers: borrowing HTTPHeaders, contentLength: inout Int?) -> HTTPParseError? {
         // Most requests carry neither field: one walk over the names decides that without
         // making the arrays of values below.
-        guard let raw = head.raw, raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
-        let lengths = head.headers.values("Content-Length")
-        let codings = head.headers.values("Transfer-Encoding")
+        guard raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
+        let lengths = headers.values("Content-Length")
+        let codings = headers.values("Transfer-Encoding")
         if !codings.isEmpty {
             if !lengths.isEmpty { return .badRequest("both Content-Length and Transfer-Encoding") }
             let last = codings.last!.split(separator: ",").last.map { $0.trimmingSpaces } ?? ""
@@ -417,7 +428,7 @@ final class HTTPParser {
                     parsed = n
                 }
             }
-            head.contentLength = parsed
+            contentLength = parsed
             if let n = parsed, n > limits.maxBodyBytes, !(kind == .response && skipBody) {
                 return .bodyTooLarge(limits.maxBodyBytes)
             }

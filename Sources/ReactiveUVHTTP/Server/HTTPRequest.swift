@@ -21,20 +21,21 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Made from the request's head bytes on each call (most requests are routed on
     /// ``path`` once, and a string made for every request cost more than reading it).
-    public var target: String { rawHead?.startLine ?? "" }
-    /// The head as read, which ``target`` is made from.
-    private let rawHead: HTTPRawHead?
+    public var target: String { headers.rawHead?.startLine ?? "" }
     /// The HTTP version: 1.0 or 1.1.
     public let version: HTTPVersion
     /// The header fields, in order.
     public let headers: HTTPHeaders
     /// The loop of the connection the request came on; its events arrive on this loop's thread.
-    public let loop: EventLoop
+    ///
+    /// The connection's, not a field of its own (as ``peer``): copying both into every
+    /// request cost a retain in `init` and a release in `deinit` each.
+    public var loop: EventLoop { connection.loop }
     /// The connection's peer (`127.0.0.1:51234`, a socket path).
-    public let peer: String
+    public var peer: String { connection.peer }
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring { (rawHead?.startLineBeforeQuery ?? "")[...] }
+    public var path: Substring { (headers.withRawHead { $0.startLineBeforeQuery } ?? "")[...] }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
     public var query: Substring? {
         let target = target
@@ -76,24 +77,35 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var sentContinue = false
 
     // Response state (loop thread).
-    @exclusivity(unchecked) var response: HTTPPendingResponse?
+    @exclusivity(unchecked) private var storedResponse: HTTPPendingResponse?
+    /// Which case ``response`` holds, kept beside it: asking the enum itself (`switch
+    /// request.response`, even without binding its fields) copied it out of the request
+    /// first, a retain and a release of its headers and of its body, per response
+    /// (callgrind, ruv-http-hello).
+    @exclusivity(unchecked) private(set) var responseKind = HTTPPendingResponse.Kind.none
+    /// The answer, once given.
+    var response: HTTPPendingResponse? {
+        get { storedResponse }
+        set {
+            responseKind = newValue?.kind ?? .none
+            storedResponse = newValue
+        }
+    }
     @exclusivity(unchecked) var answered = false
 
-    // `borrowing`: an initializer takes its arguments owned, so the connection, which only
-    // borrows the parser's head, copied the whole head (an outlined copy of every field)
-    // and the initializer then destroyed what it did not keep; borrowed, only the fields
-    // kept are retained (~220 instructions a request, callgrind, ruv-http-hello).
-    init(head: borrowing HTTPMessageHead, connection: HTTPServerConnection) {
-        method = head.method
-        rawHead = head.raw
-        version = head.version
-        headers = head.headers
-        loop = connection.loop
-        peer = connection.peer
-        self.connection = connection
-        keepAliveRequested = head.keepAlive
+    // `consuming`: the parser makes the head for this request and hands it over whole
+    // (``HTTPParser/onHead``), so its method and headers are moved in, not retained here
+    // and released when the head was destroyed. The head's text (``target``, ``path``) is
+    // read through `headers`, which holds it: a field of its own cost a retain and a
+    // release a request.
+    init(head: consuming HTTPMessageHead, connection: HTTPServerConnection) {
         expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")
+        version = head.version
+        keepAliveRequested = head.keepAlive
         upgradeRequested = head.upgrade
+        self.connection = connection
+        method = head.method
+        headers = head.headers
     }
 
     /// `GET /path HTTP/1.1`.
@@ -178,7 +190,9 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
 
     func endBody(trailers: HTTPHeaders) {
         bodyEnded = true
-        bodyTrailers = trailers
+        // Most messages have no trailers, and `bodyTrailers` starts empty: storing empty
+        // ones was a retain and a release per request.
+        if trailers.count != 0 { bodyTrailers = trailers }
         if let s = bodySubscriber {
             bodySubscriber = nil
             s.sendCompleted()
@@ -336,6 +350,17 @@ enum HTTPPendingResponse {
     var headers: HTTPHeaders {
         switch self {
         case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h
+        }
+    }
+
+    /// The case, without its fields (``HTTPRequest/responseKind``); `none` stands for no response.
+    enum Kind { case none, bytes, stream, upgrade }
+
+    var kind: Kind {
+        switch self {
+        case .bytes: .bytes
+        case .stream: .stream
+        case .upgrade: .upgrade
         }
     }
 }

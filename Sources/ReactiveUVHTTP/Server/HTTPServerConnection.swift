@@ -202,12 +202,13 @@ final class HTTPServerConnection {
         }
     }
 
-    private func head(_ head: HTTPMessageHead) {
+    /// `consuming`: the parser's head is moved into the request (see ``HTTPParser/onHead``).
+    private func head(_ head: consuming HTTPMessageHead) {
         headSince = 0
-        let request = HTTPRequest(head: head, connection: self)
+        let request = HTTPRequest(head: consume head, connection: self)
         queue.append(request)
         current = request
-        if !head.keepAlive { noMoreRequests = true }
+        if !request.keepAliveRequested { noMoreRequests = true }
         server.deliver(request)
     }
 
@@ -260,13 +261,14 @@ final class HTTPServerConnection {
             }
             return
         }
-        // Switched on in place: binding the first response to a constant first copied
-        // the whole enum (a retain and release of each of its references) per batch.
-        switch first.response {
-        case nil:
+        // Switched on the kind, not on the response: switching on the enum, even in place
+        // and without binding its fields, copied it (a retain and a release of each of its
+        // references) per batch; its fields are taken below where they are used.
+        switch first.responseKind {
+        case .none:
             if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
             return
-        case .bytes?:
+        case .bytes:
             // Written into the server's one response buffer, stored back before the write:
             // a write that completes at once flushes again from inside it, into the same
             // buffer (the bytes of this batch are copied or sent by then).
@@ -275,7 +277,7 @@ final class HTTPServerConnection {
             var count = 0
             var closeAfter = false
             for request in queue {
-                guard case .bytes(let status, let headers, let body) = request.response, !closeAfter else { break }
+                guard request.responseKind == .bytes, !closeAfter, case .bytes(let status, let headers, let body)? = request.response else { break }
                 // The response's own `Connection: close` is found as its head is written.
                 var keep = keepAliveIgnoringHeaders(after: request)
                 let noBody = HTTPStatus.hasNoBody(status, method: request.method)
@@ -292,7 +294,8 @@ final class HTTPServerConnection {
             server.responseBuffer = out
             write(out.bytesWritten, finishing: count, closeAfter: closeAfter)
             server.responseBuffer.trim()
-        case .stream(let status, let headers, let body)?:
+        case .stream:
+            guard case .stream(let status, let headers, let body)? = first.response else { return }
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
             let keep = keepAlive(after: first, headers: headers) && !http10
@@ -320,7 +323,8 @@ final class HTTPServerConnection {
             _ = transport.send(wire).subscribe(
                 error: { [self] _ in self.abort() },
                 completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
-        case .upgrade(let headers, let subscriber)?:
+        case .upgrade:
+            guard case .upgrade(let headers, let subscriber)? = first.response else { return }
             guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: []) else {
                 return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
             }
@@ -376,9 +380,10 @@ final class HTTPServerConnection {
                 // for queued ones) before that. Not weak: a weak reference moves the
                 // object's counts to a side table and made every retain of the connection
                 // slower (+670 instructions a request).
-                writeDone = DirectWrite(reusable: true) { [unowned self] error in
-                    if error != nil { self.abort() } else { self.wrote(finishing: self.writeFinishing, closeAfter: self.writeClosesAfter) }
-                }
+                // One use of `self` in the closure (`directWriteDone`): each load of an
+                // `unowned` reference is a checked strong retain and a release, and the
+                // three loads here (the call and the two fields) cost 3 of each a request.
+                writeDone = DirectWrite(reusable: true) { [unowned self] error in self.directWriteDone(error) }
             }
             stream.writeOnLoop(bytes, writeDone.unsafelyUnwrapped)
             return
@@ -386,6 +391,11 @@ final class HTTPServerConnection {
         _ = transport.write(Array(bytes)).subscribe(
             error: { [self] _ in self.abort() },
             completed: { [self] in self.wrote(finishing: count, closeAfter: closeAfter) })
+    }
+
+    /// The completion of a plain write (`writeDone`): what it finishes is in the fields.
+    private func directWriteDone(_ error: (any Error)?) {
+        if error != nil { abort() } else { wrote(finishing: writeFinishing, closeAfter: writeClosesAfter) }
     }
 
     private func wrote(finishing count: Int, closeAfter: Bool) {
