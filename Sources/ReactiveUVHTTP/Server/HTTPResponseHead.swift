@@ -17,11 +17,16 @@ enum HTTPResponseHead {
 
     /// The head's bytes, or `nil` when a field set by the application is not valid
     /// (``HTTPHeaders/isValidField(name:value:)``).
-    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: UnsafeRawBufferPointer) -> [UInt8]? {
         var out = HTTPResponseBuffer()
         defer { out.free() }
         var keepAlive = keepAlive
         return encode(status: status, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, into: &out) ? out.bytes : nil
+    }
+
+    /// ``encode(status:headers:framing:keepAlive:date:)-(_,_,_,_,UnsafeRawBufferPointer)`` with the date as an array.
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: Bool, date: [UInt8]) -> [UInt8]? {
+        date.withUnsafeBytes { encode(status: status, headers: headers, framing: framing, keepAlive: keepAlive, date: $0) }
     }
 
     /// Writes the head into `out` (the answers to pipelined requests share one buffer, see
@@ -37,7 +42,7 @@ enum HTTPResponseHead {
     /// `keepAlive` becomes `false` when the application's `Connection` field lists `close`
     /// (and `Connection: close` is written): the fields are walked here anyway, and looking
     /// for it beforehand (`hasToken`) walked them once more per response.
-    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8], into out: inout HTTPResponseBuffer) -> Bool {
+    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: UnsafeRawBufferPointer, into out: inout HTTPResponseBuffer) -> Bool {
         let reason = status == 200 ? "" : HTTPStatus.reason(status)
         let bound = bound(reason: reason, headers: headers, date: date)
         out.reserve(bound)
@@ -53,14 +58,14 @@ enum HTTPResponseHead {
     /// The head's size at most. Every byte `write` puts is counted here, generously: a field
     /// is at most its name, ": ", its value and CRLF; the `Connection` options taken from a
     /// value add at most ", " per byte of it; the fixed pieces are under 200 bytes.
-    private static func bound(reason: String, headers: HTTPHeaders, date: [UInt8]) -> Int {
+    private static func bound(reason: String, headers: HTTPHeaders, date: UnsafeRawBufferPointer) -> Int {
         var bound = 256 + reason.utf8.count + date.count
         for (name, value) in headers.fields { bound += name.utf8.count + 3 * value.utf8.count + 8 }
         return bound
     }
 
     private static func write(
-        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: [UInt8],
+        status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: UnsafeRawBufferPointer,
         to out: inout HeadWriter
     ) -> Bool {
         if status == 200 {
@@ -198,6 +203,11 @@ struct HeadWriter {
     @inline(__always)
     mutating func put(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { put(contiguous: $0) }
+    }
+
+    @inline(__always)
+    mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        put(contiguous: bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     /// A string's bytes: in place when the string has contiguous UTF-8 (native strings

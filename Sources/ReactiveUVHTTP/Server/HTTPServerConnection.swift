@@ -325,7 +325,7 @@ final class HTTPServerConnection {
                 completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
         case .upgrade:
             guard case .upgrade(let headers, let subscriber)? = first.response else { return }
-            guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: []) else {
+            guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: UnsafeRawBufferPointer(start: nil, count: 0)) else {
                 return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
             }
             writing = true

@@ -15,7 +15,13 @@ final class HTTPServerState: @unchecked Sendable {
     let loop: EventLoop
     let deliver: (HTTPRequest) -> Void
     var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
-    private(set) var date: [UInt8] = HTTPResponseHead.imfDate()
+    /// The `Date` field's value for responses, `HTTPResponseHead.imfDate()` as of the last
+    /// sweep: in memory of the server's own, read in place by every response head. An
+    /// array property was retained and released around each head written (the head's
+    /// writer may call out, so the compiler cannot borrow a class's `var`).
+    var date: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: dateBytes, count: dateCount) }
+    private let dateBytes = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 1)
+    private var dateCount = 0
     private var timer: Disposable?
     private var stopped = false
     /// Set by a graceful shutdown: connections close once idle.
@@ -34,10 +40,20 @@ final class HTTPServerState: @unchecked Sendable {
         self.options = options
         self.loop = loop
         self.deliver = deliver
+        setDate()
         scheduleSweep()
     }
 
-    deinit { responseBuffer.free() }
+    deinit {
+        responseBuffer.free()
+        dateBytes.deallocate()
+    }
+
+    private func setDate() {
+        let now = HTTPResponseHead.imfDate()
+        dateCount = min(now.count, 64)
+        now.withUnsafeBytes { dateBytes.copyMemory(from: $0.baseAddress!, byteCount: dateCount) }
+    }
 
     private var sweepInterval: Double {
         min(1.0, max(0.02, min(options.headTimeout, options.idleTimeout, options.lingerTimeout) / 4))
@@ -49,7 +65,7 @@ final class HTTPServerState: @unchecked Sendable {
     }
 
     private func sweep() {
-        date = HTTPResponseHead.imfDate()
+        setDate()
         let now = csys_monotonic_ns()
         for connection in Array(connections.values) {
             connection.checkTimeouts(now: now)

@@ -43,6 +43,8 @@ enum HTTPStatus {
 
     /// Whether a response with this status to this method carries no body (RFC 9110 §6.4.1).
     static func hasNoBody(_ status: Int, method: String) -> Bool {
-        method == "HEAD" || status < 200 || status == 204 || status == 304
+        // The length first: `==` of two different strings, "GET" and "HEAD", called
+        // `_stringCompareWithSmolCheck` on every response.
+        method.utf8.count == 4 && method == "HEAD" || status < 200 || status == 204 || status == 304
     }
 }
