@@ -370,7 +370,7 @@ final class HTTPServerConnection {
         // A plain connection is written without a signal (StreamConnection.writeOnLoop):
         // the signal's machinery cost a third of a request's instructions. TLS goes
         // through its signal.
-        if let stream = plainStream, stream.loop.isCurrentThread {
+        if plainStream != nil, loop.isCurrentThread {
             writeFinishing = count
             writeClosesAfter = closeAfter
             if writeDone == nil {
@@ -385,7 +385,17 @@ final class HTTPServerConnection {
                 // three loads here (the call and the two fields) cost 3 of each a request.
                 writeDone = DirectWrite(reusable: true) { [unowned self] error in self.directWriteDone(error) }
             }
-            stream.writeOnLoop(bytes, writeDone.unsafelyUnwrapped)
+            // Both passed without a retain (`_withUnsafeGuaranteedRef`): binding the
+            // optional properties retained and released each, ~2 pairs a request. Sound:
+            // `plainStream` is a `let` and `writeDone`, once set above, is never replaced
+            // or cleared, so this connection holds both, and it is alive for this whole
+            // call (its caller holds it: a method's `self` is guaranteed), also when the
+            // write completes, and `wrote` runs, inside `writeOnLoop`.
+            Unmanaged.passUnretained(plainStream.unsafelyUnwrapped)._withUnsafeGuaranteedRef { stream in
+                Unmanaged.passUnretained(writeDone.unsafelyUnwrapped)._withUnsafeGuaranteedRef { done in
+                    stream.writeOnLoop(bytes, done)
+                }
+            }
             return
         }
         _ = transport.write(Array(bytes)).subscribe(
