@@ -252,7 +252,7 @@ final class HTTPServerConnection {
     /// streamed or upgrade answer on its own.
     func flush() {
         guard !writing, !parsing, !isClosed, !detached else { return }
-        guard let first = queue.first else {
+        guard !queue.isEmpty else {
             if let errorResponse {
                 self.errorResponse = nil
                 write(errorResponse, finishing: 0, closeAfter: true)
@@ -264,8 +264,11 @@ final class HTTPServerConnection {
         // Switched on the kind, not on the response: switching on the enum, even in place
         // and without binding its fields, copied it (a retain and a release of each of its
         // references) per batch; its fields are taken below where they are used.
-        switch first.responseKind {
+        // The first request is bound only where it is used: bound before the switch it was
+        // retained and released per batch, also for byte answers, which do not use it.
+        switch queue[0].responseKind {
         case .none:
+            let first = queue[0]
             if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
             return
         case .bytes:
@@ -276,25 +279,35 @@ final class HTTPServerConnection {
             out.removeAll()
             var count = 0
             var closeAfter = false
-            for request in queue {
-                guard request.responseKind == .bytes, !closeAfter, case .bytes(let status, let headers, let body)? = request.response else { break }
-                // The response's own `Connection: close` is found as its head is written.
-                var keep = keepAliveIgnoringHeaders(after: request)
-                let noBody = HTTPStatus.hasNoBody(status, method: request.method)
-                let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
-                guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
-                    // Validated when answered; kept as a guard so nothing invalid is ever written.
-                    closeAfter = true
-                    break
+            // Each request without a retain (`_withUnsafeGuaranteedRef`): `for request in
+            // queue` retained and released each, a pair per response. Sound: `requests`
+            // holds every one of them until the loop ends, and nothing in the loop calls
+            // out of the server (no application code runs, the queue is not changed).
+            let requests = queue
+            for index in requests.indices {
+                let more = Unmanaged.passUnretained(requests[index])._withUnsafeGuaranteedRef { request -> Bool in
+                    guard request.responseKind == .bytes, case .bytes(let status, let headers, let body)? = request.response else { return false }
+                    // The response's own `Connection: close` is found as its head is written.
+                    var keep = keepAliveIgnoringHeaders(after: request)
+                    let noBody = HTTPStatus.hasNoBody(status, method: request.method)
+                    let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
+                    guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
+                        // Validated when answered; kept as a guard so nothing invalid is ever written.
+                        closeAfter = true
+                        return false
+                    }
+                    if !noBody { body.withUnsafeBytes { out.append($0) } }
+                    count += 1
+                    if !keep { closeAfter = true }
+                    return !closeAfter
                 }
-                if !noBody { body.withUnsafeBytes { out.append($0) } }
-                count += 1
-                if !keep { closeAfter = true }
+                if !more { break }
             }
             server.responseBuffer = out
             write(out.bytesWritten, finishing: count, closeAfter: closeAfter)
             server.responseBuffer.trim()
         case .stream:
+            let first = queue[0]
             guard case .stream(let status, let headers, let body)? = first.response else { return }
             let http10 = first.version < .http1_1
             let noBody = HTTPStatus.hasNoBody(status, method: first.method)
@@ -324,7 +337,7 @@ final class HTTPServerConnection {
                 error: { [self] _ in self.abort() },
                 completed: { [self] in self.wrote(finishing: 1, closeAfter: !keep) })
         case .upgrade:
-            guard case .upgrade(let headers, let subscriber)? = first.response else { return }
+            guard case .upgrade(let headers, let subscriber)? = queue[0].response else { return }
             guard let head = HTTPResponseHead.encode(status: 101, headers: headers, framing: .none, keepAlive: true, date: UnsafeRawBufferPointer(start: nil, count: 0)) else {
                 return subscriber.sendError(HTTPServerError.invalidHeader(name: "?"))
             }
