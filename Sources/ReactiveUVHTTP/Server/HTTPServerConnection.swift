@@ -76,11 +76,13 @@ final class HTTPServerConnection {
         // call. The checked `unowned` cost an atomic strong retain and a release per
         // callback.
         parser.onHead = { [unowned(unsafe) self] head in self.head(head) }
-        parser.onBody = { [unowned(unsafe) self] bytes in self.current?.receiveBody(bytes) }
-        parser.onEnd = { [unowned(unsafe) self] trailers in
-            self.current?.endBody(trailers: trailers)
-            self.current = nil
-        }
+        // The same argument, through `Unmanaged` and `_withUnsafeGuaranteedRef`: an
+        // `unowned(unsafe)` self was still copied (a retain and a release) around the
+        // call. (`onHead` keeps it: its head, captured by an inner closure, would be
+        // copied instead of moved into the request.)
+        let this = Unmanaged.passUnretained(self)
+        parser.onBody = { bytes in this._withUnsafeGuaranteedRef { $0.current?.receiveBody(bytes) } }
+        parser.onEnd = { trailers in this._withUnsafeGuaranteedRef { $0.messageEnded(trailers) } }
     }
 
     /// Starts reading; the server keeps the connection until it closes.
@@ -210,6 +212,11 @@ final class HTTPServerConnection {
         current = request
         if !request.keepAliveRequested { noMoreRequests = true }
         server.deliver(request)
+    }
+
+    private func messageEnded(_ trailers: HTTPHeaders) {
+        current?.endBody(trailers: trailers)
+        current = nil
     }
 
     private func readEnded() {
