@@ -87,6 +87,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fieldsChecked = raw.fieldCount == 0
     }
 
+    /// `body` applied to the fields as name and value pairs, borrowed where they are held
+    /// as strings: ``fields`` returned a copy of the array (a retain and a release), asked
+    /// per response head written (twice: its size bound, then the head).
+    @inline(__always)
+    func withFieldList<R>(_ body: ([(name: String, value: String)]) -> R) -> R {
+        switch storage {
+        case .list(let list): body(list)
+        case .raw(let raw): body(raw.fields)
+        }
+    }
+
     /// The head these fields were read from, while they are unchanged; `nil` otherwise.
     var rawHead: HTTPRawHead? { raw }
 

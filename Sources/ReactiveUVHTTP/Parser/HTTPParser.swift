@@ -364,10 +364,11 @@ final class HTTPParser {
         textCount = 0
         spanCount = 0
         let p = parser.pointee
-        let headers = HTTPHeaders(raw: raw)
         let upgrade = p.upgrade != 0 || kind == .request && UInt32(p.method) == HTTP_CONNECT.rawValue
         var contentLength: Int?
-        if let e = checkFraming(raw, headers, contentLength: &contentLength) { return refuse(e) }
+        if let e = checkFraming(raw, contentLength: &contentLength) { return refuse(e) }
+        // After the check, as `raw`'s last use: moved into the headers, not retained.
+        let headers = HTTPHeaders(raw: raw)
         upgrading = upgrade
         // Made whole here and moved into `onHead` (a `let` whose last use that is): a head
         // stored in the parser and swapped out was assigned field by field (a release of
@@ -403,10 +404,11 @@ final class HTTPParser {
     ///
     /// `raw` is the head's (`head.raw`), passed rather than read back from `head`: the
     /// optional's load was a retain and a release a request.
-    private func checkFraming(_ raw: HTTPRawHead, _ headers: borrowing HTTPHeaders, contentLength: inout Int?) -> HTTPParseError? {
+    private func checkFraming(_ raw: HTTPRawHead, contentLength: inout Int?) -> HTTPParseError? {
         // Most requests carry neither field: one walk over the names decides that without
         // making the arrays of values below.
         guard raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
+        let headers = HTTPHeaders(raw: raw)
         let lengths = headers.values("Content-Length")
         let codings = headers.values("Transfer-Encoding")
         if !codings.isEmpty {

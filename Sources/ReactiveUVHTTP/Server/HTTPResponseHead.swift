@@ -60,7 +60,10 @@ enum HTTPResponseHead {
     /// value add at most ", " per byte of it; the fixed pieces are under 200 bytes.
     private static func bound(reason: String, headers: HTTPHeaders, date: UnsafeRawBufferPointer) -> Int {
         var bound = 256 + reason.utf8.count + date.count
-        for (name, value) in headers.fields { bound += name.utf8.count + 3 * value.utf8.count + 8 }
+        // `withFieldList`, not `fields`: see there.
+        headers.withFieldList { fields in
+            for (name, value) in fields { bound += name.utf8.count + 3 * value.utf8.count + 8 }
+        }
         return bound
     }
 
@@ -87,7 +90,9 @@ enum HTTPResponseHead {
         // Fields checked as they were added (``HTTPHeaders/fieldsChecked``) are not
         // checked again; every other field is, here, whatever path the head came by.
         let checked = headers.fieldsChecked
-        for (name, value) in headers.fields {
+        // `withFieldList`, not `fields`: see there.
+        let valid = headers.withFieldList { fields -> Bool in
+        for (name, value) in fields {
             guard checked || HTTPHeaders.isValidField(name: name, value: value) else { return false }
             // Our own fields are looked for by length first: most names match none of them.
             let length = name.utf8.count
@@ -112,6 +117,9 @@ enum HTTPResponseHead {
             out.put(value.utf8)
             out.put(crlf)
         }
+        return true
+        }
+        guard valid else { return false }
         if !hasDate && !date.isEmpty {
             out.put(Bytes.date)
             out.put(date)
