@@ -397,7 +397,16 @@ final class HTTPParser {
     }
 
     private static func methodName(_ code: UInt32) -> String {
-        Int(code) < methodNames.count ? methodNames[Int(code)] : String(cString: http_method_str(http_method(code)))
+        // The common methods as literals: taking one from `methodNames` cost the global's
+        // once-check and a retain and release of the array and of the string, per request.
+        switch code {
+        case HTTP_GET.rawValue: return "GET"
+        case HTTP_HEAD.rawValue: return "HEAD"
+        case HTTP_POST.rawValue: return "POST"
+        case HTTP_PUT.rawValue: return "PUT"
+        case HTTP_DELETE.rawValue: return "DELETE"
+        default: return Int(code) < methodNames.count ? methodNames[Int(code)] : String(cString: http_method_str(http_method(code)))
+        }
     }
 
     /// The framing rules RFC 9112 §6 sets and http_parser does not enforce all of.
