@@ -15,17 +15,23 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     // Thread-safety: the head is immutable; everything else is confined to `loop`'s thread
     // (public calls from other threads hop there through `EventLoop.execute`).
 
+    /// The head as parsed, kept whole: the request's fields below are read from it. Moved
+    /// in whole (see `init`): taking its method and headers out into fields of their own
+    /// copied them (a retain each) and then destroyed the rest of the head (a release
+    /// each), per request.
+    private let head: HTTPMessageHead
+
     /// The request method as sent: `GET`, `POST`, ...
-    public let method: String
+    public var method: String { head.method }
     /// The request target as sent: path and query, `/search?q=x`.
     ///
     /// Made from the request's head bytes on each call (most requests are routed on
     /// ``path`` once, and a string made for every request cost more than reading it).
-    public var target: String { headers.rawHead?.startLine ?? "" }
+    public var target: String { head.headers.rawHead?.startLine ?? "" }
     /// The HTTP version: 1.0 or 1.1.
-    public let version: HTTPVersion
+    public var version: HTTPVersion { head.version }
     /// The header fields, in order.
-    public let headers: HTTPHeaders
+    public var headers: HTTPHeaders { head.headers }
     /// The loop of the connection the request came on; its events arrive on this loop's thread.
     ///
     /// The connection's, not a field of its own (as ``peer``): copying both into every
@@ -35,7 +41,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public var peer: String { connection.peer }
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring { (headers.withRawHead { $0.startLineBeforeQuery } ?? "")[...] }
+    public var path: Substring { (head.headers.withRawHead { $0.startLineBeforeQuery } ?? "")[...] }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
     public var query: Substring? {
         let target = target
@@ -61,9 +67,9 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// the connection's queue lasts while the request waits in it; the connection empties
     /// the queue when it closes, and a closed connection's `flush()` writes nothing.
     let connection: HTTPServerConnection
-    let keepAliveRequested: Bool
+    var keepAliveRequested: Bool { head.keepAlive }
     let expectsContinue: Bool
-    let upgradeRequested: Bool
+    var upgradeRequested: Bool { head.upgrade }
 
     // Body and response state: the loop thread's only (docs/ENGINE.md, rule 2), so without
     // the run-time exclusivity check per access (`@exclusivity(unchecked)`).
@@ -94,18 +100,13 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var answered = false
 
     // `consuming`: the parser makes the head for this request and hands it over whole
-    // (``HTTPParser/onHead``), so its method and headers are moved in, not retained here
-    // and released when the head was destroyed. The head's text (``target``, ``path``) is
-    // read through `headers`, which holds it: a field of its own cost a retain and a
-    // release a request.
+    // (``HTTPParser/onHead``), so it is moved into `head`, not copied and destroyed. The
+    // head's text (``target``, ``path``) is read through its headers, which hold it: a
+    // field of its own cost a retain and a release a request.
     init(head: consuming HTTPMessageHead, connection: HTTPServerConnection) {
         expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")
-        version = head.version
-        keepAliveRequested = head.keepAlive
-        upgradeRequested = head.upgrade
         self.connection = connection
-        method = head.method
-        headers = head.headers
+        self.head = head
     }
 
     /// `GET /path HTTP/1.1`.
