@@ -58,7 +58,7 @@ final class StageSignal<Stage: SignalStage>: Signal<Stage.Output>, @unchecked Se
         // release-built probe: one allocation per cold cycle; the paths' events agree).
         guard _isConcrete(S.self) else { return run(upstream, stage, closing(sink), lifetime) }
         upstream.attach(
-            sink: StageSink(stage, stage.makeState(), sink), closing: StageSink.observer, lifetime)
+            sink: StageSink(stage, stage.makeState(), sink), closing: { $0.observer() }, lifetime)
     }
 }
 
@@ -82,7 +82,7 @@ struct StageSink<Stage: SignalStage, Downstream: EventSink>: EventSink where Dow
         stage.receive(event, state, to: downstream)
     }
 
-    /// `sink` as an observer closure, for an upstream that takes closures (a subject).
+    /// This sink as an observer closure, for an upstream that takes closures (a subject).
     ///
     /// Why a local function forced inline rather than `{ sink.receive($0) }`: the closure's
     /// body was emitted as a function of its own, called by the closure's forwarder, which
@@ -90,9 +90,11 @@ struct StageSink<Stage: SignalStage, Downstream: EventSink>: EventSink where Dow
     /// map → filter → scan) out of the context onto the stack; `@inline(__always)` has the
     /// forwarder run the chain itself, reading the sink in place (the pipeline row: 14
     /// instructions and a call per value fewer, 241.6 → 227.6 under callgrind).
+    /// (Called from a closure literal, not passed as `StageSink.observer`: an unapplied
+    /// static method captures the generic metatypes, which Swift 6 warns are not `Sendable`.)
     @inlinable
-    static func observer(_ sink: Self) -> Sink<Stage.Input> {
-        @inline(__always) func receive(_ event: Event<Stage.Input>) { sink.receive(event) }
+    func observer() -> Sink<Stage.Input> {
+        @inline(__always) func receive(_ event: Event<Stage.Input>) { self.receive(event) }
         return receive
     }
 }
