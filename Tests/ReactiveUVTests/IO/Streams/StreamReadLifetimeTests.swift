@@ -21,10 +21,13 @@ final class StreamReadLifetimeTests: XCTestCase {
         var connection: TCPConnection?
     }
 
-    private func write(_ fd: Int32, _ text: String) {
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        XCTAssertEqual(written, bytes.count)
+    /// A blocking client of the test's server (listening on `port`), which sent `text`.
+    private func client(of port: Int, _ errors: Recorder<Void>, sending text: String) -> Int32 {
+        XCTAssertNotEqual(port, 0, "listening: \(String(describing: errors.error))")
+        let fd = connectBlockingClient(port: port)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        if fd >= 0 { writeAll(fd, text) }
+        return fd
     }
 
     func testSubscriberDisposingItselfAndResubscribingInsideItsSink() throws {
@@ -43,16 +46,13 @@ final class StreamReadLifetimeTests: XCTestCase {
             })
             return .never()
         }
-        XCTAssertNotEqual(port, 0, "listening: \(String(describing: errors.error))")
-        let fd = connectBlockingClient(port: port)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        write(fd, "one")
+        let fd = client(of: port, errors, sending: "one")
         XCTAssertTrue(loop.run(until: { box.firstValues.count == 1 }, timeout: 30))
         XCTAssertEqual(box.retiredDuringSink, 1, "the disposed reader was parked during the delivery")
         XCTAssertEqual(box.connection?.stream.retiredReaders.count, 0, "and released after it")
         XCTAssertEqual(box.connection?.stream.deliveryDepth, 0)
         XCTAssertNil(box.firstReader, "the disposed reader is gone once the delivery returned")
-        write(fd, "two")
+        writeAll(fd, "two")
         XCTAssertTrue(loop.run(until: { box.secondValues.count == 1 }, timeout: 30))
         XCTAssertEqual(box.firstValues, [Array("one".utf8)])
         XCTAssertEqual(box.secondValues, [Array("two".utf8)])
@@ -78,10 +78,7 @@ final class StreamReadLifetimeTests: XCTestCase {
             }))
             return .never()
         }
-        XCTAssertNotEqual(port, 0, "listening: \(String(describing: errors.error))")
-        let fd = connectBlockingClient(port: port)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        write(fd, "bye")
+        let fd = client(of: port, errors, sending: "bye")
         XCTAssertTrue(loop.run(until: { recorder.terminated }, timeout: 30))
         // `on(next:)` runs before the value is forwarded: the close completed the
         // subscription first, so the recorder sees only the completion.
