@@ -62,6 +62,8 @@ final class HTTPParser {
     var skipBody = false
 
     private let parser: UnsafeMutablePointer<http_parser>
+    /// ``sharedSettings``, read once here so that a parse reads a stored `let`, not a lazy global.
+    private let settings: UnsafePointer<http_parser_settings>
     // The state below is touched only by `parse`/`finish` and the callbacks they run, on
     // one connection's loop thread (docs/ENGINE.md, rule 2: confined to one thread): the
     // run-time exclusivity checks, a thread-local lookup per access and about a tenth of
@@ -111,6 +113,7 @@ final class HTTPParser {
         scanner = HTTPHeadScanner(isRequest: kind == .request, maxHeadBytes: limits.maxHeadBytes, maxStartLineBytes: limits.maxStartLineBytes)
         // Heap storage that C points at, never a stored property's address.
         parser = .allocate(capacity: 1)
+        settings = Self.sharedSettings
         http_parser_init(parser, kind == .request ? HTTP_REQUEST : HTTP_RESPONSE)
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
@@ -178,12 +181,12 @@ final class HTTPParser {
                 if !pendingHead.isEmpty {
                     let held = pendingHead
                     pendingHead.removeAll(keepingCapacity: false)
-                    let n = held.withUnsafeBytes { http_parser_execute(parser, &Self.settings, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+                    let n = held.withUnsafeBytes { http_parser_execute(parser, settings, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
                     if case .error(let e) = outcome(afterParsing: n, of: held.count) { return (0, .error(e)) }
                 }
             }
         }
-        let n = http_parser_execute(parser, &Self.settings, base.assumingMemoryBound(to: CChar.self), bytes.count)
+        let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), bytes.count)
         return (n, outcome(afterParsing: n, of: bytes.count))
     }
 
@@ -197,7 +200,7 @@ final class HTTPParser {
             return scanner.hasStarted ? fail(.badRequest("connection closed inside a message head")) : .needMore
         }
         if ended { return .needMore }
-        _ = http_parser_execute(parser, &Self.settings, nil, 0)
+        _ = http_parser_execute(parser, settings, nil, 0)
         let result = outcome(afterParsing: 0, of: 0)
         if case .needMore = result { return fail(.badRequest("connection closed inside a message body")) }
         return result
@@ -275,7 +278,12 @@ final class HTTPParser {
         UnsafeRawBufferPointer(start: at, count: length)
     }
 
-    nonisolated(unsafe) private static var settings: http_parser_settings = {
+    /// The callbacks, in heap storage made once and never freed or written again.
+    ///
+    /// A `static var` passed as `settings` was an inout access to a global: the runtime
+    /// checked its exclusivity on every `http_parser_execute` (a thread-local access set,
+    /// about a hundred instructions a request). A pointer read from a `let` is not checked.
+    nonisolated(unsafe) private static let sharedSettings: UnsafePointer<http_parser_settings> = {
         var s = http_parser_settings()
         s.on_url = { p, at, length in with(p) { $0.appendText(chars(at, length)) } }
         s.on_status = { p, at, length in with(p) { $0.appendText(chars(at, length)) } }
@@ -284,7 +292,9 @@ final class HTTPParser {
         s.on_headers_complete = { p in with(p) { $0.headersComplete() } }
         s.on_body = { p, at, length in with(p) { $0.body(chars(at, length)) } }
         s.on_message_complete = { p in with(p) { $0.messageComplete() } }
-        return s
+        let storage = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        storage.initialize(to: s)
+        return UnsafePointer(storage)
     }()
 
     private func appendText(_ bytes: UnsafeRawBufferPointer) -> Int32 {
