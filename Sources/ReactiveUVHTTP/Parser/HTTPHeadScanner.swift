@@ -63,22 +63,25 @@ struct HTTPHeadScanner {
 
     /// Scans `bytes` from their start.
     ///
+    /// Most of a head is runs of ordinary bytes (a method, a target, a field name, a value):
+    /// each state takes its run in a tight loop of its own rather than once around the whole
+    /// state machine per byte, and the head limit is checked once per call, by stopping the
+    /// scan at the last byte the limit allows.
+    ///
     /// - Parameter bytes: the next bytes read.
     /// - Returns: whether the head ends in them (and where), needs more, or is refused.
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Result {
-        let cr: UInt8 = 13, lf: UInt8 = 10, sp: UInt8 = 32, tab: UInt8 = 9
-        var i = 0
+        let cr: UInt8 = 13, lf: UInt8 = 10, sp: UInt8 = 32, tab: UInt8 = 9, del: UInt8 = 0x7F
         let n = bytes.count
-        while i < n {
+        let base = headBytes
+        // Bytes this call may take before the head is over its limit: byte `end` (if there
+        // is one) is the first over it, and is refused below in the state it would enter.
+        let end = min(n, max(0, maxHeadBytes - base))
+        var i = 0
+        defer { headBytes = base + i }
+        while i < end {
             let b = bytes[i]
             i += 1
-            headBytes += 1
-            if headBytes > maxHeadBytes {
-                if isRequest, state == .method || state == .target || state == .version {
-                    return .error(.uriTooLong(maxStartLineBytes))
-                }
-                return .error(.headersTooLarge(maxHeadBytes))
-            }
             switch state {
             case .start:
                 // RFC 9112 §2.2: empty lines before a request line are ignored.
@@ -86,45 +89,73 @@ struct HTTPHeadScanner {
                 state = isRequest ? .method : .statusLine
                 startLineBytes = 0
                 i -= 1
-                headBytes -= 1
             case .leadingLF:
                 guard b == lf else { return .error(.badRequest("CR without LF before the start line")) }
                 state = .start
             case .method:
                 startLineBytes += 1
-                if b == sp {
+                if Self.isTokenByte(b) {
+                    var j = i
+                    while j < end, Self.isTokenByte(bytes[j]) { j += 1 }
+                    tokenBytes += j - i + 1
+                    startLineBytes += j - i
+                    i = j
+                } else if b == sp {
                     guard tokenBytes > 0 else { return .error(.badRequest("empty method")) }
                     tokenBytes = 0
                     state = .target
-                } else if HTTPHeaders.isTokenByte(b) {
-                    tokenBytes += 1
                 } else {
                     return .error(.badRequest("invalid byte \(b) in the method"))
                 }
             case .target:
                 startLineBytes += 1
                 if startLineBytes > maxStartLineBytes { return .error(.uriTooLong(maxStartLineBytes)) }
-                if b == sp {
+                if b > sp && b != del {
+                    var j = i
+                    while j < end, bytes[j] > sp, bytes[j] != del { j += 1 }
+                    tokenBytes += j - i + 1
+                    startLineBytes += j - i
+                    i = j
+                    // Every byte of the run was valid, so over the limit inside it or at
+                    // its end is the same answer.
+                    if startLineBytes > maxStartLineBytes { return .error(.uriTooLong(maxStartLineBytes)) }
+                } else if b == sp {
                     guard tokenBytes > 0 else { return .error(.badRequest("empty request target")) }
                     state = .version
-                } else if b > sp && b != 0x7F {
-                    tokenBytes += 1
                 } else {
                     return .error(.badRequest("invalid byte \(b) in the request target"))
                 }
             case .version:
                 startLineBytes += 1
                 if startLineBytes > maxStartLineBytes { return .error(.uriTooLong(maxStartLineBytes)) }
-                if b == cr {
+                if versionCount == 0, i + 8 <= end,
+                   case let v = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: i - 1, as: UInt64.self)),
+                   v == Self.http11 || v == Self.http10, bytes[i + 7] == cr {
+                    // The version every client sends, whole in this read: taken in one
+                    // comparison (it and its CR) instead of a byte at a time.
+                    versionBytes = v
+                    versionCount = 8
+                    startLineBytes += 8
+                    i += 8
+                    if startLineBytes > maxStartLineBytes { return .error(.uriTooLong(maxStartLineBytes)) }
+                    state = .startLF
+                } else if b > sp && b < del {
+                    keepVersionByte(b)
+                    var j = i
+                    while j < end {
+                        let c = bytes[j]
+                        guard c > sp && c < del else { break }
+                        keepVersionByte(c)
+                        j += 1
+                    }
+                    startLineBytes += j - i
+                    i = j
+                    if startLineBytes > maxStartLineBytes { return .error(.uriTooLong(maxStartLineBytes)) }
+                } else if b == cr {
                     if let e = checkVersion() { return .error(e) }
                     state = .startLF
-                } else if b <= sp || b >= 0x7F {
-                    return .error(.badRequest("invalid byte \(b) in the HTTP version"))
                 } else {
-                    // The first 8 bytes decide (`HTTP/1.1`, or `HTTP/12.` for a 505); the
-                    // rest is only counted, and the start-line limit bounds it.
-                    if versionCount < 8 { versionBytes = versionBytes << 8 | UInt64(b) }
-                    versionCount += 1
+                    return .error(.badRequest("invalid byte \(b) in the HTTP version"))
                 }
             case .startLF:
                 guard b == lf else { return .error(.badRequest("CR without LF in the start line")) }
@@ -132,42 +163,43 @@ struct HTTPHeadScanner {
             case .statusLine:
                 if b == cr {
                     state = .startLF
-                } else if b < sp && b != tab || b == 0x7F {
+                } else if b < sp && b != tab || b == del {
                     return .error(.badRequest("control byte \(b) in the status line"))
                 }
             case .lineStart:
-                if b == cr {
+                if Self.isTokenByte(b) {
+                    state = .name
+                    var j = i
+                    while j < end, Self.isTokenByte(bytes[j]) { j += 1 }
+                    i = j
+                } else if b == cr {
                     state = .endLF
                 } else if b == sp || b == tab {
                     // obs-fold: RFC 9112 §5.2 lets a server refuse it; joining lines is
                     // how two parsers come to disagree.
                     return .error(.badRequest("obsolete line folding in the header section"))
-                } else if HTTPHeaders.isTokenByte(b) {
-                    state = .name
                 } else {
                     return .error(.badRequest("invalid byte \(b) at the start of a header field"))
                 }
             case .name:
-                if b == UInt8(ascii: ":") {
+                if Self.isTokenByte(b) {
+                    var j = i
+                    while j < end, Self.isTokenByte(bytes[j]) { j += 1 }
+                    i = j
+                } else if b == UInt8(ascii: ":") {
                     state = .value
-                } else if !HTTPHeaders.isTokenByte(b) {
+                } else {
                     // Includes space before the colon (RFC 9112 §5.1: must be refused).
                     return .error(.badRequest("invalid byte \(b) in a header field name"))
                 }
             case .value:
-                // Most of a head is field values: run through the ordinary bytes here
-                // rather than once around the whole loop per byte.
-                if b >= sp && b != 0x7F {
+                if b >= sp && b != del {
                     var j = i
-                    while j < n, bytes[j] >= sp, bytes[j] != 0x7F { j += 1 }
-                    headBytes += j - i
+                    while j < end, bytes[j] >= sp, bytes[j] != del { j += 1 }
                     i = j
-                    if headBytes > maxHeadBytes { return .error(.headersTooLarge(maxHeadBytes)) }
-                    continue
-                }
-                if b == cr {
+                } else if b == cr {
                     state = .valueLF
-                } else if b < sp && b != tab || b == 0x7F {
+                } else if b != tab {
                     return .error(.badRequest("control byte \(b) in a header field value"))
                 }
             case .valueLF:
@@ -178,12 +210,41 @@ struct HTTPHeadScanner {
                 return .complete(i)
             }
         }
+        if end < n {
+            if isRequest, state == .method || state == .target || state == .version {
+                return .error(.uriTooLong(maxStartLineBytes))
+            }
+            return .error(.headersTooLarge(maxHeadBytes))
+        }
         return .needMore
     }
 
-    private static let http11 = pack("HTTP/1.1")
-    private static let http10 = pack("HTTP/1.0")
-    private static func pack(_ s: String) -> UInt64 { s.utf8.reduce(0) { $0 << 8 | UInt64($1) } }
+    /// Keeps one byte of the version: the first 8 decide (`HTTP/1.1`, or `HTTP/12.` for a
+    /// 505); the rest are only counted, and the start-line limit bounds them.
+    @inline(__always)
+    private mutating func keepVersionByte(_ b: UInt8) {
+        if versionCount < 8 { versionBytes = versionBytes << 8 | UInt64(b) }
+        versionCount += 1
+    }
+
+    /// RFC 9110's `tchar` as a bit per byte below 128 (`tokenLow` for 0–63, `tokenHigh` for
+    /// 64–127): one shift and test, where a `switch` of ranges and cases is a chain of
+    /// comparisons per byte of every name and method. Literals, so that reading them is not
+    /// a lazy global's once-check; `HTTPHeadScannerTests` checks them byte by byte against
+    /// the RFC's list.
+    private static let tokenLow: UInt64 = 0x03FF_6CFA_0000_0000   // ! # $ % & ' * + - . 0-9
+    private static let tokenHigh: UInt64 = 0x57FF_FFFF_C7FF_FFFE  // A-Z ^ _ ` a-z | ~
+
+    /// Whether `b` may be part of a method or a field name (RFC 9110's `tchar`).
+    @inline(__always)
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        b < 64 ? tokenLow >> UInt64(b) & 1 != 0 : b < 128 && tokenHigh >> UInt64(b &- 64) & 1 != 0
+    }
+
+    // `HTTP/1.1` and `HTTP/1.0`, first byte highest (as `keepVersionByte` packs them).
+    // Literals, so that reading them is not a lazy global's once-check per request.
+    private static let http11: UInt64 = 0x4854_5450_2F31_2E31
+    private static let http10: UInt64 = 0x4854_5450_2F31_2E30
 
     /// `HTTP/1.0` or `HTTP/1.1` (any `HTTP/1.d`); `HTTP/2.0` and later get 505.
     private func checkVersion() -> HTTPParseError? {
