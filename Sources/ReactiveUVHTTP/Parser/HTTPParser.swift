@@ -213,11 +213,12 @@ final class HTTPParser {
         startLineCount = 0
         itemStart = 0
         nameEnd = 0
-        fieldName = ""
+        // Emptied only when set: assigning a string releases the old one, a call per message.
+        if !fieldName.isEmpty { fieldName = "" }
         readingValue = false
         headersDone = false
         startLineTaken = false
-        // Trailers are rare: resetting empty ones released and made an empty list per message.
+        // Trailers were moved out by `messageComplete`; a message cut short may leave some.
         if trailers.count != 0 { trailers = HTTPHeaders() }
         trailerBytes = 0
         bodyBytes = 0
@@ -467,7 +468,12 @@ final class HTTPParser {
     private func messageComplete() -> Int32 {
         if readingValue { storeField() }
         ended = true
-        onEnd(trailers)
+        // Moved out, not passed from the property: a stored property handed to a call is
+        // retained around it (the callee could change it), and the next message starts
+        // with none anyway.
+        var ending = HTTPHeaders()
+        swap(&ending, &trailers)
+        onEnd(ending)
         // Stop here so the caller learns where this message ended (pipelining, upgrade).
         http_parser_pause(parser, 1)
         return 0
