@@ -41,6 +41,11 @@ struct HTTPHeadScanner {
     // "HTTP/1.1" is 8 bytes: the version is kept in an integer, not an array.
     private var versionBytes: UInt64 = 0
     private var versionCount = 0
+    /// Bytes of the field name being scanned.
+    private var nameBytes = 0
+    /// Whether a field name of `Content-Length`'s or `Transfer-Encoding`'s length (14, 17
+    /// bytes) was seen: when none was, the parser's framing check need not look for them.
+    private(set) var mayHaveFramingFields = false
 
     init(isRequest: Bool, maxHeadBytes: Int, maxStartLineBytes: Int) {
         self.isRequest = isRequest
@@ -59,6 +64,8 @@ struct HTTPHeadScanner {
         tokenBytes = 0
         versionBytes = 0
         versionCount = 0
+        nameBytes = 0
+        mayHaveFramingFields = false
     }
 
     /// Scans `bytes` from their start.
@@ -171,6 +178,7 @@ struct HTTPHeadScanner {
                     state = .name
                     var j = i
                     while j < end, Self.isTokenByte(bytes[j]) { j += 1 }
+                    nameBytes = j - i + 1
                     i = j
                 } else if b == cr {
                     state = .endLF
@@ -185,8 +193,10 @@ struct HTTPHeadScanner {
                 if Self.isTokenByte(b) {
                     var j = i
                     while j < end, Self.isTokenByte(bytes[j]) { j += 1 }
+                    nameBytes += j - i + 1
                     i = j
                 } else if b == UInt8(ascii: ":") {
+                    if nameBytes == 14 || nameBytes == 17 { mayHaveFramingFields = true }
                     state = .value
                 } else {
                     // Includes space before the colon (RFC 9112 §5.1: must be refused).

@@ -425,9 +425,9 @@ final class HTTPParser {
     /// `raw` is the head's (`head.raw`), passed rather than read back from `head`: the
     /// optional's load was a retain and a release a request.
     private func checkFraming(_ raw: HTTPRawHead, contentLength: inout Int?) -> HTTPParseError? {
-        // Most requests carry neither field: one walk over the names decides that without
-        // making the arrays of values below.
-        guard raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
+        // Most requests carry neither field: the scanner saw no name of their lengths, or
+        // one walk over the names decides it, without making the arrays of values below.
+        guard scanner.mayHaveFramingFields, raw.contains("Content-Length", or: "Transfer-Encoding") else { return nil }
         let headers = HTTPHeaders(raw: raw)
         let lengths = headers.values("Content-Length")
         let codings = headers.values("Transfer-Encoding")

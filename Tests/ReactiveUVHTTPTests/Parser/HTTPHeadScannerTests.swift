@@ -91,4 +91,26 @@ import Testing
             #expect(scan(longMethod, readSize: size, maxHead: 50) == .error(.uriTooLong(8192)), "head limit in the method, reads of \(size)")
         }
     }
+
+    /// The parser skips its framing check when the scanner saw no field name as long as
+    /// `Content-Length` or `Transfer-Encoding`: a name of either length is always seen,
+    /// however the name is split between reads.
+    @Test func namesAsLongAsTheFramingFieldsAreSeenInEveryReadSize() {
+        func sees(_ head: String, readSize: Int) -> Bool {
+            var scanner = HTTPHeadScanner(isRequest: true, maxHeadBytes: 65536, maxStartLineBytes: 8192)
+            let all = bytes(head)
+            var offset = 0
+            while offset < all.count {
+                let count = min(readSize, all.count - offset)
+                if case .complete = all[offset..<offset + count].withUnsafeBytes({ scanner.scan($0) }) { break }
+                offset += count
+            }
+            return scanner.mayHaveFramingFields
+        }
+        for size in [1, 3, 7, 1000] {
+            #expect(sees("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", readSize: size))
+            #expect(sees("POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n", readSize: size))
+            #expect(!sees("GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n", readSize: size))
+        }
+    }
 }
