@@ -69,7 +69,7 @@ public enum HTTP {
             // the shutdown signal, whichever comes first).
             func server(_ loop: EventLoop) -> HTTPServerState {
                 if let made = state.value { return made }
-                let made = HTTPServerState(options: options, loop: loop) { subscriber.sendNext($0) }
+                let made = HTTPServerState(options: options, loop: loop, requests: subscriber)
                 made.onDrained = {
                     listening.dispose()
                     subscriber.sendCompleted()

@@ -41,7 +41,11 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public var peer: String { connection.peer }
 
     /// The path part of ``target`` (before `?`), still percent-encoded.
-    public var path: Substring { (head.headers.withRawHead { $0.startLineBeforeQuery } ?? "")[...] }
+    public var path: Substring {
+        // `Substring(_:)`, not `[...]`: the range subscript checked the string's bounds
+        // again (~57 instructions a request, callgrind, ruv-http-hello).
+        Substring(head.headers.withRawHead { $0.startLineBeforeQuery } ?? "")
+    }
     /// The query part of ``target`` (after `?`), still percent-encoded; `nil` without `?`.
     public var query: Substring? {
         let target = target
@@ -68,7 +72,12 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// the queue when it closes, and a closed connection's `flush()` writes nothing.
     let connection: HTTPServerConnection
     var keepAliveRequested: Bool { head.keepAlive }
-    let expectsContinue: Bool
+    /// Whether the client waits for `100 Continue` before sending the body.
+    ///
+    /// Looked up when asked, not made in `init`: it matters only while a body is unread,
+    /// and callers test that first (`bodyEnded`, `bodySubscribed`); walking the fields for
+    /// `Expect` in every request's `init` cost ~90 instructions and a retain and a release.
+    var expectsContinue: Bool { head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue") }
     var upgradeRequested: Bool { head.upgrade }
 
     // Body and response state: the loop thread's only (docs/ENGINE.md, rule 2), so without
@@ -104,7 +113,6 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     // head's text (``target``, ``path``) is read through its headers, which hold it: a
     // field of its own cost a retain and a release a request.
     init(head: consuming HTTPMessageHead, connection: HTTPServerConnection) {
-        expectsContinue = head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue")
         self.connection = connection
         self.head = head
     }
@@ -307,19 +315,23 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func answer(_ response: HTTPPendingResponse) -> Bool {
+    // `consuming`, here and in `answerOnLoop`: the response made by `respond` is moved
+    // through into ``response``; passed borrowed, it was copied into the request (a retain
+    // of its headers and of its body, and their release when the caller's copy died).
+    private func answer(_ response: consuming HTTPPendingResponse) -> Bool {
         if loop.isCurrentThread { return answerOnLoop(response) }
         // From another thread: hop, and report what can be known here (a refused field);
         // "already answered" is only known on the loop, where the extra answer is dropped.
+        let valid = response.headersValid
         let box = HTTPBox(response)
         loop.execute { _ = self.answerOnLoop(box.value) }
-        return response.headers.allFieldsValid
+        return valid
     }
 
-    private func answerOnLoop(_ response: HTTPPendingResponse) -> Bool {
+    private func answerOnLoop(_ response: consuming HTTPPendingResponse) -> Bool {
         guard !answered else { return false }
         answered = true
-        let valid = response.headers.allFieldsValid
+        let valid = response.headersValid
         self.response = valid ? response : .bytes(status: 500, headers: [:], body: [])
         connection.flush()
         return valid
@@ -351,6 +363,14 @@ enum HTTPPendingResponse {
     var headers: HTTPHeaders {
         switch self {
         case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h
+        }
+    }
+
+    /// ``HTTPHeaders/allFieldsValid`` of ``headers``, asked of the enum in place: through
+    /// ``headers`` the headers were copied out first (a retain and a release per response).
+    var headersValid: Bool {
+        switch self {
+        case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h.allFieldsValid
         }
     }
 

@@ -250,6 +250,21 @@ struct HeadWriter {
             put(48 + UInt8(n))
             return
         }
+        // Two and three digits (most statuses and small bodies' lengths) written straight:
+        // the general loop below counted the digits and then wrote them, ~80 instructions.
+        if n < 100 {
+            base[count] = 48 + UInt8(n / 10)
+            base[count + 1] = 48 + UInt8(n % 10)
+            count += 2
+            return
+        }
+        if n < 1000 {
+            base[count] = 48 + UInt8(n / 100)
+            base[count + 1] = 48 + UInt8(n / 10 % 10)
+            base[count + 2] = 48 + UInt8(n % 10)
+            count += 3
+            return
+        }
         var digits = 0
         var v = n
         while v > 0 {

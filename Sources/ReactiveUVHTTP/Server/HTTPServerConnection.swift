@@ -180,13 +180,19 @@ final class HTTPServerConnection {
         }
         bytes.withUnsafeBytes { all in
             var offset = 0
+            // The clock read once per read, not once per pipelined head: the head timeout
+            // counts from when a head's first bytes arrived, which this read's time is.
+            var now: UInt64 = 0
             while offset < all.count && !isClosed {
                 if mustPause {
                     pending = Array(all[offset...])
                     stopReading()
                     return
                 }
-                if !parser.isMidMessage && headSince == 0 { headSince = csys_monotonic_ns() }
+                if !parser.isMidMessage && headSince == 0 {
+                    if now == 0 { now = csys_monotonic_ns() }
+                    headSince = now
+                }
                 let (consumed, outcome) = parser.parse(UnsafeRawBufferPointer(rebasing: all[offset...]))
                 switch outcome {
                 case .needMore:
@@ -211,12 +217,13 @@ final class HTTPServerConnection {
         queue.append(request)
         current = request
         if !request.keepAliveRequested { noMoreRequests = true }
-        server.deliver(request)
+        server.requests.sendNext(request)
     }
 
     private func messageEnded(_ trailers: HTTPHeaders) {
-        current?.endBody(trailers: trailers)
-        current = nil
+        // Taken out before its body ends (the message has, for the parser), rather than
+        // called through `current?` and cleared after: that retained and released it.
+        current.take()?.endBody(trailers: trailers)
     }
 
     private func readEnded() {
@@ -276,7 +283,7 @@ final class HTTPServerConnection {
         switch queue[0].responseKind {
         case .none:
             let first = queue[0]
-            if first.expectsContinue && first.bodySubscribed && !first.sentContinue && !first.bodyEnded { sendContinueIfFirst(first) }
+            if first.bodySubscribed && !first.sentContinue && !first.bodyEnded && first.expectsContinue { sendContinueIfFirst(first) }
             return
         case .bytes:
             // Written into the server's one response buffer, stored back before the write:
@@ -375,7 +382,8 @@ final class HTTPServerConnection {
         if request.upgradeRequested { return false }
         // A client waiting for `100 Continue` that never came may or may not send its body
         // now: the only safe end is to close.
-        if request.expectsContinue && !request.sentContinue && !request.bodyEnded { return false }
+        // `expectsContinue` last: it walks the fields, and most requests' bodies have ended.
+        if !request.sentContinue && !request.bodyEnded && request.expectsContinue { return false }
         return true
     }
 

@@ -13,7 +13,10 @@ final class HTTPServerState: @unchecked Sendable {
     // thread, through `EventLoop.execute`.
     let options: HTTPServerOptions
     let loop: EventLoop
-    let deliver: (HTTPRequest) -> Void
+    /// Where each request read is sent (the `serve` signal's subscriber). Held itself,
+    /// not in a closure calling it: a closure loaded from this property was a retain and a
+    /// release of its context per request, and one more call.
+    let requests: Subscriber<HTTPRequest>
     var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     /// The `Date` field's value for responses, `HTTPResponseHead.imfDate()` as of the last
     /// sweep: in memory of the server's own, read in place by every response head. An
@@ -36,10 +39,10 @@ final class HTTPServerState: @unchecked Sendable {
     /// transport (see ``HTTPResponseBuffer`` for why one per server is enough).
     @exclusivity(unchecked) var responseBuffer = HTTPResponseBuffer()
 
-    init(options: HTTPServerOptions, loop: EventLoop, deliver: @escaping (HTTPRequest) -> Void) {
+    init(options: HTTPServerOptions, loop: EventLoop, requests: Subscriber<HTTPRequest>) {
         self.options = options
         self.loop = loop
-        self.deliver = deliver
+        self.requests = requests
         setDate()
         scheduleSweep()
     }
