@@ -93,12 +93,12 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
 
     // Response state (loop thread).
     @exclusivity(unchecked) private var storedResponse: HTTPPendingResponse?
-    /// Which case ``response`` holds, kept beside it: asking the enum itself (`switch
-    /// request.response`, even without binding its fields) copied it out of the request
-    /// first, a retain and a release of its headers and of its body, per response
+    /// Which answer the request has: kept beside ``response``, as asking the enum itself
+    /// (`switch request.response`, even without binding its fields) copied it out of the
+    /// request first, a retain and a release of each of its references, per response
     /// (callgrind, ruv-http-hello).
     @exclusivity(unchecked) private(set) var responseKind = HTTPPendingResponse.Kind.none
-    /// The answer, once given.
+    /// A streamed or upgrade answer, once given (a byte answer is in the fields below).
     var response: HTTPPendingResponse? {
         get { storedResponse }
         set {
@@ -106,6 +106,21 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
             storedResponse = newValue
         }
     }
+    /// A byte answer (``responseKind`` `.bytes`): its parts as fields of the request, not a
+    /// case of ``HTTPPendingResponse``. Stored from `respond`'s arguments they cost a
+    /// retain each; the enum was made, copied into the request and copied out again to be
+    /// written, ~5 retains and as many releases more per response. The connection reads
+    /// them in place (`inout`, see `HTTPServerConnection.flush`).
+    @exclusivity(unchecked) private(set) var responseStatus = 0
+    @exclusivity(unchecked) var responseHeaders = HTTPHeaders()
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
+
+    /// Lets go of a streamed answer's body signal once it is being written; the request
+    /// still counts as answered with a stream.
+    func dropStreamedBody() { storedResponse = nil }
+
+    /// Whether the request's method is `HEAD`, read in place: ``method`` returns a copy.
+    var isHead: Bool { head.method.utf8.count == 4 && head.method == "HEAD" }
     @exclusivity(unchecked) var answered = false
 
     // `consuming`: the parser makes the head for this request and hands it over whole
@@ -232,7 +247,11 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: `false` when the request was already answered or a field was refused.
     @discardableResult
     public func respond(status: Int = 200, headers: HTTPHeaders = [:], body: [UInt8]) -> Bool {
-        answer(.bytes(status: status, headers: headers, body: body))
+        if connection.loop.isCurrentThread { return answerOnLoop(status: status, headers: headers, body: body) }
+        // From another thread: hop, and report what can be known here (a refused field);
+        // "already answered" is only known on the loop, where the extra answer is dropped.
+        loop.execute { _ = self.answerOnLoop(status: status, headers: headers, body: body) }
+        return headers.allFieldsValid
     }
 
     /// Answers with a UTF-8 text body (sent with `Content-Length`); see ``respond(status:headers:body:)``.
@@ -247,7 +266,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     public func respond(status: Int = 200, headers: HTTPHeaders = [:], text: String) -> Bool {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
-        return answer(.bytes(status: status, headers: headers, body: Array(text.utf8)))
+        return respond(status: status, headers: headers, body: Array(text.utf8))
     }
 
     /// Answers with a body streamed from `body`: chunked to HTTP/1.1 clients, close-delimited
@@ -332,7 +351,29 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         guard !answered else { return false }
         answered = true
         let valid = response.headersValid
-        self.response = valid ? response : .bytes(status: 500, headers: [:], body: [])
+        if valid {
+            self.response = response
+        } else {
+            responseStatus = 500
+            responseKind = .bytes
+        }
+        connection.flush()
+        return valid
+    }
+
+    /// A byte answer, on the loop: stored in the request's fields (see ``responseStatus``).
+    private func answerOnLoop(status: Int, headers: HTTPHeaders, body: [UInt8]) -> Bool {
+        guard !answered else { return false }
+        answered = true
+        let valid = headers.allFieldsValid
+        if valid {
+            responseStatus = status
+            responseHeaders = headers
+            responseBody = body
+        } else {
+            responseStatus = 500
+        }
+        responseKind = .bytes
         connection.flush()
         return valid
     }
@@ -354,32 +395,25 @@ final class HTTPBox<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
 }
 
-/// An answer waiting for its turn on the connection.
+/// A streamed or upgrade answer waiting for its turn on the connection (a byte answer is
+/// held in ``HTTPRequest/responseStatus`` and the fields after it).
 enum HTTPPendingResponse {
-    case bytes(status: Int, headers: HTTPHeaders, body: [UInt8])
     case stream(status: Int, headers: HTTPHeaders, body: Signal<[UInt8]>)
     case upgrade(headers: HTTPHeaders, subscriber: Subscriber<HTTPUpgrade>)
-
-    var headers: HTTPHeaders {
-        switch self {
-        case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h
-        }
-    }
 
     /// ``HTTPHeaders/allFieldsValid`` of ``headers``, asked of the enum in place: through
     /// ``headers`` the headers were copied out first (a retain and a release per response).
     var headersValid: Bool {
         switch self {
-        case .bytes(_, let h, _), .stream(_, let h, _), .upgrade(let h, _): h.allFieldsValid
+        case .stream(_, let h, _), .upgrade(let h, _): h.allFieldsValid
         }
     }
 
-    /// The case, without its fields (``HTTPRequest/responseKind``); `none` stands for no response.
+    /// Which answer a request has (``HTTPRequest/responseKind``); `none` stands for none yet.
     enum Kind { case none, bytes, stream, upgrade }
 
     var kind: Kind {
         switch self {
-        case .bytes: .bytes
         case .stream: .stream
         case .upgrade: .upgrade
         }

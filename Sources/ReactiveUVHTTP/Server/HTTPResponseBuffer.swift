@@ -55,6 +55,13 @@ struct HTTPResponseBuffer {
         count += bytes.count
     }
 
+    /// Copies `bytes` after those written. `inout`: the caller passes a class's stored
+    /// array in place (``HTTPRequest/responseBody``), which passed as a value was copied
+    /// out first (a retain and a release).
+    mutating func append(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
     /// Forgets the bytes written, keeping the memory.
     mutating func removeAll() { count = 0 }
 

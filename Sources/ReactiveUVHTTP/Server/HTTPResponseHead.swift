@@ -21,7 +21,8 @@ enum HTTPResponseHead {
         var out = HTTPResponseBuffer()
         defer { out.free() }
         var keepAlive = keepAlive
-        return encode(status: status, headers: headers, framing: framing, keepAlive: &keepAlive, date: date, into: &out) ? out.bytes : nil
+        var headers = headers
+        return encode(status: status, headers: &headers, framing: framing, keepAlive: &keepAlive, date: date, into: &out) ? out.bytes : nil
     }
 
     /// ``encode(status:headers:framing:keepAlive:date:)-(_,_,_,_,UnsafeRawBufferPointer)`` with the date as an array.
@@ -42,7 +43,10 @@ enum HTTPResponseHead {
     /// `keepAlive` becomes `false` when the application's `Connection` field lists `close`
     /// (and `Connection: close` is written): the fields are walked here anyway, and looking
     /// for it beforehand (`hasToken`) walked them once more per response.
-    static func encode(status: Int, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: UnsafeRawBufferPointer, into out: inout HTTPResponseBuffer) -> Bool {
+    ///
+    /// `headers` is `inout` though only read: a request's answer is passed in place (see
+    /// ``HTTPRequest/responseHeaders``), not copied out of the request.
+    static func encode(status: Int, headers: inout HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: UnsafeRawBufferPointer, into out: inout HTTPResponseBuffer) -> Bool {
         let reason = status == 200 ? "" : HTTPStatus.reason(status)
         let bound = bound(reason: reason, headers: headers, date: date)
         out.reserve(bound)

@@ -300,17 +300,20 @@ final class HTTPServerConnection {
             let requests = queue
             for index in requests.indices {
                 let more = Unmanaged.passUnretained(requests[index])._withUnsafeGuaranteedRef { request -> Bool in
-                    guard request.responseKind == .bytes, case .bytes(let status, let headers, let body)? = request.response else { return false }
+                    guard request.responseKind == .bytes else { return false }
+                    let status = request.responseStatus
                     // The response's own `Connection: close` is found as its head is written.
                     var keep = keepAliveIgnoringHeaders(after: request)
-                    let noBody = HTTPStatus.hasNoBody(status, method: request.method)
-                    let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(body.count)
-                    guard HTTPResponseHead.encode(status: status, headers: headers, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
+                    let noBody = HTTPStatus.hasNoBody(status, isHead: request.isHead)
+                    let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(request.responseBody.count)
+                    // The headers and the body passed `inout`, in place: passed as values,
+                    // each was copied out of the request (a retain and a release).
+                    guard HTTPResponseHead.encode(status: status, headers: &request.responseHeaders, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
                         // Validated when answered; kept as a guard so nothing invalid is ever written.
                         closeAfter = true
                         return false
                     }
-                    if !noBody { body.withUnsafeBytes { out.append($0) } }
+                    if !noBody { out.append(&request.responseBody) }
                     count += 1
                     if !keep { closeAfter = true }
                     return !closeAfter
@@ -324,7 +327,7 @@ final class HTTPServerConnection {
             let first = queue[0]
             guard case .stream(let status, let headers, let body)? = first.response else { return }
             let http10 = first.version < .http1_1
-            let noBody = HTTPStatus.hasNoBody(status, method: first.method)
+            let noBody = HTTPStatus.hasNoBody(status, isHead: first.isHead)
             let keep = keepAlive(after: first, headers: headers) && !http10
             // HEAD carries the framing the GET would (RFC 9110 9.3.2), only the body is left
             // out; a status without a body (1xx, 204, 304) has no framing at all.
@@ -345,7 +348,7 @@ final class HTTPServerConnection {
             // application's events signal that captures its request (a natural thing to
             // write) would otherwise make request -> body -> events -> request a cycle that
             // outlives the connection (LeakSanitizer found it in the SSE test).
-            first.response = .bytes(status: status, headers: headers, body: [])
+            first.dropStreamedBody()
             writing = true
             _ = transport.send(wire).subscribe(
                 error: { [self] _ in self.abort() },

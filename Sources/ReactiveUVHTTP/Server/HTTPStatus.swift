@@ -45,6 +45,12 @@ enum HTTPStatus {
     static func hasNoBody(_ status: Int, method: String) -> Bool {
         // The length first: `==` of two different strings, "GET" and "HEAD", called
         // `_stringCompareWithSmolCheck` on every response.
-        method.utf8.count == 4 && method == "HEAD" || status < 200 || status == 204 || status == 304
+        hasNoBody(status, isHead: method.utf8.count == 4 && method == "HEAD")
+    }
+
+    /// ``hasNoBody(_:method:)`` with the method's test made by the caller
+    /// (``HTTPRequest/isHead`` reads it in place, without copying the method out).
+    static func hasNoBody(_ status: Int, isHead: Bool) -> Bool {
+        isHead || status < 200 || status == 204 || status == 304
     }
 }
