@@ -247,7 +247,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: `false` when the request was already answered or a field was refused.
     @discardableResult
     public func respond(status: Int = 200, headers: HTTPHeaders = [:], body: [UInt8]) -> Bool {
-        if connection.loop.isCurrentThread { return answerOnLoop(status: status, headers: headers, body: body) }
+        if onLoopThread { return answerOnLoop(status: status, headers: headers, body: body) }
         // From another thread: hop, and report what can be known here (a refused field);
         // "already answered" is only known on the loop, where the extra answer is dropped.
         loop.execute { _ = self.answerOnLoop(status: status, headers: headers, body: body) }
@@ -376,6 +376,15 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
         responseKind = .bytes
         connection.flush()
         return valid
+    }
+
+    /// Whether the caller is on ``loop``'s thread, asked of the loop without a retain
+    /// (`_withUnsafeGuaranteedRef`): `connection.loop.isCurrentThread` retained and released
+    /// the loop around the call, per answer. Sound: the loop is a `let` of the connection,
+    /// a `let` of this request, which the caller's `self` holds for the call.
+    @inline(__always)
+    var onLoopThread: Bool {
+        Unmanaged.passUnretained(connection.loop)._withUnsafeGuaranteedRef { $0.isCurrentThread }
     }
 
     func onLoop(_ work: @escaping () -> Void) {

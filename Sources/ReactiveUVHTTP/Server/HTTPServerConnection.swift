@@ -217,7 +217,10 @@ final class HTTPServerConnection {
         queue.append(request)
         current = request
         if !request.keepAliveRequested { noMoreRequests = true }
-        server.requests.sendNext(request)
+        // The subscriber without a retain: loaded from the server it was retained and
+        // released around the call. Sound: it is a `let` of the server, a `let` of this
+        // connection, which the parse under way holds (`parse`'s `self`).
+        Unmanaged.passUnretained(server.requests)._withUnsafeGuaranteedRef { $0.sendNext(request) }
     }
 
     private func messageEnded(_ trailers: HTTPHeaders) {

@@ -89,6 +89,42 @@ final class HTTPServerLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    func testAConnectionClosedFromInsideItsRequestsDeliveryStaysSoundThroughIt() throws {
+        // The server sends each request to its subscriber and answers it without retaining
+        // the subscriber, the loop or the request's connection state around those calls
+        // (`HTTPServerConnection.head`, `HTTPRequest.onLoopThread`), on the ground that the
+        // parse under way holds the connection and it holds the rest. Here the handler
+        // closes the connection from inside the delivery, which empties its queue, drops
+        // its current request and takes it out of the server's table, and then answers and
+        // reads the request: every one of those calls must still find live objects (a
+        // freed one would crash here or under the sanitizers), and the requests pipelined
+        // behind it in the same read are never delivered.
+        let delivered = Guarded<[String]>([])
+        let answers = Guarded<[[Bool]]>([])
+        let server = try HTTPTestServer { request in
+            guard request.path == "/close-inside" else { return HTTPTestApp.handle(request) }
+            delivered.update { $0.append(String(request.path)) }
+            request.connection.close()
+            // Whether the answer counts (the close may end the reading, and the request with
+            // it, at once) is not the point; that the call is sound and writes nothing is.
+            _ = request.respond(text: "after close")
+            answers.update { $0.append([request.method == "GET", request.loop === request.connection.loop]) }
+        }
+        let client = try RawClient(port: server.port)
+        client.send(String(repeating: "GET /close-inside HTTP/1.1\r\nHost: x\r\n\r\n", count: 3))
+        let reply = client.readToEnd()
+        XCTAssertTrue(reply.ended, "the connection closed")
+        XCTAssertFalse(reply.text.contains("after close"), "nothing written after the close: \(reply.text)")
+        // The client may see the close before the handler has gone on past it.
+        XCTAssertTrue(waitFor { answers.value.count == 1 })
+        XCTAssertEqual(answers.value, [[true, true]])
+        XCTAssertEqual(delivered.value.count, 1, "requests behind the closing one are not delivered")
+        let next = try RawClient(port: server.port)
+        next.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(next.read(until: "Hello, World!").hasSuffix("Hello, World!"), "the server serves on")
+        server.stop()
+    }
+
     func testGracefulShutdownFinishesTheRequestInFlightAndClosesIdleConnections() throws {
         let shutdown = Subject<Void>()
         var options = HTTPServerOptions()
