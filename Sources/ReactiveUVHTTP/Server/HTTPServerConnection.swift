@@ -70,17 +70,19 @@ final class HTTPServerConnection {
         parser = HTTPParser(.request, limits: server.options.parserLimits)
         idleSince = csys_monotonic_ns()
         plainStream = transport as? StreamConnection
-        // `unowned(unsafe)`: the parser is this connection's and calls these only from
-        // inside `parser.parse` and `parser.finish`, which only this connection's own
-        // methods call (`parse`, `readEnded`), so their `self` keeps it alive for the
-        // call. The checked `unowned` cost an atomic strong retain and a release per
-        // callback.
-        parser.onHead = { [unowned(unsafe) self] head in self.head(head) }
-        // The same argument, through `Unmanaged` and `_withUnsafeGuaranteedRef`: an
-        // `unowned(unsafe)` self was still copied (a retain and a release) around the
-        // call. (`onHead` keeps it: its head, captured by an inner closure, would be
-        // copied instead of moved into the request.)
+        // Unretained: the parser is this connection's and calls these only from inside
+        // `parser.parse` and `parser.finish`, which only this connection's own methods call
+        // (`parse`, `readEnded`), so their `self` keeps it alive for the call. The checked
+        // `unowned` cost an atomic strong retain and a release per callback, and an
+        // `unowned(unsafe)` self was still copied (a retain and a release) around each
+        // call; `Unmanaged` and `_withUnsafeGuaranteedRef` are not. The head goes into the
+        // inner closure as an optional taken there, so it is moved into the request, not
+        // copied (a closure captures a plain value by copying it out).
         let this = Unmanaged.passUnretained(self)
+        parser.onHead = { head in
+            var held: HTTPMessageHead? = consume head
+            this._withUnsafeGuaranteedRef { $0.head(held.take().unsafelyUnwrapped) }
+        }
         parser.onBody = { bytes in this._withUnsafeGuaranteedRef { $0.current?.receiveBody(bytes) } }
         parser.onEnd = { trailers in this._withUnsafeGuaranteedRef { $0.messageEnded(trailers) } }
     }
