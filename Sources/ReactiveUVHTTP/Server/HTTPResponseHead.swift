@@ -90,7 +90,9 @@ enum HTTPResponseHead {
         // decided here, so the application's `close` / `keep-alive` are not repeated; a
         // 426 used to carry its `Connection: Upgrade` and our `Connection: close` as two
         // fields.
-        var connectionOptions: [Substring] = []
+        // Made only for a `Connection` field with options of its own (rare): an empty array
+        // made and destroyed per head cost its call and a release.
+        var connectionOptions: [Substring]?
         // Fields checked as they were added (``HTTPHeaders/fieldsChecked``) are not
         // checked again; every other field is, here, whatever path the head came by.
         let checked = headers.fieldsChecked
@@ -106,7 +108,8 @@ enum HTTPResponseHead {
                 for option in value.split(separator: ",") {
                     let token = option.trimmingSpaces
                     if token.isEmpty || HTTPHeaders.sameName(token, "close") || HTTPHeaders.sameName(token, "keep-alive") { continue }
-                    connectionOptions.append(token)
+                    if connectionOptions == nil { connectionOptions = [] }
+                    connectionOptions!.append(token)
                 }
                 continue
             }
@@ -139,19 +142,19 @@ enum HTTPResponseHead {
         case .none:
             break
         }
-        if status != 101 && connectionOptions.isEmpty {
-            out.put(keepAlive ? Bytes.keepAlive : Bytes.close)
-        } else if !connectionOptions.isEmpty {
+        if let connectionOptions, !connectionOptions.isEmpty {
             out.put(Bytes.connection)
             for (i, option) in connectionOptions.enumerated() {
                 if i > 0 { out.put(", ".utf8) }
                 out.put(option.utf8)
             }
             if status != 101 {
-                if !connectionOptions.isEmpty { out.put(", ".utf8) }
+                out.put(", ".utf8)
                 out.put(keepAlive ? "keep-alive".utf8 : "close".utf8)
             }
             out.put(Bytes.crlf)
+        } else if status != 101 {
+            out.put(keepAlive ? Bytes.keepAlive : Bytes.close)
         }
         out.put(Bytes.crlf)
         return true
