@@ -17,6 +17,76 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         return list
     }
 
+    /// The fields as a response head writes them, made once (see ``Storage/encoded``).
+    struct Encoded: @unchecked Sendable {
+        // Thread-safety: the buffer is written only inside `make`, before it is published,
+        // and only read after.
+
+        /// The fields, and whether one is `Date` (the server then writes none of its own).
+        struct Header {
+            var list: [(name: String, value: String)]
+            var hasDate: Bool
+        }
+
+        /// One allocation: the fields, then `Name: value\r\n` for each of them.
+        final class Buffer: ManagedBuffer<Header, UInt8> {}
+
+        private let buffer: Buffer
+
+        /// `list` encoded, or `nil` when a field is one a response head treats apart
+        /// (`Connection`, `Content-Length`, `Transfer-Encoding`: the server writes those
+        /// itself) or when there is none. The fields must be valid (``isValidField(name:value:)``).
+        static func make(_ list: [(name: String, value: String)]) -> Encoded? {
+            guard !list.isEmpty else { return nil }
+            var count = 0
+            var hasDate = false
+            for (name, value) in list {
+                if HTTPHeaders.sameName(name, "Connection") || HTTPHeaders.sameName(name, "Content-Length")
+                    || HTTPHeaders.sameName(name, "Transfer-Encoding")
+                {
+                    return nil
+                }
+                if HTTPHeaders.sameName(name, "Date") { hasDate = true }
+                count += name.utf8.count + value.utf8.count + 4
+            }
+            let made = Buffer.create(minimumCapacity: count) { _ in Header(list: list, hasDate: hasDate) }
+            let buffer = unsafeDowncast(made, to: Buffer.self)
+            buffer.withUnsafeMutablePointerToElements { base in
+                var at = base
+                func put(_ bytes: some Sequence<UInt8>) {
+                    for byte in bytes {
+                        at.initialize(to: byte)
+                        at += 1
+                    }
+                }
+                for (name, value) in list {
+                    put(name.utf8)
+                    put([58, 32])
+                    put(value.utf8)
+                    put([13, 10])
+                }
+            }
+            return Encoded(buffer: buffer, count: count)
+        }
+
+        /// The number of bytes of ``withBytes(_:)``.
+        let count: Int
+
+        private init(buffer: Buffer, count: Int) {
+            self.buffer = buffer
+            self.count = count
+        }
+
+        var list: [(name: String, value: String)] { buffer.withUnsafeMutablePointerToHeader { $0.pointee.list } }
+        var hasDate: Bool { buffer.withUnsafeMutablePointerToHeader { $0.pointee.hasDate } }
+
+        /// `body` applied to the encoded fields.
+        @inline(__always)
+        func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+            buffer.withUnsafeMutablePointerToElements { body(UnsafeRawBufferPointer(start: $0, count: count)) }
+        }
+    }
+
     /// Where the fields are: decoded strings (added by an application, or decoded from the
     /// wire's bytes once an application changed headers read from it), or the bytes as
     /// read. One enum of two references rather than two properties: headers are copied
@@ -25,6 +95,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     private enum Storage {
         case list([(name: String, value: String)])
         case raw(HTTPRawHead)
+        /// Fields given whole by an application (``init(_:)``, a literal), every one valid
+        /// and none of them one the server writes itself, together with the bytes a
+        /// response head writes for them, made once: an application answers with the same
+        /// headers again and again (`let plain: HTTPHeaders = [...]`), and walking them
+        /// field by field per response head (its size bound, then each name and value
+        /// written) cost ~300 instructions of a request (callgrind, ruv-http-hello). Made
+        /// when the fields are, so never changed after (the value is shared between
+        /// threads); a change (``add(_:_:)``, ...) makes the headers a plain list again.
+        case encoded(Encoded)
     }
 
     private var storage: Storage
@@ -37,8 +116,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The decoded fields; empty while `raw` holds them.
     private var list: [(name: String, value: String)] {
-        if case .list(let list) = storage { return list }
-        return []
+        switch storage {
+        case .list(let list): list
+        case .encoded(let encoded): encoded.list
+        case .raw: []
+        }
     }
 
     /// Changes the decoded fields in place (decoding the wire's bytes first), keeping the
@@ -48,6 +130,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         switch storage {
         case .list(let held): list = held
         case .raw(let raw): list = raw.fields
+        case .encoded(let encoded): list = encoded.list
         }
         storage = .list([])
         change(&list)
@@ -74,8 +157,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///
     /// - Parameter fields: name and value pairs.
     public init(_ fields: [(String, String)]) {
-        storage = .list(fields.map { (name: $0.0, value: $0.1) })
+        let list = fields.map { (name: $0.0, value: $0.1) }
         fieldsChecked = fields.allSatisfy { Self.isValidField(name: $0.0, value: $0.1) }
+        if fieldsChecked, let encoded = Encoded.make(list) {
+            storage = .encoded(encoded)
+        } else {
+            storage = .list(list)
+        }
     }
 
     /// Headers read from the wire: `raw`'s fields, unchecked (see ``fieldsChecked``).
@@ -95,7 +183,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         switch storage {
         case .list(let list): body(list)
         case .raw(let raw): body(raw.fields)
+        case .encoded(let encoded): body(encoded.list)
         }
+    }
+
+    /// `body` applied to the fields as a response head writes them and whether one is
+    /// `Date`, when they were made whole by an application (see ``Storage/encoded``);
+    /// `nil` otherwise (the head then walks ``withFieldList(_:)``).
+    @inline(__always)
+    func withEncoded<R>(_ body: (Encoded) -> R) -> R? {
+        if case .encoded(let encoded) = storage { return body(encoded) }
+        return nil
     }
 
     /// The head these fields were read from, while they are unchanged; `nil` otherwise.
@@ -108,7 +206,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     func withRawHead<R>(_ body: (borrowing HTTPRawHead) -> R) -> R? {
         switch storage {
         case .raw(let raw): body(raw)
-        case .list: nil
+        case .list, .encoded: nil
         }
     }
 
@@ -122,6 +220,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         switch storage {
         case .list(let list): list.count
         case .raw(let raw): raw.fieldCount
+        case .encoded(let encoded): encoded.list.count
         }
     }
 

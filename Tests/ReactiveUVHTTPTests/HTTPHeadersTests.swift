@@ -54,6 +54,64 @@ import Testing
         }
     }
 
+    /// Headers made whole by an application keep the bytes a response head writes for
+    /// them, made once; the head written from those is byte for byte the one written
+    /// field by field, and fields the server writes itself (or a change) leave the headers
+    /// a plain list, written field by field as before.
+    @Test func fieldsMadeWholeAreWrittenAsTheFieldByFieldHeadWouldBe() {
+        func fieldByField(_ fields: [(String, String)]) -> HTTPHeaders {
+            var h = HTTPHeaders()
+            for (name, value) in fields { h.add(name, value) }
+            return h
+        }
+        func head(_ h: HTTPHeaders, status: Int = 200, keepAlive: Bool = true) -> String? {
+            HTTPResponseHead.encode(status: status, headers: h, framing: .length(5), keepAlive: keepAlive, date: Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8))
+                .map { String(decoding: $0, as: UTF8.self) }
+        }
+        let long = String(repeating: "v", count: 300)
+        let shapes: [[(String, String)]] = [
+            [("Content-Type", "text/plain")],
+            [("Content-Type", "text/plain"), ("X-Long", long), ("X-Unicode", "é ü"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")],
+            [("Date", "Mon, 07 Nov 1994 08:49:37 GMT"), ("X-A", "")],
+            [("Connection", "close"), ("X-A", "1")],
+            [("X-A", "1"), ("Content-Length", "99"), ("Transfer-Encoding", "gzip")],
+            [("Connection", "Upgrade"), ("Upgrade", "websocket")],
+        ]
+        for fields in shapes {
+            let whole = HTTPHeaders(fields)
+            let added = fieldByField(fields)
+            #expect(whole.withEncoded { _ in true } == nil || !fields.contains { ["connection", "content-length", "transfer-encoding"].contains($0.0.lowercased()) })
+            for status in [200, 404, 101] {
+                for keepAlive in [true, false] {
+                    let a = head(whole, status: status, keepAlive: keepAlive), b = head(added, status: status, keepAlive: keepAlive)
+                    #expect(a != nil && a == b, "\(fields) \(status)")
+                }
+            }
+            #expect(whole == added && whole.fields.count == fields.count && whole.count == fields.count)
+            #expect(whole.fields.map(\.name) == fields.map(\.0) && whole.fields.map(\.value) == fields.map(\.1))
+        }
+        // Which ones keep their bytes: valid fields the server does not write itself.
+        #expect(HTTPHeaders([("Content-Type", "text/plain"), ("Date", "x")]).withEncoded { $0.hasDate } == true)
+        #expect(HTTPHeaders([("Content-Type", "text/plain")]).withEncoded { $0.hasDate } == false)
+        #expect(HTTPHeaders([("X-A", "1"), ("connection", "close")]).withEncoded { _ in true } == nil)
+        #expect(HTTPHeaders([("Bad Name", "v")]).withEncoded { _ in true } == nil)
+        #expect(HTTPHeaders().withEncoded { _ in true } == nil)
+        // Their own `Date` replaces the server's; `Connection: close` among them closes.
+        let dated = head(["Date": "Mon, 07 Nov 1994 08:49:37 GMT"])!
+        #expect(dated.contains("Date: Mon, 07 Nov 1994") && !dated.contains("1994 08:49:37 GMT\r\nDate"))
+        #expect(!dated.contains("Sun, 06 Nov"))
+        #expect(head(["Connection": "close", "X-A": "1"])!.contains("\r\nConnection: close\r\n"))
+        // A change leaves a plain list, its lookups and head as expected.
+        var changed: HTTPHeaders = ["Content-Type": "text/plain", "X-A": "1"]
+        changed.add("X-B", "2")
+        changed.set("X-A", "3")
+        #expect(changed.withEncoded { _ in true } == nil)
+        #expect(changed["x-a"] == "3" && changed["X-B"] == "2" && changed.hasToken("Content-Type", "text/plain"))
+        #expect(head(changed) == head(fieldByField([("Content-Type", "text/plain"), ("X-B", "2"), ("X-A", "3")])))
+        changed.remove("X-B")
+        #expect(changed.fields.map(\.name) == ["Content-Type", "X-A"])
+    }
+
     /// Headers remember whether every field was checked as it was added (an application's
     /// constant headers are then not checked again per response); when that is not known
     /// (a field read from the wire, an invalid field added and removed), the fields are

@@ -64,6 +64,8 @@ enum HTTPResponseHead {
     /// value add at most ", " per byte of it; the fixed pieces are under 200 bytes.
     private static func bound(reason: String, headers: HTTPHeaders, date: UnsafeRawBufferPointer) -> Int {
         var bound = 256 + reason.utf8.count + date.count
+        // Encoded fields are written as they are.
+        if let count = headers.withEncoded({ $0.count }) { return bound + count }
         // `withFieldList`, not `fields`: see there.
         headers.withFieldList { fields in
             for (name, value) in fields { bound += name.utf8.count + 3 * value.utf8.count + 8 }
@@ -96,8 +98,15 @@ enum HTTPResponseHead {
         // Fields checked as they were added (``HTTPHeaders/fieldsChecked``) are not
         // checked again; every other field is, here, whatever path the head came by.
         let checked = headers.fieldsChecked
+        // Fields made whole by the application: their bytes as made once (valid, and none
+        // of them one written apart below: see `HTTPHeaders.Storage.encoded`).
+        let encoded = headers.withEncoded { encoded -> Bool in
+            encoded.withBytes { out.put($0) }
+            return encoded.hasDate
+        }
+        if let encoded { hasDate = encoded }
         // `withFieldList`, not `fields`: see there.
-        let valid = headers.withFieldList { fields -> Bool in
+        let valid = encoded != nil || headers.withFieldList { fields -> Bool in
         for (name, value) in fields {
             guard checked || HTTPHeaders.isValidField(name: name, value: value) else { return false }
             // Our own fields are looked for by length first: most names match none of them.
