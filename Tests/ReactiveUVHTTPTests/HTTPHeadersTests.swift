@@ -112,6 +112,28 @@ import Testing
         #expect(changed.fields.map(\.name) == ["Content-Type", "X-A"])
     }
 
+    /// A head's bytes exactly, for the usual shapes (its end is written in fused pieces
+    /// when it has our `Date`, a length and our `Connection`) and the others.
+    @Test func responseHeadsAreWrittenExactly() {
+        let date = Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8)
+        func head(_ status: Int, _ h: HTTPHeaders, _ framing: HTTPResponseHead.Framing, keepAlive: Bool = true, date: [UInt8] = date) -> String {
+            String(decoding: HTTPResponseHead.encode(status: status, headers: h, framing: framing, keepAlive: keepAlive, date: date) ?? [], as: UTF8.self)
+        }
+        let d = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+        #expect(head(200, ["Content-Type": "text/plain"], .length(13)) == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\(d)Content-Length: 13\r\nConnection: keep-alive\r\n\r\n")
+        #expect(head(404, [:], .length(0), keepAlive: false) == "HTTP/1.1 404 Not Found\r\n\(d)Content-Length: 0\r\nConnection: close\r\n\r\n")
+        #expect(head(200, [:], .length(123_456)) == "HTTP/1.1 200 OK\r\n\(d)Content-Length: 123456\r\nConnection: keep-alive\r\n\r\n")
+        #expect(head(200, [:], .length(7), date: []) == "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: keep-alive\r\n\r\n")
+        #expect(head(200, ["Date": "x"], .length(7)) == "HTTP/1.1 200 OK\r\nDate: x\r\nContent-Length: 7\r\nConnection: keep-alive\r\n\r\n")
+        #expect(head(200, [:], .chunked) == "HTTP/1.1 200 OK\r\n\(d)Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n")
+        #expect(head(204, [:], .none, keepAlive: false) == "HTTP/1.1 204 No Content\r\n\(d)Connection: close\r\n\r\n")
+        #expect(head(426, ["Connection": "Upgrade", "Upgrade": "websocket"], .length(2), keepAlive: false) == "HTTP/1.1 426 Upgrade Required\r\nUpgrade: websocket\r\n\(d)Content-Length: 2\r\nConnection: Upgrade, close\r\n\r\n")
+        #expect(head(101, ["Upgrade": "websocket", "Connection": "Upgrade"], .none, date: []) == "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        for n in [0, 9, 10, 99, 100, 999, 1000, 65_536] {
+            #expect(head(200, [:], .length(n), date: []).contains("\r\nContent-Length: \(n)\r\n"))
+        }
+    }
+
     /// Headers remember whether every field was checked as it was added (an application's
     /// constant headers are then not checked again per response); when that is not known
     /// (a field read from the wire, an invalid field added and removed), the fields are

@@ -136,6 +136,16 @@ enum HTTPResponseHead {
         return true
         }
         guard valid else { return false }
+        // The usual end of a head (our `Date`, a length, our `Connection`) in three
+        // constant pieces rather than six: each piece is a call to copy it.
+        if !hasDate && !date.isEmpty && status != 101 && connectionOptions == nil, case .length(let n) = framing {
+            out.put(Bytes.date)
+            out.put(date)
+            out.put(Bytes.crlfContentLength)
+            out.putDecimal(n)
+            out.put(keepAlive ? Bytes.crlfKeepAliveEnd : Bytes.crlfCloseEnd)
+            return true
+        }
         if !hasDate && !date.isEmpty {
             out.put(Bytes.date)
             out.put(date)
@@ -185,6 +195,9 @@ enum HTTPResponseHead {
         static let keepAlive: StaticString = "Connection: keep-alive\r\n"
         static let close: StaticString = "Connection: close\r\n"
         static let crlf: StaticString = "\r\n"
+        static let crlfContentLength: StaticString = "\r\nContent-Length: "
+        static let crlfKeepAliveEnd: StaticString = "\r\nConnection: keep-alive\r\n\r\n"
+        static let crlfCloseEnd: StaticString = "\r\nConnection: close\r\n\r\n"
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for now (RFC 9110's IMF-fixdate), without Foundation.
