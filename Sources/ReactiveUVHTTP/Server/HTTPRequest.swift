@@ -79,6 +79,9 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// `Expect` in every request's `init` cost ~90 instructions and a retain and a release.
     var expectsContinue: Bool { head.version >= .http1_1 && head.headers.hasToken("Expect", "100-continue") }
     var upgradeRequested: Bool { head.upgrade }
+    /// Whether the message ends with its head: neither chunked nor a `Content-Length` but
+    /// 0 (a request has a body only by one of those, RFC 9112 §6.3), and no upgrade.
+    var endsWithHead: Bool { !head.chunked && (head.contentLength ?? 0) == 0 && !head.upgrade }
 
     // Body and response state: the loop thread's only (docs/ENGINE.md, rule 2), so without
     // the run-time exclusivity check per access (`@exclusivity(unchecked)`).

@@ -217,7 +217,15 @@ final class HTTPServerConnection {
         headSince = 0
         let request = HTTPRequest(head: consume head, connection: self)
         queue.append(request)
-        current = request
+        // A request without a body has it ended from the start and is never `current`
+        // (the parser ends its message right after its head, before anything else can
+        // happen on the connection): holding it there cost a retain and a release, and the
+        // message end a call on it, per request.
+        if request.endsWithHead {
+            request.bodyEnded = true
+        } else {
+            current = request
+        }
         if !request.keepAliveRequested { noMoreRequests = true }
         // The subscriber without a retain: loaded from the server it was retained and
         // released around the call. Sound: it is a `let` of the server, a `let` of this

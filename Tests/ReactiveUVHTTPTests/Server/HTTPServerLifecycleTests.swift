@@ -125,6 +125,48 @@ final class HTTPServerLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    func testARequestWithoutABodyHasItEndedFromItsDeliveryOnAndTheNextIsReadAfterIt() throws {
+        // A request that ends with its head (no Content-Length but 0, not chunked) has its
+        // body ended before the application sees it, and is never the connection's
+        // request in progress: its body, subscribed during the delivery or later,
+        // completes empty at once (no `100 Continue` is sent for it), and the requests
+        // pipelined after it, with bodies or without, are read as before.
+        let server = try HTTPTestServer { request in
+            guard request.path == "/count" else { return HTTPTestApp.handle(request) }
+            let answer: ([UInt8]) -> Void = { body in
+                let text = String(decoding: body, as: UTF8.self)
+                request.respond(text: "\(request.method) \(body.count) \(text);")
+            }
+            if request.query == "late" {
+                _ = request.loop.scheduler.afterDelay(0.05) { request.collectedBody.subscribeNext(answer) }
+            } else {
+                request.collectedBody.subscribeNext(answer)
+            }
+        }
+        let client = try RawClient(port: server.port)
+        let requests: [String] = [
+            "GET /count HTTP/1.1\r\nHost: x\r\n\r\n",
+            "POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            "POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+            "GET /count HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+            "GET /count?late HTTP/1.1\r\nHost: x\r\n\r\n",
+            "POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+            "GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        ]
+        client.send(requests.joined())
+        let reply = client.readToEnd()
+        XCTAssertTrue(reply.ended)
+        XCTAssertTrue(reply.text.contains("GET 0 ;"), reply.text)
+        XCTAssertFalse(reply.text.contains("100 Continue"), reply.text)
+        // Each body starts the part after its head (and ends at its `;`).
+        let order = reply.text.components(separatedBy: "\r\n\r\n").compactMap { part -> String? in
+            guard !part.hasPrefix("HTTP/"), let end = part.firstIndex(of: ";") else { return nil }
+            return String(part[..<end])
+        }
+        XCTAssertEqual(order, ["GET 0 ", "POST 0 ", "POST 3 abc", "GET 0 ", "GET 0 ", "POST 2 hi", "GET 0 "], reply.text)
+        server.stop()
+    }
+
     func testGracefulShutdownFinishesTheRequestInFlightAndClosesIdleConnections() throws {
         let shutdown = Subject<Void>()
         var options = HTTPServerOptions()
