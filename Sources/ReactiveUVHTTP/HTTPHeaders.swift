@@ -76,6 +76,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         // call to an outlined copy switching on the case (~12 instructions each way).
         private init(buffer: Buffer) { self.buffer = buffer }
 
+        /// Which value this is (made once, by one call), not which fields: equal fields made
+        /// twice are two. Unique only while the value is held.
+        var identity: ObjectIdentifier { ObjectIdentifier(buffer) }
+
         /// The number of bytes of ``withBytes(_:)``.
         var count: Int { buffer.withUnsafeMutablePointerToHeader { $0.pointee.count } }
 

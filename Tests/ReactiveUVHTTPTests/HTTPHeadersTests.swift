@@ -134,6 +134,59 @@ import Testing
         }
     }
 
+    /// A byte answer's head written through the server's kept head start is the head
+    /// written without it, whatever the order of answers: the same or other statuses,
+    /// the same fields made once or made again, fields with their own `Date`, changed
+    /// ones, a new `Date`, no length, a 101, and a start too long to keep.
+    @Test func headsWrittenThroughTheKeptStartAreTheHeadsWrittenWithoutIt() {
+        var cache = HTTPResponseHead.PrefixCache()
+        defer { cache.free() }
+        let dates = [Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8), Array("Sun, 06 Nov 1994 08:49:38 GMT".utf8)]
+        let plain: HTTPHeaders = ["Content-Type": "text/plain"]
+        var changed = plain
+        changed.add("X-A", "1")
+        let huge = HTTPHeaders([("X-Huge", String(repeating: "h", count: 2000))])
+        let shapes: [HTTPHeaders] = [
+            plain, plain, ["Content-Type": "text/plain"], ["Content-Type": "text/html", "X-B": "2"], plain,
+            ["Date": "mine"], changed, [:], ["Connection": "close"], huge, huge, plain,
+        ]
+        var checked = 0
+        for (generation, date) in dates.enumerated() {
+            for headers in shapes {
+                for status in [200, 200, 404, 200, 204, 101, 500] {
+                    for length: Int? in [13, 13, 0, 12_345, nil] {
+                        for keepAlive in [true, false] {
+                            var h = headers
+                            var keep = keepAlive
+                            var out = HTTPResponseBuffer()
+                            defer { out.free() }
+                            let cached = date.withUnsafeBytes { date in
+                                HTTPResponseHead.encode(
+                                    status: status, headers: &h, length: length, keepAlive: &keep, date: date, dateGeneration: generation,
+                                    cache: &cache, into: &out)
+                            }
+                            let plainHead = HTTPResponseHead.encode(
+                                status: status, headers: headers, framing: length.map { .length($0) } ?? .none, keepAlive: keepAlive, date: date)
+                            #expect(cached && out.bytes == plainHead, "\(headers) \(status) \(String(describing: length)) \(keepAlive)")
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 2 * 12 * 7 * 5 * 2)
+        // The kept start is the plain one's: its fields and the `Date` it was made with.
+        var h = plain
+        var keep = true
+        var out = HTTPResponseBuffer()
+        defer { out.free() }
+        _ = dates[1].withUnsafeBytes {
+            HTTPResponseHead.encode(status: 200, headers: &h, length: 1, keepAlive: &keep, date: $0, dateGeneration: 7, cache: &cache, into: &out)
+        }
+        #expect(String(decoding: UnsafeBufferPointer(start: cache.bytes, count: cache.count), as: UTF8.self)
+            == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Sun, 06 Nov 1994 08:49:38 GMT\r\nContent-Length: ")
+    }
+
     /// Headers remember whether every field was checked as it was added (an application's
     /// constant headers are then not checked again per response); when that is not known
     /// (a field read from the wire, an invalid field added and removed), the fields are

@@ -59,6 +59,107 @@ enum HTTPResponseHead {
         return true
     }
 
+    /// The start of the last byte answer's head made from fields made whole by the
+    /// application (``HTTPHeaders/withEncoded(_:)``): its status line, those fields, our
+    /// `Date` and `Content-Length: `, and what it was made from. The next head with the
+    /// same status, the same fields (the same made value) and the same `Date` is that
+    /// start, its length and its `Connection`: an application answering with the same
+    /// constant headers again and again, the usual case, then has each head written as
+    /// three copies, not built piece by piece (~200 instructions a request, callgrind,
+    /// ruv-http-hello). One per server (``HTTPServerState/headPrefix``), on its loop thread.
+    struct PrefixCache {
+        /// Room for a start of at most `capacity` bytes; a longer one is not kept.
+        static let capacity = 1024
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        /// The bytes kept; 0 while none.
+        private(set) var count = 0
+        private var status = 0
+        /// Held, so that its identity is not another's while kept.
+        private var headers: HTTPHeaders.Encoded?
+        /// `headers`' identity, compared per head: loading `headers` itself to compare
+        /// was a retain and a release.
+        private var headersIdentity: ObjectIdentifier?
+        private var dateGeneration = -1
+
+        /// Whether the start kept is the one of a head of `status`, the headers of `identity`
+        /// and the `Date` of `dateGeneration`. Asked with the identity alone: passing the
+        /// headers to a mutating method retained and released them around the call.
+        @inline(__always)
+        func holds(status: Int, identity: ObjectIdentifier, dateGeneration: Int) -> Bool {
+            count != 0 && self.status == status && self.dateGeneration == dateGeneration && headersIdentity == identity
+        }
+
+        /// Keeps the start of a head of `status`, `headers` and `date` (of `dateGeneration`);
+        /// `false`, keeping none, when it is too long.
+        mutating func hold(status: Int, headers: HTTPHeaders.Encoded, date: UnsafeRawBufferPointer, dateGeneration: Int) -> Bool {
+            count = 0
+            let reason = status == 200 ? "" : HTTPStatus.reason(status)
+            guard 64 + reason.utf8.count + headers.count + date.count <= Self.capacity else { return false }
+            var w = HeadWriter(base: bytes)
+            HTTPResponseHead.putStatusLine(status, reason: reason, to: &w)
+            headers.withBytes { w.put($0) }
+            w.put(Bytes.date)
+            w.put(date)
+            w.put(Bytes.crlfContentLength)
+            count = w.count
+            self.status = status
+            self.headers = headers
+            headersIdentity = headers.identity
+            self.dateGeneration = dateGeneration
+            return true
+        }
+
+        /// Lets go of the memory.
+        mutating func free() {
+            headers = nil
+            headersIdentity = nil
+            count = 0
+            bytes.deallocate()
+        }
+    }
+
+    /// ``encode(status:headers:framing:keepAlive:date:into:)-(_,_,_,_,_,HTTPResponseBuffer)``
+    /// for a byte answer of `length` bytes (`nil`: no length, a status without a body),
+    /// through `cache` when its head can be (see ``PrefixCache``): the same bytes either
+    /// way. `dateGeneration` changes whenever `date` does.
+    static func encode(
+        status: Int, headers: inout HTTPHeaders, length: Int?, keepAlive: inout Bool, date: UnsafeRawBufferPointer, dateGeneration: Int,
+        cache: inout PrefixCache, into out: inout HTTPResponseBuffer
+    ) -> Bool {
+        // The shape the cache holds is the one `write` writes in fused pieces: our `Date`,
+        // a length, our `Connection` (encoded fields hold no `Connection` field).
+        if let length, status != 101, !date.isEmpty,
+            headers.withEncoded({ encoded in
+                !encoded.hasDate
+                    && (cache.holds(status: status, identity: encoded.identity, dateGeneration: dateGeneration)
+                        || cache.hold(status: status, headers: encoded, date: date, dateGeneration: dateGeneration))
+            }) == true
+        {
+            out.reserve(cache.count + 64)
+            var w = HeadWriter(base: out.end)
+            w.put(UnsafeRawBufferPointer(start: cache.bytes, count: cache.count))
+            w.putDecimal(length)
+            w.put(keepAlive ? Bytes.crlfKeepAliveEnd : Bytes.crlfCloseEnd)
+            out.advance(w.count)
+            return true
+        }
+        return encode(status: status, headers: &headers, framing: length.map { .length($0) } ?? .none, keepAlive: &keepAlive, date: date, into: &out)
+    }
+
+    /// The status line: `HTTP/1.1 200 OK` and CRLF.
+    @inline(__always)
+    fileprivate static func putStatusLine(_ status: Int, reason: String, to out: inout HeadWriter) {
+        if status == 200 {
+            out.put(Bytes.ok)
+        } else {
+            out.put(Bytes.version)
+            out.putDecimal(status)
+            out.put(32)
+            out.put(reason.utf8)
+            out.put(Bytes.crlf)
+        }
+    }
+
     /// The head's size at most. Every byte `write` puts is counted here, generously: a field
     /// is at most its name, ": ", its value and CRLF; the `Connection` options taken from a
     /// value add at most ", " per byte of it; the fixed pieces are under 200 bytes.
@@ -77,15 +178,7 @@ enum HTTPResponseHead {
         status: Int, reason: String, headers: HTTPHeaders, framing: Framing, keepAlive: inout Bool, date: UnsafeRawBufferPointer,
         to out: inout HeadWriter
     ) -> Bool {
-        if status == 200 {
-            out.put(Bytes.ok)
-        } else {
-            out.put(Bytes.version)
-            out.putDecimal(status)
-            out.put(32)
-            out.put(reason.utf8)
-            out.put(Bytes.crlf)
-        }
+        putStatusLine(status, reason: reason, to: &out)
         var hasDate = false
         // One `Connection` field, written last: the application's options (`Upgrade` on a
         // 101 or a 426 that names the protocol to switch to), then ours. Persistence is

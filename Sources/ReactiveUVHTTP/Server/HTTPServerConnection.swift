@@ -318,10 +318,14 @@ final class HTTPServerConnection {
                     // The response's own `Connection: close` is found as its head is written.
                     var keep = keepAliveIgnoringHeaders(after: request)
                     let noBody = HTTPStatus.hasNoBody(status, isHead: request.isHead)
-                    let framing: HTTPResponseHead.Framing = status < 200 || status == 204 ? .none : .length(request.responseBody.count)
+                    let length: Int? = status < 200 || status == 204 ? nil : request.responseBody.count
                     // The headers and the body passed `inout`, in place: passed as values,
                     // each was copied out of the request (a retain and a release).
-                    guard HTTPResponseHead.encode(status: status, headers: &request.responseHeaders, framing: framing, keepAlive: &keep, date: server.date, into: &out) else {
+                    guard
+                        HTTPResponseHead.encode(
+                            status: status, headers: &request.responseHeaders, length: length, keepAlive: &keep, date: server.date,
+                            dateGeneration: server.dateGeneration, cache: &server.headPrefix, into: &out)
+                    else {
                         // Validated when answered; kept as a guard so nothing invalid is ever written.
                         closeAfter = true
                         return false

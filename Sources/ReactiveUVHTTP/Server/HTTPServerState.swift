@@ -38,6 +38,11 @@ final class HTTPServerState: @unchecked Sendable {
     /// Where every connection writes its batch of byte responses before handing it to the
     /// transport (see ``HTTPResponseBuffer`` for why one per server is enough).
     @exclusivity(unchecked) var responseBuffer = HTTPResponseBuffer()
+    /// The start of the last head written from an application's constant fields, for the
+    /// next like it (see ``HTTPResponseHead/PrefixCache``).
+    @exclusivity(unchecked) var headPrefix = HTTPResponseHead.PrefixCache()
+    /// Changes whenever ``date`` does, so that a kept head start is not used with an old `Date`.
+    private(set) var dateGeneration = 0
 
     init(options: HTTPServerOptions, loop: EventLoop, requests: Subscriber<HTTPRequest>) {
         self.options = options
@@ -49,6 +54,7 @@ final class HTTPServerState: @unchecked Sendable {
 
     deinit {
         responseBuffer.free()
+        headPrefix.free()
         dateBytes.deallocate()
     }
 
@@ -56,6 +62,7 @@ final class HTTPServerState: @unchecked Sendable {
         let now = HTTPResponseHead.imfDate()
         dateCount = min(now.count, 64)
         now.withUnsafeBytes { dateBytes.copyMemory(from: $0.baseAddress!, byteCount: dateCount) }
+        dateGeneration += 1
     }
 
     private var sweepInterval: Double {
