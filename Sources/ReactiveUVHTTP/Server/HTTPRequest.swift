@@ -123,6 +123,7 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     func dropStreamedBody() { storedResponse = nil }
 
     /// Whether the request's method is `HEAD`, read in place: ``method`` returns a copy.
+    @inline(__always)
     var isHead: Bool { head.method.utf8.count == 4 && head.method == "HEAD" }
     @exclusivity(unchecked) var answered = false
 

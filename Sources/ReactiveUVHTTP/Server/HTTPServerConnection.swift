@@ -277,8 +277,17 @@ final class HTTPServerConnection {
 
     /// Writes the answered prefix of the queue: consecutive byte answers in one write, a
     /// streamed or upgrade answer on its own.
+    ///
+    /// The guard inlined, the work apart: an answer given while its request is parsed
+    /// (the usual case) calls this only to find `parsing` set.
+    @inline(__always)
     func flush() {
         guard !writing, !parsing, !isClosed, !detached else { return }
+        flushAnswered()
+    }
+
+    @inline(never)
+    private func flushAnswered() {
         guard !queue.isEmpty else {
             if let errorResponse {
                 self.errorResponse = nil
