@@ -195,7 +195,9 @@ final class HTTPServerConnection {
                     if now == 0 { now = csys_monotonic_ns() }
                     headSince = now
                 }
-                let (consumed, outcome) = parser.parse(UnsafeRawBufferPointer(rebasing: all[offset...]))
+                // The rest as a pointer and a count: `rebasing: all[offset...]` checked the
+                // slice's bounds again per message. `offset < all.count` holds here.
+                let (consumed, outcome) = parser.parse(UnsafeRawBufferPointer(start: all.baseAddress.unsafelyUnwrapped + offset, count: all.count - offset))
                 switch outcome {
                 case .needMore:
                     offset = all.count
@@ -404,6 +406,7 @@ final class HTTPServerConnection {
 
     /// ``keepAlive(after:headers:)`` but for the response's `Connection: close`, which a
     /// byte response's head writing finds (`HTTPResponseHead.encode`).
+    @inline(__always)
     private func keepAliveIgnoringHeaders(after request: HTTPRequest) -> Bool {
         guard request.keepAliveRequested, !server.draining || queue.count > 1 else { return false }
         // A refused upgrade (400, 426): the parser stopped at its head and the client may
