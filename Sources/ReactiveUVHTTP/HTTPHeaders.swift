@@ -176,9 +176,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     ///
     /// Kept as `raw` even without fields: a request reads its start line from here
     /// (``rawHead``) rather than keeping a second reference to the same head.
-    init(raw: HTTPRawHead) {
-        storage = .raw(raw)
+    /// `consuming`: a parser's head is moved in (borrowed, storing it was a retain, and
+    /// the caller's copy a release after).
+    init(raw: consuming HTTPRawHead) {
         fieldsChecked = raw.fieldCount == 0
+        storage = .raw(raw)
     }
 
     /// `body` applied to the fields as name and value pairs, borrowed where they are held

@@ -379,7 +379,7 @@ final class HTTPParser {
         var contentLength: Int?
         if let e = checkFraming(raw, contentLength: &contentLength) { return refuse(e) }
         // After the check, as `raw`'s last use: moved into the headers, not retained.
-        let headers = HTTPHeaders(raw: raw)
+        let headers = HTTPHeaders(raw: consume raw)
         upgrading = upgrade
         // Made whole here and moved into `onHead` (a `let` whose last use that is): a head
         // stored in the parser and swapped out was assigned field by field (a release of
