@@ -123,6 +123,52 @@ import Testing
         }
     }
 
+    @Test func readBytesAreParsedWithoutBeingChangedAndRefeedingFromDeliverKeepsTheOrder() throws {
+        // The reader parses a read chunk where it is (borrowed) and unmasks payloads as it
+        // copies them out: the chunk, which the stream may still hold, must come back
+        // untouched. Bytes fed from inside `deliver` (a transport delivering at once) must
+        // come after the rest of the chunk being parsed, and a `deliver` that says stop
+        // keeps the rest for the next feed.
+        let first = Self.clientFrame(0x1, Array("one".utf8)) + Self.clientFrame(0x2, [9, 8, 7])
+            + Self.clientFrame(0x9, [5]) + Self.clientFrame(0x1, Array("two-".utf8), false)
+        let second = Self.clientFrame(0x0, Array("three".utf8)) + Self.clientFrame(0x1, Array("four".utf8))
+        let copy = first
+        let reader = WebSocketFrameReader(role: .server, maxMessageSize: 1 << 20, deflate: nil)
+        var out: [String] = []
+        var refed = false
+        func deliver(_ inbound: WebSocketInbound) -> Bool {
+            switch inbound {
+            case .message(let m): out.append("\(m)")
+            case .ping(let p): out.append("ping \(p)")
+            default: out.append("other")
+            }
+            if !refed {
+                refed = true
+                try? reader.feed(second, deliver)
+            }
+            return true
+        }
+        try reader.feed(first, deliver)
+        #expect(first == copy)
+        #expect(out == ["text(\"one\")", "binary(3 bytes)", "ping [5]", "text(\"two-three\")", "text(\"four\")"])
+        #expect(reader.bufferedBytes == 0)
+
+        // Stop after the first message: the second is kept, then delivered by the next feed.
+        var stopped: [String] = []
+        let both = Self.clientFrame(0x1, Array("a".utf8)) + Self.clientFrame(0x1, Array("b".utf8))
+        let other = WebSocketFrameReader(role: .server, maxMessageSize: 1 << 20, deflate: nil)
+        try other.feed(both) { inbound in
+            if case .message(let m) = inbound { stopped.append("\(m)") }
+            return false
+        }
+        #expect(stopped == ["text(\"a\")"])
+        try other.feed(Self.clientFrame(0x1, Array("c".utf8))) { inbound in
+            if case .message(let m) = inbound { stopped.append("\(m)") }
+            return true
+        }
+        #expect(stopped == ["text(\"a\")", "text(\"b\")", "text(\"c\")"])
+    }
+
     @Test func maskingAWordAtATimeEqualsTheBytewiseDefinition() {
         let key: UInt32 = 0xA1B2_C3D4
         let keyBytes = withUnsafeBytes(of: key) { Array($0) }

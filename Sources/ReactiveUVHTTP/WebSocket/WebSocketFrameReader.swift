@@ -24,9 +24,9 @@ struct WebSocketViolation: Error, Equatable {
 /// Bytes are kept only until their frame is complete, and a frame's length is checked
 /// against the message limit as soon as its header is read, before its payload is
 /// buffered: the buffer holds at most one frame of at most `maxMessageSize` plus one read
-/// chunk. Payloads are unmasked in place (``WebSocketFrameCodec/mask(_:key:)``), except a
-/// text that comes whole in one uncompressed frame, unmasked as it is copied into its
-/// string (see `wholeText(_:key:)`). Text is
+/// chunk. Payloads are unmasked (``WebSocketFrameCodec/mask(_:key:)``) as they are copied
+/// out of the read bytes, never in them: into the message, a control frame's array, or
+/// (a text that comes whole in one uncompressed frame) its string (see `wholeText(_:key:)`). Text is
 /// validated as each frame (or each inflated chunk) arrives, so invalid UTF-8 fails fast,
 /// across fragments too. Compressed messages (RSV1, RFC 7692) are inflated frame by frame
 /// against the same limit, measured on the inflated size.
@@ -49,9 +49,14 @@ final class WebSocketFrameReader {
     // message's ~5,900 instructions under callgrind (ws-instructions-per-message.sh).
     @exclusivity(unchecked) private var inflater: WebSocketInflater?
 
-    /// Bytes received and not yet consumed, from `offset` on.
+    /// Bytes received and not yet consumed: the start of an incomplete frame (empty
+    /// whenever the last read ended on a frame boundary, which an echo's reads do).
     @exclusivity(unchecked) private var buffer: [UInt8] = []
-    @exclusivity(unchecked) private var offset = 0
+    /// Whether `feed` is parsing (its `deliver` running, a read chunk or `buffer` borrowed).
+    @exclusivity(unchecked) private var parsing = false
+    /// Bytes fed while `parsing` (by a `deliver` that made the transport deliver at once),
+    /// parsed after the bytes being parsed: `buffer` may not grow while it is borrowed.
+    @exclusivity(unchecked) private var held: [UInt8] = []
 
     /// The message being assembled (between its first and its final frame).
     @exclusivity(unchecked) private var messageOpcode: WebSocketOpcode?
@@ -68,11 +73,30 @@ final class WebSocketFrameReader {
     }
 
     /// Bytes buffered (for the memory bound's tests).
-    var bufferedBytes: Int { buffer.count - offset + message.count }
+    var bufferedBytes: Int { buffer.count + held.count + message.count }
+
+    /// How far one parse of a run of bytes got.
+    struct Progress {
+        /// Where the bytes not consumed begin (an incomplete frame, or what follows a
+        /// `deliver` that returned `false`).
+        var end: Int
+        /// The incomplete frame's whole length when its header is in (0 otherwise): the
+        /// capacity to reserve for it.
+        var needed: Int
+        /// Whether parsing stopped for want of bytes (not because `deliver` said stop).
+        var wantsMore: Bool
+    }
 
     /// Consumes `bytes`, calling `deliver` for each complete message or control frame in
-    /// order; `deliver` returns `false` to stop (the rest is dropped). Throws at the first
-    /// violation, after which the reader ignores everything.
+    /// order; `deliver` returns `false` to stop (the rest is kept for the next call).
+    /// Throws at the first violation, after which the reader ignores everything.
+    ///
+    /// Frames are parsed where the bytes are: in the read chunk itself when nothing was
+    /// buffered (only an incomplete frame's start is copied, into `buffer`), else in
+    /// `buffer` with the chunk appended. Parsing the chunk borrowed, rather than adopting
+    /// it as `buffer` and dropping it after, saves a retain and a release per read (and the
+    /// payloads are unmasked as they are copied out, never in the chunk, which the stream
+    /// may still hold).
     ///
     /// Inlined into its callers (the connection's `receive` and the fuzz entry): called,
     /// its closure-specialized form took `deliver`'s context (the connection) owned, a
@@ -80,43 +104,85 @@ final class WebSocketFrameReader {
     @inline(__always)
     func feed(_ bytes: [UInt8], _ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) {
         guard !stopped, !bytes.isEmpty else { return }
-        if offset == buffer.count {
-            buffer = bytes
-            offset = 0
-        } else {
-            if offset > 0 {
-                buffer.removeSubrange(0..<offset)
-                offset = 0
-            }
-            buffer.append(contentsOf: bytes)
+        if parsing {
+            held.append(contentsOf: bytes)
+            return
         }
+        parsing = true
+        defer { parsing = false }
         do {
-            while try nextFrame(deliver) {}
+            var progress: Progress
+            if buffer.isEmpty {
+                progress = try parse(bytes, deliver)
+                if progress.end < bytes.count && !stopped {
+                    buffer.reserveCapacity(Swift.max(progress.needed, bytes.count - progress.end))
+                    buffer.append(contentsOf: bytes[progress.end...])
+                }
+            } else {
+                buffer.append(contentsOf: bytes)
+                progress = try parseBuffer(deliver)
+            }
+            // Bytes fed while `deliver` ran come after those (unless delivery stopped).
+            while progress.wantsMore && !held.isEmpty && !stopped {
+                buffer.append(contentsOf: held)
+                held = []
+                progress = try parseBuffer(deliver)
+            }
         } catch {
             stopped = true
             buffer = []
-            offset = 0
+            held = []
             message = []
             throw error
         }
-        if offset == buffer.count {
-            buffer = []
-            offset = 0
-        }
     }
 
-    /// Parses and handles one frame if it is complete; `false` when more bytes are needed
-    /// or delivery stopped.
+    /// Parses `buffer`, then drops what was consumed and reserves room for the frame begun.
+    @inline(__always)
+    private func parseBuffer(_ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) -> Progress {
+        let progress = try parse(buffer, deliver)
+        if progress.end == buffer.count || stopped {
+            buffer = []
+        } else {
+            if progress.end > 0 { buffer.removeSubrange(0..<progress.end) }
+            buffer.reserveCapacity(progress.needed)
+        }
+        return progress
+    }
+
+    /// Handles every complete frame of `data`.
+    ///
+    /// `data` is an array read by subscript, not a pointer from `withUnsafeBytes`: through
+    /// that closure `nextFrame` was no longer inlined, and its closure-specialized copy
+    /// took `deliver`'s context owned again (~220 instructions and a retain more per
+    /// message under callgrind).
+    @inline(__always)
+    private func parse(_ data: [UInt8], _ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) -> Progress {
+        var progress = Progress(end: 0, needed: 0, wantsMore: true)
+        while progress.wantsMore, try nextFrame(data, &progress, deliver) {}
+        return progress
+    }
+
+    /// Parses and handles the frame at `progress.end` if it is complete, moving
+    /// `progress.end` past it; `false` when more bytes are needed (`needed` set, when the
+    /// header is in) or delivery stopped (`wantsMore` cleared).
     ///
     /// Inlined into `feed` (its one caller): called, its closure-specialized form took
     /// `deliver`'s context owned, a retain and a release per call, two calls per message
     /// (callgrind, ws-instructions-per-message.sh).
     @inline(__always)
-    private func nextFrame(_ deliver: (WebSocketInbound) -> Bool) throws(WebSocketViolation) -> Bool {
-        let available = buffer.count - offset
-        guard !stopped, available >= 2 else { return false }
-        let b0 = buffer[offset]
-        let b1 = buffer[offset + 1]
+    private func nextFrame(
+        _ data: [UInt8], _ progress: inout Progress, _ deliver: (WebSocketInbound) -> Bool
+    ) throws(WebSocketViolation) -> Bool {
+        let offset = progress.end
+        let available = data.count - offset
+        guard !stopped else {
+            progress.wantsMore = false
+            return false
+        }
+        guard available >= 2 else { return false }
+        let b0 = data[offset]
+        let b1 = data[offset + 1]
         let fin = b0 & 0x80 != 0
         let rsv1 = b0 & 0x40 != 0
         guard let opcode = WebSocketOpcode(rawValue: b0 & 0x0F) else {
@@ -146,12 +212,12 @@ final class WebSocketFrameReader {
         var length: Int
         var position = offset + 2
         if length7 == 126 {
-            length = Int(buffer[position]) << 8 | Int(buffer[position + 1])
+            length = Int(data[position]) << 8 | Int(data[position + 1])
             position += 2
         } else if length7 == 127 {
-            guard buffer[position] & 0x80 == 0 else { throw WebSocketViolation(code: 1002, reason: "64-bit length with the top bit set") }
+            guard data[position] & 0x80 == 0 else { throw WebSocketViolation(code: 1002, reason: "64-bit length with the top bit set") }
             var wide: UInt64 = 0
-            for i in 0..<8 { wide = wide << 8 | UInt64(buffer[position + i]) }
+            for i in 0..<8 { wide = wide << 8 | UInt64(data[position + i]) }
             position += 8
             // Anything past the limit is refused below; clamp so Int never overflows.
             length = wide > UInt64(Int32.max) ? Int(Int32.max) : Int(wide)
@@ -170,46 +236,55 @@ final class WebSocketFrameReader {
             }
         }
         guard available >= headerLength + length else {
-            // Reserve now so the rest of the frame is appended without repeated growth.
-            buffer.reserveCapacity(offset + headerLength + length)
+            // The caller reserves this much so the rest of the frame is appended without
+            // repeated growth.
+            progress.needed = headerLength + length
             return false
         }
         let start = offset + headerLength
         let end = start + length
-        let key = masked ? buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: position, as: UInt32.self) } : nil
-        let isWholeText = opcode == .text && fin && !rsv1
-        if let key, !isWholeText {
-            buffer.withUnsafeMutableBytes { WebSocketFrameCodec.mask(UnsafeMutableRawBufferPointer(rebasing: $0[start..<end]), key: key) }
-        }
-        offset = end
+        let key = masked ? data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: position, as: UInt32.self) } : nil
+        let payload = start..<end
+        progress.end = end
+        let more: Bool
         switch opcode {
         case .ping:
-            return deliver(.ping(Array(buffer[start..<end])))
+            more = deliver(.ping(Self.unmasked(data[payload], key: key)))
         case .pong:
-            return deliver(.pong(Array(buffer[start..<end])))
+            more = deliver(.pong(Self.unmasked(data[payload], key: key)))
         case .close:
             stopped = true
-            return deliver(try closeFrame(start..<end))
-        case .text where isWholeText:
-            return deliver(.message(.text(try wholeText(start..<end, key: key))))
+            more = deliver(try closeFrame(Self.unmasked(data[payload], key: key)))
+        case .text where fin && !rsv1:
+            more = deliver(.message(.text(try wholeText(data, payload, key: key))))
         case .text, .binary, .continuation:
             if opcode != .continuation {
                 messageOpcode = opcode
                 messageCompressed = rsv1
                 utf8 = UTF8Validator()
             }
-            try appendPayload(start..<end, fin: fin)
+            try appendPayload(data[payload], key: key, fin: fin)
             guard fin, let kind = messageOpcode else { return true }
             if kind == .text && !utf8.isComplete { throw WebSocketViolation.unfinishedText }
-            let payload = message
+            let bytes = message
             message = []
             messageOpcode = nil
-            return deliver(.message(kind == .text ? .text(String(decoding: payload, as: UTF8.self)) : .binary(payload)))
+            more = deliver(.message(kind == .text ? .text(String(decoding: bytes, as: UTF8.self)) : .binary(bytes)))
         }
+        if !more { progress.wantsMore = false }
+        return more
     }
 
-    /// Adds a data frame's payload to the message: copied, or inflated; text validated.
-    private func appendPayload(_ range: Range<Int>, fin: Bool) throws(WebSocketViolation) {
+    /// A control frame's payload as a new array, unmasked.
+    private static func unmasked(_ payload: ArraySlice<UInt8>, key: UInt32?) -> [UInt8] {
+        var bytes = [UInt8](payload)
+        if let key { bytes.withUnsafeMutableBytes { WebSocketFrameCodec.mask($0, key: key) } }
+        return bytes
+    }
+
+    /// Adds a data frame's payload to the message: copied and unmasked, or inflated; text
+    /// validated.
+    private func appendPayload(_ payload: ArraySlice<UInt8>, key: UInt32?, fin: Bool) throws(WebSocketViolation) {
         let validateFrom = message.count
         if messageCompressed {
             if inflater == nil, let deflate {
@@ -217,9 +292,15 @@ final class WebSocketFrameReader {
                 if inflater == nil { throw WebSocketViolation(code: 1011, reason: "zlib could not start") }
             }
             guard let inflater else { return }
-            // Inflate the frame, then (on the final frame) the flush tail RFC 7692 removed.
-            var failure = buffer.withUnsafeBytes { bytes -> WebSocketInflater.Failure? in
-                inflater.inflate(UnsafeRawBufferPointer(rebasing: bytes[range]), into: &message, limit: maxMessageSize)
+            // Inflate the frame (unmasked first, in a copy), then (on the final frame) the
+            // flush tail RFC 7692 removed.
+            var failure: WebSocketInflater.Failure?
+            if let key {
+                var plain = [UInt8](payload)
+                plain.withUnsafeMutableBytes { WebSocketFrameCodec.mask($0, key: key) }
+                failure = plain.withUnsafeBytes { inflater.inflate($0, into: &message, limit: maxMessageSize) }
+            } else {
+                failure = payload.withUnsafeBytes { inflater.inflate($0, into: &message, limit: maxMessageSize) }
             }
             if failure == nil && fin {
                 failure = deflateTail.withUnsafeBytes { bytes -> WebSocketInflater.Failure? in
@@ -232,10 +313,16 @@ final class WebSocketFrameReader {
             case .corrupt?: throw WebSocketViolation(code: 1007, reason: "compressed data does not inflate")
             case nil: break
             }
-        } else if message.isEmpty && fin {
-            message = Array(buffer[range])
         } else {
-            message.append(contentsOf: buffer[range])
+            if message.isEmpty && fin {
+                message = [UInt8](payload)
+            } else {
+                message.append(contentsOf: payload)
+            }
+            // The frame's payload starts at key byte 0, wherever it lands in the message.
+            if let key {
+                message.withUnsafeMutableBytes { WebSocketFrameCodec.mask(UnsafeMutableRawBufferPointer(rebasing: $0[validateFrom...]), key: key) }
+            }
         }
         if messageOpcode == .text {
             let valid = message.withUnsafeBytes { utf8.validate(UnsafeRawBufferPointer(rebasing: $0[validateFrom...])) }
@@ -244,18 +331,16 @@ final class WebSocketFrameReader {
     }
 
     /// A text message that came whole in one uncompressed frame, unmasked (with `key`,
-    /// when masked) as it is copied from the read buffer into the string's own storage,
+    /// when masked) as it is copied from the read bytes into the string's own storage,
     /// then validated there (the same checks and close codes as the general path).
     ///
     /// Why not through `message` as other data frames go: that copies the payload into an
-    /// array only to copy it again into the `String` and free the array; and unmasking in
-    /// place writes to the read buffer, which the stream still holds, so the whole read
-    /// chunk was copied first (copy on write). Under callgrind
-    /// (Benchmarks/http/ws-instructions-per-message.sh) the first cost ~560 and the second
-    /// ~280 instructions of a 64-byte echo.
-    private func wholeText(_ range: Range<Int>, key: UInt32?) throws(WebSocketViolation) -> String {
+    /// array only to copy it again into the `String` and free the array. Under callgrind
+    /// (Benchmarks/http/ws-instructions-per-message.sh) that cost ~560 instructions of a
+    /// 64-byte echo.
+    private func wholeText(_ data: [UInt8], _ range: Range<Int>, key: UInt32?) throws(WebSocketViolation) -> String {
         var failure: WebSocketViolation?
-        let text = buffer.withUnsafeBytes { bytes in
+        let text = data.withUnsafeBytes { bytes in
             let payload = UnsafeRawBufferPointer(rebasing: bytes[range])
             return String(unsafeUninitializedCapacity: payload.count) { utf8 in
                 let out = UnsafeMutableRawBufferPointer(utf8)
@@ -277,15 +362,16 @@ final class WebSocketFrameReader {
         return text
     }
 
-    /// A close frame's code and reason, checked (RFC 6455 §5.5.1, §7.4).
-    private func closeFrame(_ range: Range<Int>) throws(WebSocketViolation) -> WebSocketInbound {
-        if range.isEmpty { return .close(code: nil, reason: "") }
-        guard range.count >= 2 else { throw WebSocketViolation(code: 1002, reason: "close frame with a 1-byte payload") }
-        let code = UInt16(buffer[range.lowerBound]) << 8 | UInt16(buffer[range.lowerBound + 1])
+    /// A close frame's code and reason (from its unmasked payload), checked (RFC 6455
+    /// §5.5.1, §7.4).
+    private func closeFrame(_ payload: [UInt8]) throws(WebSocketViolation) -> WebSocketInbound {
+        if payload.isEmpty { return .close(code: nil, reason: "") }
+        guard payload.count >= 2 else { throw WebSocketViolation(code: 1002, reason: "close frame with a 1-byte payload") }
+        let code = UInt16(payload[0]) << 8 | UInt16(payload[1])
         guard WebSocketFrameCodec.isValidCloseCode(code) else { throw WebSocketViolation(code: 1002, reason: "close code \(code) may not be sent") }
-        let reasonBytes = Array(buffer[(range.lowerBound + 2)..<range.upperBound])
+        let reasonBytes = payload[2...]
         var validator = UTF8Validator()
-        guard validator.validate(reasonBytes), validator.isComplete else {
+        guard reasonBytes.withUnsafeBytes({ validator.validate($0) }), validator.isComplete else {
             throw WebSocketViolation(code: 1007, reason: "close reason is not UTF-8")
         }
         return .close(code: code, reason: String(decoding: reasonBytes, as: UTF8.self))
