@@ -56,4 +56,37 @@ final class WebSocketSubscriberLifetimeTests: XCTestCase {
         server.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    /// An echo (`send(messages)`, whose source is subscribed by the connection's own
+    /// forwarder, and whose reads feed the connection) must leave nothing alive once the
+    /// connection closed: no cycle through the forwarder, the frames' subscriber or the
+    /// reads' subscription keeps the connection.
+    func testAnEchoConnectionIsFreedOnceItClosed() throws {
+        let loop = try EventLoop()
+        let box = Box()
+        weak var weakServer: WebSocketConnection?
+        let server = WebSocketTestServer(on: loop) { ws in
+            weakServer = ws
+            return ws.send(ws.messages)
+        }
+        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
+        XCTAssertNil(server.listenError)
+        let connecting = WebSocket.connect(host: "127.0.0.1", port: server.port, path: "/ws", on: loop)
+            .subscribe(next: { box.client = $0 })
+        XCTAssertTrue(loop.run(until: { box.client != nil }, timeout: 30), "connected")
+        box.first = box.client?.messages.subscribe(next: { box.firstValues.append($0) })
+        for text in ["one", "two", "three"] { _ = box.client?.send(text: text).subscribe() }
+        XCTAssertTrue(loop.run(until: { box.firstValues.count == 3 }, timeout: 30))
+        XCTAssertEqual(box.firstValues, [.text("one"), .text("two"), .text("three")])
+        box.client?.close()
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30), "closed")
+        server.connections.removeAll()
+        box.first?.dispose()
+        box.first = nil
+        box.client = nil
+        connecting.dispose()
+        XCTAssertTrue(loop.run(until: { weakServer == nil }, timeout: 30), "the echo connection was freed")
+        server.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
