@@ -89,4 +89,48 @@ final class WebSocketSubscriberLifetimeTests: XCTestCase {
         server.stop()
         wsAssertLoopCleanAndClose(loop)
     }
+
+    /// `receive` reaches the connection unretained while it hands a read's frames out: a
+    /// handler that ends the reading and drops every reference of its own to the
+    /// connection, with more frames of the same read still to come, must find the
+    /// connection alive until the read is handled (the stream parks its reader while it
+    /// delivers, and the transport's `closed` subscription holds the connection until the
+    /// transport is gone), and the connection must be freed after.
+    func testAHandlerDroppingTheConnectionMidReadLeavesItAliveUntilTheReadIsHandled() throws {
+        let loop = try EventLoop()
+        let box = Box()
+        weak var weakServer: WebSocketConnection?
+        var aliveAfterDropping: Bool?
+        var serverReference: WebSocketTestServer?
+        let server = WebSocketTestServer(on: loop) { ws in
+            weakServer = ws
+            box.first = ws.messages.subscribe(next: { message in
+                box.firstValues.append(message)
+                guard box.firstValues.count == 1 else { return }
+                box.first?.dispose()
+                box.first = nil
+                ws.close()
+                serverReference?.connections.removeAll()
+                aliveAfterDropping = weakServer != nil
+            })
+            return .never()
+        }
+        serverReference = server
+        XCTAssertTrue(loop.run(until: { server.port != 0 || server.listenError != nil }, timeout: 30))
+        XCTAssertNil(server.listenError)
+        let connecting = WebSocket.connect(host: "127.0.0.1", port: server.port, path: "/ws", on: loop)
+            .subscribe(next: { box.client = $0 })
+        XCTAssertTrue(loop.run(until: { box.client != nil }, timeout: 30), "connected")
+        for text in ["one", "two", "three", "four"] { _ = box.client?.send(text: text).subscribe() }
+        XCTAssertTrue(loop.run(until: { aliveAfterDropping != nil }, timeout: 30))
+        XCTAssertEqual(aliveAfterDropping, true, "alive while its read is being handled")
+        XCTAssertEqual(box.firstValues.first, .text("one"))
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30), "closed")
+        box.client = nil
+        connecting.dispose()
+        XCTAssertTrue(loop.run(until: { weakServer == nil }, timeout: 30), "then freed")
+        serverReference = nil
+        server.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
