@@ -180,6 +180,28 @@ import Testing
         }
     }
 
+    @Test func copyUnmaskingEqualsMaskingACopyAndFindsEveryNonASCIIByte() {
+        // Every length around the 8-byte steps, masked and not, with a byte >= 0x80 (after
+        // unmasking) in each position in turn, and none.
+        let key: UInt32 = 0x5A3C_9F01
+        let keyBytes = withUnsafeBytes(of: key) { Array($0) }
+        for count in 0..<40 {
+            for high in [-1] + Array(0..<count) {
+                let plain = (0..<count).map { $0 == high ? UInt8(0xC3) : UInt8(truncatingIfNeeded: 0x20 + $0 * 7 % 90) }
+                for masked in [false, true] {
+                    let source = masked ? plain.enumerated().map { $0.element ^ keyBytes[$0.offset % 4] } : plain
+                    var out = [UInt8](repeating: 0, count: count + 1)
+                    let ascii = source.withUnsafeBytes { src in
+                        out.withUnsafeMutableBytes { WebSocketFrameCodec.copyUnmasking(src, to: $0.baseAddress!, key: masked ? key : nil) }
+                    }
+                    #expect(Array(out.prefix(count)) == plain, "\(count) bytes, masked \(masked)")
+                    #expect(out[count] == 0, "nothing written past the end")
+                    #expect(ascii == (high < 0), "\(count) bytes, non-ASCII at \(high)")
+                }
+            }
+        }
+    }
+
     @Test func fragmentsAndControlFramesBetweenThemArriveInOrder() {
         let bytes = Self.clientFrame(0x1, Array("héllo ".utf8), false)
             + Self.clientFrame(0x9, [1, 2])

@@ -332,7 +332,8 @@ final class WebSocketFrameReader {
 
     /// A text message that came whole in one uncompressed frame, unmasked (with `key`,
     /// when masked) as it is copied from the read bytes into the string's own storage,
-    /// then validated there (the same checks and close codes as the general path).
+    /// then validated there unless it is all ASCII (the same checks and close codes as the
+    /// general path).
     ///
     /// Why not through `message` as other data frames go: that copies the payload into an
     /// array only to copy it again into the `String` and free the array. Under callgrind
@@ -343,11 +344,12 @@ final class WebSocketFrameReader {
         let text = data.withUnsafeBytes { bytes in
             let payload = UnsafeRawBufferPointer(rebasing: bytes[range])
             return String(unsafeUninitializedCapacity: payload.count) { utf8 in
-                let out = UnsafeMutableRawBufferPointer(utf8)
-                if payload.count > 0 { out.copyMemory(from: payload) }
-                if let key { WebSocketFrameCodec.mask(out, key: key) }
+                guard let start = utf8.baseAddress, payload.count > 0 else { return 0 }
+                // Copied, unmasked and checked for ASCII in one pass; only a text with
+                // other bytes goes through the validator.
+                if WebSocketFrameCodec.copyUnmasking(payload, to: UnsafeMutableRawPointer(start), key: key) { return payload.count }
                 var validator = UTF8Validator()
-                if !validator.validate(UnsafeRawBufferPointer(out)) {
+                if !validator.validate(UnsafeRawBufferPointer(start: start, count: payload.count)) {
                     failure = .invalidText
                     return 0
                 }
