@@ -180,6 +180,26 @@ import Testing
         }
     }
 
+    @Test func shortServerFramesAreHeaderThenPayloadWhateverTheFlags() {
+        // The short unmasked single frame is written by its own path: each flag, every
+        // length up to the 7-bit limit and past it, and a fragment size at, under and over
+        // the length (under it, the general path splits).
+        for count in [0, 1, 7, 8, 64, 124, 125, 126, 200] {
+            let payload = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+            for (fin, rsv1) in [(true, false), (false, false), (true, true), (false, true)] {
+                for fragmentSize in [nil, count, count + 1, Swift.max(1, count - 1)] as [Int?] {
+                    let frames = payload.withUnsafeBytes {
+                        WebSocketFrameCodec.frames(opcode: .text, fin: fin, rsv1: rsv1, payload: $0, fragmentSize: fragmentSize, masked: false)
+                    }
+                    if count > Swift.max(1, fragmentSize ?? count) { continue }
+                    let b0: UInt8 = (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | 0x1
+                    let header: [UInt8] = count < 126 ? [b0, UInt8(count)] : [b0, 126, UInt8(count >> 8), UInt8(count & 0xFF)]
+                    #expect(frames == header + payload, "\(count) bytes, fin \(fin), rsv1 \(rsv1), fragments of \(fragmentSize.map(String.init) ?? "-")")
+                }
+            }
+        }
+    }
+
     @Test func copyUnmaskingEqualsMaskingACopyAndFindsEveryNonASCIIByte() {
         // Every length around the 8-byte steps, masked and not, with a byte >= 0x80 (after
         // unmasking) in each position in turn, and none.

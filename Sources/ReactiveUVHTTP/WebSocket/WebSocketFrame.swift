@@ -68,6 +68,18 @@ enum WebSocketFrameCodec {
     ) -> [UInt8] {
         let count = payload.count
         let size = Swift.max(1, fragmentSize ?? count)
+        // A server's short unfragmented message (every echo of a small one): its 2-byte
+        // header and payload written straight, without the general path's sizing and
+        // per-piece loop (~100 of its ~160 instructions for a 64-byte echo under callgrind).
+        if !masked && count < 126 && count <= size {
+            return withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
+                let out = scratch.baseAddress!
+                out.storeBytes(of: (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode.rawValue, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
+                if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
+                return [UInt8](UnsafeRawBufferPointer(scratch))
+            }
+        }
         let pieces = count <= size ? 1 : (count + size - 1) / size
         let last = count - (pieces - 1) * size
         let total = count + (pieces - 1) * headerLength(payload: size, masked: masked) + headerLength(payload: last, masked: masked)
@@ -190,11 +202,14 @@ enum WebSocketFrameCodec {
         let wide = UInt64(key) | UInt64(key) << 32
         var bits: UInt64 = 0
         var i = 0
-        while i + 8 <= count {
+        // `count & ~7` and `&+=`: no overflow check per step (`i + 8 <= count` was half
+        // the loop's instructions).
+        let words = count & ~7
+        while i < words {
             let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ wide
             destination.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
             bits |= word
-            i += 8
+            i &+= 8
         }
         // The tail starts at a multiple of 8, so at key byte 0: the key's bytes in memory
         // order, lowest first.
