@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 
+import ReactiveUV
 @testable import ReactiveUVHTTP
 
 /// The frame codec, UTF-8 validation, SHA-1/base64, permessage-deflate negotiation and the
@@ -197,6 +198,20 @@ import Testing
                     #expect(frames == header + payload, "\(count) bytes, fin \(fin), rsv1 \(rsv1), fragments of \(fragmentSize.map(String.init) ?? "-")")
                 }
             }
+        }
+    }
+
+    @Test func textsAreEncodedFromTheirBytesSmallLargeAndNonASCII() throws {
+        // `encode` reads a text's bytes through its UTF8Span: a small string (stored inline,
+        // up to 15 bytes), a large one, non-ASCII, empty, and a substring's copy.
+        let loop = try EventLoop()
+        defer { try? loop.close() }
+        let ws = WebSocketConnection(upgrade: HTTPUpgrade(transport: IdleTransport(loop: loop), leftover: []), role: .server)
+        let long = String(repeating: "wörld ", count: 30)
+        for text in ["", "hi", "fifteen bytes!!", "sixteen bytes!!!", "é😀", long, String(long.dropFirst(3))] {
+            let payload = Array(text.utf8)
+            let expected = payload.withUnsafeBytes { WebSocketFrameCodec.frames(opcode: .text, payload: $0, masked: false) }
+            #expect(ws.encode(.text(text)) == expected, "\(text.debugDescription)")
         }
     }
 
@@ -465,4 +480,19 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// A transport that never reads, writes nothing and never closes: for what a connection
+/// computes without one (`encode`).
+private final class IdleTransport: HTTPTransport, @unchecked Sendable {
+    // Thread-safety: immutable.
+    let loop: EventLoop
+    init(loop: EventLoop) { self.loop = loop }
+    var reads: Signal<[UInt8]> { .never() }
+    func write(_ bytes: [UInt8]) -> Signal<Void> { .empty() }
+    func send(_ source: Signal<[UInt8]>) -> Signal<Void> { .empty() }
+    func close() {}
+    func shutdown() -> Signal<Void> { .empty() }
+    var closed: Signal<Void> { .never() }
+    var description: String { "idle" }
 }

@@ -326,11 +326,13 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     func encode(_ message: WebSocketMessage) -> [UInt8] {
         switch message {
         case .text(let text):
-            // A native string's bytes are read in place; `withUTF8` needs a `var` copy of
-            // the string (a retain and a release per message under callgrind) and is kept
-            // for the strings that are not contiguous UTF-8 (bridged or lazily decoded).
-            if let frames = text.utf8.withContiguousStorageIfAvailable({ encode(opcode: .text, payload: UnsafeRawBufferPointer($0)) }) {
-                return frames
+            // A native string's bytes are read in place, through its `UTF8Span` (borrowed):
+            // `utf8.withContiguousStorageIfAvailable` copied the string into its view, and
+            // `withUTF8` needs a `var` copy, each a retain and a release per message under
+            // callgrind. `withUTF8` is kept for the strings that are not contiguous UTF-8
+            // (bridged or lazily decoded).
+            if text.isContiguousUTF8 {
+                return text.utf8Span.span.withUnsafeBytes { encode(opcode: .text, payload: $0) }
             }
             var text = text
             return text.withUTF8 { encode(opcode: .text, payload: UnsafeRawBufferPointer($0)) }
