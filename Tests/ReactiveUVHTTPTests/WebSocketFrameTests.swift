@@ -168,6 +168,29 @@ import ReactiveUV
             return true
         }
         #expect(stopped == ["text(\"a\")", "text(\"b\")", "text(\"c\")"])
+
+        // Bytes fed from inside a `deliver` that then says stop: kept, in order, after the
+        // rest of the chunk, for the next feed.
+        var order: [String] = []
+        let third = WebSocketFrameReader(role: .server, maxMessageSize: 1 << 20, deflate: nil)
+        var refedThird = false
+        func stopAfterRefeeding(_ inbound: WebSocketInbound) -> Bool {
+            if case .message(let m) = inbound { order.append("\(m)") }
+            if !refedThird {
+                refedThird = true
+                try? third.feed(Self.clientFrame(0x1, Array("held".utf8)), stopAfterRefeeding)
+                return false
+            }
+            return true
+        }
+        try third.feed(both, stopAfterRefeeding)
+        #expect(order == ["text(\"a\")"])
+        try third.feed(Self.clientFrame(0x1, Array("next".utf8))) { inbound in
+            if case .message(let m) = inbound { order.append("\(m)") }
+            return true
+        }
+        #expect(order == ["text(\"a\")", "text(\"b\")", "text(\"held\")", "text(\"next\")"])
+        #expect(third.bufferedBytes == 0)
     }
 
     @Test func maskingAWordAtATimeEqualsTheBytewiseDefinition() {

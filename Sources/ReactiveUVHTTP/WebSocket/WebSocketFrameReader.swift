@@ -52,10 +52,10 @@ final class WebSocketFrameReader {
     /// Bytes received and not yet consumed: the start of an incomplete frame (empty
     /// whenever the last read ended on a frame boundary, which an echo's reads do).
     @exclusivity(unchecked) private var buffer: [UInt8] = []
-    /// Whether `feed` is parsing (its `deliver` running, a read chunk or `buffer` borrowed).
+    /// Whether `feed` is parsing (its `deliver` may be running).
     @exclusivity(unchecked) private var parsing = false
-    /// Bytes fed while `parsing` (by a `deliver` that made the transport deliver at once),
-    /// parsed after the bytes being parsed: `buffer` may not grow while it is borrowed.
+    /// Bytes fed while `parsing` (by a `deliver` that made the transport deliver at once):
+    /// they come after the bytes being parsed, so they wait here until those are done.
     @exclusivity(unchecked) private var held: [UInt8] = []
 
     /// The message being assembled (between its first and its final frame).
@@ -127,6 +127,11 @@ final class WebSocketFrameReader {
                 buffer.append(contentsOf: held)
                 held = []
                 progress = try parseBuffer(deliver)
+            }
+            // Delivery stopped with bytes held: they wait after the rest, for the next call.
+            if !held.isEmpty {
+                if !stopped { buffer.append(contentsOf: held) }
+                held = []
             }
         } catch {
             stopped = true
