@@ -408,19 +408,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         } ?? !value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
     }
 
-    /// RFC 9110's `tchar`: the bytes a field name or method may hold.
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        // ! # $ % & ' * + - . ^ _ ` | ~ (a switch, not a search of a string: every byte
-        // of every field name passes here).
-        case 33, 35, 36, 37, 38, 39, 42, 43, 45, 46, 94, 95, 96, 124, 126:
-            return true
-        default:
-            return false
-        }
-    }
+    /// RFC 9110's `tchar`: the bytes a field name or method may hold (the head scanner's
+    /// bit table, one definition for both).
+    @inline(__always)
+    static func isTokenByte(_ b: UInt8) -> Bool { HTTPHeadScanner.isTokenByte(b) }
 
     /// ASCII case-insensitive comparison, without allocating.
     static func sameName<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
