@@ -178,20 +178,32 @@ if swift build -c release --product ruv-ws-echo >/dev/null 2>&1; then
         local name=$1 port=$2; shift 2
         taskset -c 0 "$@" > "$OUT/$name.log" 2>&1 &
         PIDS+=("$!")
+        WS_PID[$name]=$!
         for _ in $(seq 200); do grep -qs "listening on" "$OUT/$name.log" && return 0; sleep 0.05; done
         echo "$name did not start" >&2; exit 1
     }
+    declare -A WS_PID
     start_ws ruv-ws $((base + 6)) "$RUV_BIN/ruv-ws-echo" --port $((base + 6))
     start_ws node-ws $((base + 7)) env NODE_PATH=/usr/share/nodejs node Benchmarks/http/node-ws-echo.js $((base + 7))
     echo
-    echo "WebSocket echo, 64 clients x 64-byte messages, round trips/s (median of $REPS):"
-    for name in ruv-ws node-ws; do : > "$OUT/$name.rates"; done
+    echo "WebSocket echo, 64 clients x 64-byte messages, round trips/s (median of $REPS; server CPU us per message):"
+    for name in ruv-ws node-ws; do : > "$OUT/$name.rates"; : > "$OUT/$name.cpu"; done
     for rep in $(seq "$REPS"); do
         for pair in "ruv-ws:$((base + 6))" "node-ws:$((base + 7))"; do
             name=${pair%%:*}; port=${pair##*:}
-            taskset -c 1 "$OUT/ws-load" "$port" 64 "$SECONDS_PER_RUN" 64 | awk '{print $2}' >> "$OUT/$name.rates"
+            # The server's own CPU per message, as the HTTP rows' column: where both the
+            # server and the load generator fill their cores, the rate is the generator's
+            # too, and the CPU is what the server decides.
+            c0=$(cpu_ticks "${WS_PID[$name]}")
+            line=$(taskset -c 1 "$OUT/ws-load" "$port" 64 "$SECONDS_PER_RUN" 64)
+            c1=$(cpu_ticks "${WS_PID[$name]}")
+            awk '{print $2}' <<<"$line" >> "$OUT/$name.rates"
+            msgs=$(sed -E 's/.*\(([0-9]+) messages.*/\1/' <<<"$line")
+            awk -v c=$((c1 - c0)) -v t="$(getconf CLK_TCK)" -v m="$msgs" 'BEGIN{printf "%.3f\n", c / t * 1e6 / m}' >> "$OUT/$name.cpu"
         done
     done
     r=$(median < "$OUT/ruv-ws.rates"); n=$(median < "$OUT/node-ws.rates")
-    printf '  ruv-ws-echo %s   node ws %s   ratio %.2fx\n' "$r" "$n" "$(awk -v a="$r" -v b="$n" 'BEGIN{print a/b}')"
+    rc=$(median < "$OUT/ruv-ws.cpu"); nc=$(median < "$OUT/node-ws.cpu")
+    printf '  ruv-ws-echo %s (%s us)   node ws %s (%s us)   ratio %.2fx, CPU per message %.2fx less\n' \
+        "$r" "$rc" "$n" "$nc" "$(awk -v a="$r" -v b="$n" 'BEGIN{print a/b}')" "$(awk -v a="$nc" -v b="$rc" 'BEGIN{print a/b}')"
 fi
