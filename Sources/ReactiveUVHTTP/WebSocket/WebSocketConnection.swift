@@ -356,6 +356,39 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         WebSocketFrameCodec.frames(opcode: opcode, rsv1: rsv1, payload: payload, fragmentSize: options.fragmentSize, masked: role == .client)
     }
 
+    /// `message`'s frames (as ``encode(_:)`` makes them) lent to `body`: a small message's
+    /// are on the stack, so the direct send path makes no array per message (loop thread).
+    func withEncoded(_ message: WebSocketMessage, _ body: (UnsafeRawBufferPointer) -> Void) {
+        switch message {
+        case .text(let text):
+            // Borrowed through the `UTF8Span`, as in `encode(_:)` (why there).
+            if text.isContiguousUTF8 {
+                text.utf8Span.span.withUnsafeBytes { withEncoded(opcode: .text, payload: $0, body) }
+                return
+            }
+            var text = text
+            text.withUTF8 { withEncoded(opcode: .text, payload: UnsafeRawBufferPointer($0), body) }
+        case .binary(let bytes):
+            bytes.withUnsafeBytes { withEncoded(opcode: .binary, payload: $0, body) }
+        }
+    }
+
+    private func withEncoded(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        if let compression, payload.count >= compression.minimumSize {
+            if deflater == nil { deflater = WebSocketDeflater(compression) }
+            if let deflater {
+                let compressed = deflater.compress(payload)
+                compressed.withUnsafeBytes {
+                    WebSocketFrameCodec.withFrames(
+                        opcode: opcode, rsv1: true, payload: $0, fragmentSize: options.fragmentSize, masked: role == .client, body)
+                }
+                return
+            }
+        }
+        WebSocketFrameCodec.withFrames(
+            opcode: opcode, payload: payload, fragmentSize: options.fragmentSize, masked: role == .client, body)
+    }
+
     /// Sends one message; completes once its frames are flushed to the kernel.
     ///
     /// Fails with ``WebSocketError/closed`` after the close handshake started, or with the
@@ -403,6 +436,14 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// - Parameter source: the messages.
     /// - Returns: a cold signal that sends no value.
     public func send(_ source: Signal<WebSocketMessage>) -> Signal<Void> {
+        // A plain stream (not TLS): each message is framed on the stack and written from
+        // there through the stream's sender, with the same policy and pausing, without an
+        // array and a subscriber call per message (`StreamConnection.sendDirect`).
+        if let stream = transport as? StreamConnection {
+            return stream.sendDirect { [self] sender in
+                source.subscribe(WebSocketDirectForwarder(connection: self, sender: sender))
+            }
+        }
         let frames = Signal<[UInt8]>.create { [self] subscriber in
             source.subscribe(WebSocketMessageForwarder(connection: self, frames: subscriber))
         }
@@ -413,6 +454,16 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     /// handshake started (loop thread).
     fileprivate func forward(_ message: WebSocketMessage, to subscriber: Subscriber<[UInt8]>) {
         if closeSent || finished { subscriber.sendError(WebSocketError.closed) } else { subscriber.sendNext(encode(message)) }
+    }
+
+    /// Writes `message`'s frames through the stream's sender, or fails the send once the
+    /// close handshake started (loop thread).
+    fileprivate func forward(_ message: WebSocketMessage, to sender: StreamDirectSender) {
+        if closeSent || finished {
+            sender.fail(WebSocketError.closed)
+        } else if sender.isActive {
+            withEncoded(message) { sender.write($0) }
+        }
     }
 
     /// Sends a ping with `payload` (at most 125 bytes; longer payloads are cut).
@@ -527,6 +578,52 @@ private final class WebSocketMessageForwarder: SubscriberProtocol, @unchecked Se
 
     /// Nothing to keep: `subscribe(_:)` ends the subscription on a terminal event itself.
     func didSubscribe(with disposable: Disposable) {}
+}
+
+/// `send(_:)`'s subscriber to its source of messages on a plain stream: each message's
+/// frames are written through the stream's sender (``StreamDirectSender``) at once when it
+/// arrives on the loop's thread (an echo's do), else after a hop there; the source's end
+/// goes there too. Kept only by the source's subscription, as `WebSocketMessageForwarder`.
+private final class WebSocketDirectForwarder: SubscriberProtocol, @unchecked Sendable {
+    // Thread-safety: immutable; `sender` is used on the loop's thread only.
+    let connection: WebSocketConnection
+    let sender: StreamDirectSender
+    /// The connection's loop, kept here (see `WebSocketMessageForwarder.loop`).
+    let loop: EventLoop
+
+    init(connection: WebSocketConnection, sender: StreamDirectSender) {
+        self.connection = connection
+        self.sender = sender
+        loop = connection.loop
+    }
+
+    func sendNext(_ message: WebSocketMessage) {
+        if loop.isCurrentThread {
+            connection.forward(message, to: sender)
+        } else {
+            let connection = connection, sender = UncheckedSender(sender)
+            connection.onLoop { connection.forward(message, to: sender.value) }
+        }
+    }
+
+    func sendError(_ error: any Error) {
+        let sender = UncheckedSender(sender)
+        connection.onLoop { sender.value.fail(error) }
+    }
+
+    func sendCompleted() {
+        let sender = UncheckedSender(sender)
+        connection.onLoop { sender.value.complete() }
+    }
+
+    /// Nothing to keep: `subscribe(_:)` ends the subscription on a terminal event itself.
+    func didSubscribe(with disposable: Disposable) {}
+}
+
+/// Carries the stream's sender to the loop's thread, where only it is used.
+private struct UncheckedSender: @unchecked Sendable {
+    let value: StreamDirectSender
+    init(_ value: StreamDirectSender) { self.value = value }
 }
 
 /// Carries a non-Sendable closure to the loop's thread, where it runs alone.

@@ -98,6 +98,38 @@ enum WebSocketFrameCodec {
         }
     }
 
+    /// ``frames(opcode:fin:rsv1:payload:fragmentSize:masked:)`` lent to `body` rather than
+    /// returned: frames up to ``smallFrames`` bytes are written on the stack, so a small
+    /// message's send (an echo's) makes and frees no array; larger ones are the array.
+    static func withFrames<R>(
+        opcode: WebSocketOpcode, rsv1: Bool = false, payload: UnsafeRawBufferPointer, fragmentSize: Int? = nil,
+        masked: Bool, _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
+        let count = payload.count
+        let size = Swift.max(1, fragmentSize ?? count)
+        // The server's short unfragmented frame, as in `frames`.
+        if !masked && count < 126 && count <= size {
+            return withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
+                let out = scratch.baseAddress!
+                out.storeBytes(of: 0x80 | (rsv1 ? 0x40 : 0) | opcode.rawValue, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
+                if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
+                return body(UnsafeRawBufferPointer(scratch))
+            }
+        }
+        let pieces = count <= size ? 1 : (count + size - 1) / size
+        let last = count - (pieces - 1) * size
+        let total = count + (pieces - 1) * headerLength(payload: size, masked: masked) + headerLength(payload: last, masked: masked)
+        if total <= smallFrames {
+            return withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { scratch in
+                writeFrames(at: scratch.baseAddress!, opcode: opcode, fin: true, rsv1: rsv1, payload: payload, size: size, masked: masked)
+                return body(UnsafeRawBufferPointer(scratch))
+            }
+        }
+        return frames(opcode: opcode, rsv1: rsv1, payload: payload, fragmentSize: fragmentSize, masked: masked)
+            .withUnsafeBytes(body)
+    }
+
     /// The largest frames (headers included) ``frames(opcode:fin:rsv1:payload:fragmentSize:masked:)``
     /// writes on the stack: within what `withUnsafeTemporaryAllocation` keeps off the heap.
     static let smallFrames = 1024

@@ -111,22 +111,28 @@ final class StreamSender: WriteWaiter {
         if finished || lifetime.isDisposed { return }
         switch event {
         case .next(let bytes):
-            switch bytes.withUnsafeBytes({ stream.write($0, self) }) {
-            case .done, .dropped:
-                break
-            case .queued:
-                outstanding += 1
-                if stream.policy == .pauseSource && !paused && stream.writeQueueSize >= stream.highWaterMark.load() {
-                    pause()
-                }
-            case .failed(let error):
-                finish(.error(error))
-            }
+            bytes.withUnsafeBytes { write($0) }
         case .error(let error):
             finish(.error(error))
         case .completed:
             sourceCompleted = true
             if outstanding == 0 { finish(.completed) }
+        }
+    }
+
+    /// Writes one chunk with the stream's policy, pausing the source past the mark; shared
+    /// by `receive` and ``StreamConnection/sendDirect(_:)`` (whose chunks are borrowed).
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        switch stream.write(bytes, self) {
+        case .done, .dropped:
+            break
+        case .queued:
+            outstanding += 1
+            if stream.policy == .pauseSource && !paused && stream.writeQueueSize >= stream.highWaterMark.load() {
+                pause()
+            }
+        case .failed(let error):
+            finish(.error(error))
         }
     }
 
