@@ -356,37 +356,56 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         WebSocketFrameCodec.frames(opcode: opcode, rsv1: rsv1, payload: payload, fragmentSize: options.fragmentSize, masked: role == .client)
     }
 
-    /// `message`'s frames (as ``encode(_:)`` makes them) lent to `body`: a small message's
-    /// are on the stack, so the direct send path makes no array per message (loop thread).
-    func withEncoded(_ message: WebSocketMessage, _ body: (UnsafeRawBufferPointer) -> Void) {
+    /// Writes `message`'s frames (as ``encode(_:)`` makes them) through `sender`: a small
+    /// message's are framed on the stack, so the direct send path makes no array per
+    /// message (loop thread).
+    ///
+    /// Why `sender` is a parameter all the way down rather than captured by a closure
+    /// handed the bytes: the closure's specialization took its capture owned, a retain and
+    /// a release per message under callgrind.
+    func write(_ message: WebSocketMessage, to sender: StreamDirectSender) {
         switch message {
         case .text(let text):
             // Borrowed through the `UTF8Span`, as in `encode(_:)` (why there).
             if text.isContiguousUTF8 {
-                text.utf8Span.span.withUnsafeBytes { withEncoded(opcode: .text, payload: $0, body) }
+                text.utf8Span.span.withUnsafeBytes { write(opcode: .text, payload: $0, to: sender) }
                 return
             }
             var text = text
-            text.withUTF8 { withEncoded(opcode: .text, payload: UnsafeRawBufferPointer($0), body) }
+            text.withUTF8 { write(opcode: .text, payload: UnsafeRawBufferPointer($0), to: sender) }
         case .binary(let bytes):
-            bytes.withUnsafeBytes { withEncoded(opcode: .binary, payload: $0, body) }
+            bytes.withUnsafeBytes { write(opcode: .binary, payload: $0, to: sender) }
         }
     }
 
-    private func withEncoded(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+    private func write(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, to sender: StreamDirectSender) {
+        let masked = role == .client
         if let compression, payload.count >= compression.minimumSize {
             if deflater == nil { deflater = WebSocketDeflater(compression) }
             if let deflater {
                 let compressed = deflater.compress(payload)
                 compressed.withUnsafeBytes {
                     WebSocketFrameCodec.withFrames(
-                        opcode: opcode, rsv1: true, payload: $0, fragmentSize: options.fragmentSize, masked: role == .client, body)
+                        opcode: opcode, rsv1: true, payload: $0, fragmentSize: options.fragmentSize, masked: masked) { sender.write($0) }
                 }
                 return
             }
         }
+        // A server's short unfragmented frame (an echo's): its header and payload on the
+        // stack, written from there, with no closure between.
+        let count = payload.count
+        if !masked && count < 126 && count <= Swift.max(1, options.fragmentSize ?? count) {
+            withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
+                let out = scratch.baseAddress!
+                out.storeBytes(of: 0x80 | opcode.rawValue, as: UInt8.self)
+                out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
+                if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
+                sender.write(UnsafeRawBufferPointer(scratch))
+            }
+            return
+        }
         WebSocketFrameCodec.withFrames(
-            opcode: opcode, payload: payload, fragmentSize: options.fragmentSize, masked: role == .client, body)
+            opcode: opcode, payload: payload, fragmentSize: options.fragmentSize, masked: masked) { sender.write($0) }
     }
 
     /// Sends one message; completes once its frames are flushed to the kernel.
@@ -462,7 +481,7 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
         if closeSent || finished {
             sender.fail(WebSocketError.closed)
         } else if sender.isActive {
-            withEncoded(message) { sender.write($0) }
+            write(message, to: sender)
         }
     }
 
