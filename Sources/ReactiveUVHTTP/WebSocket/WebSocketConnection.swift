@@ -55,6 +55,11 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     public let loop: EventLoop
 
     private let reader: WebSocketFrameReader
+    /// Where a server's short frame is framed before it is written (`write(opcode:payload:to:)`):
+    /// a header and at most 125 bytes. Reused by every such send: the stream's write is
+    /// done with the bytes when it returns (taken by the kernel or copied into the write
+    /// request), before anything it calls could frame another message here.
+    private let sendScratch = UnsafeMutableRawPointer.allocate(byteCount: 128, alignment: 8)
     @exclusivity(unchecked) private var deflater: WebSocketDeflater?
     @exclusivity(unchecked) private var leftover: [UInt8]
     /// The `messages` subscription, if any. Cleared or replaced while a message is being
@@ -109,6 +114,8 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
             error: { [self] error in onLoop { self.finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) } },
             completed: { [self] in onLoop { self.finish(WebSocketClose(code: 1006, reason: "", initiatedByPeer: true), .abnormalClosure) } })
     }
+
+    deinit { sendScratch.deallocate() }
 
     /// `WebSocket server 127.0.0.1:51234`.
     public var description: String { "WebSocket \(role) \(transport)" }
@@ -391,17 +398,16 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
                 return
             }
         }
-        // A server's short unfragmented frame (an echo's): its header and payload on the
-        // stack, written from there, with no closure between.
+        // A server's short unfragmented frame (an echo's): framed in the connection's
+        // scratch and written from there. Not a `withUnsafeTemporaryAllocation`: its
+        // closure retained and released the sender per message (callgrind).
         let count = payload.count
         if !masked && count < 126 && count <= Swift.max(1, options.fragmentSize ?? count) {
-            withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
-                let out = scratch.baseAddress!
-                out.storeBytes(of: 0x80 | opcode.rawValue, as: UInt8.self)
-                out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
-                if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
-                sender.write(UnsafeRawBufferPointer(scratch))
-            }
+            let out = sendScratch
+            out.storeBytes(of: 0x80 | opcode.rawValue, as: UInt8.self)
+            out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
+            if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
+            sender.write(UnsafeRawBufferPointer(start: out, count: 2 + count))
             return
         }
         WebSocketFrameCodec.withFrames(
