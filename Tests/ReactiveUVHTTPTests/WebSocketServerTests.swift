@@ -273,4 +273,31 @@ final class WebSocketServerTests: XCTestCase {
         XCTAssertEqual(close, WebSocketClose(code: 1000, reason: "fine", initiatedByPeer: true))
         XCTAssertTrue(errors.isEmpty, "\(errors)")
     }
+    func testAMessageAfterOurCloseFailsTheSendAndWhatCameBeforeItGoesOutFirst() throws {
+        // The direct send path (a plain stream): "a" is echoed, then the handler closes
+        // before "b" reaches the send, so the close frame follows "a" on the wire and "b"
+        // fails the send with `.closed` instead of being written after the close.
+        let frame = WebSocketFrameTests.clientFrame
+        let bytes = frame(0x1, Array("a".utf8), true, 0) + frame(0x1, Array("b".utf8), true, 0)
+            + frame(0x8, [0x03, 0xE8], true, 0)
+        let loop = try EventLoop()
+        let server = startServer(on: loop) { ws in
+            ws.send(ws.messages.doNext { message in
+                if message == .text("b") { ws.close(code: 4003, reason: "done") }
+            })
+        }
+        let run = wsRunPython(pythonRawClient, [String(server.port), "frames", wsHex(bytes)], on: loop)
+        finish(run, on: loop)
+        XCTAssertTrue(loop.run(until: { server.closes.count == 1 }, timeout: 30))
+        XCTAssertEqual(run.lines.filter { $0.hasPrefix("FRAME") || $0.hasPrefix("CLOSE") },
+                       ["FRAME 1 1", "CLOSE 4003 done"], "the echo of a, then our close; never b")
+        XCTAssertEqual(server.messageErrors.count, 1)
+        guard case .closed? = server.messageErrors.first as? WebSocketError else {
+            return XCTFail("\(server.messageErrors)")
+        }
+        server.stop()
+        run.stop()
+        wsAssertLoopCleanAndClose(loop)
+    }
 }
+
