@@ -486,7 +486,8 @@ public final class WebSocketConnection: @unchecked Sendable, CustomStringConvert
     fileprivate func forward(_ message: WebSocketMessage, to sender: StreamDirectSender) {
         if closeSent || finished {
             sender.fail(WebSocketError.closed)
-        } else if sender.isActive {
+        } else {
+            // No `isActive` check here: the sender's `write` makes it, once per message.
             write(message, to: sender)
         }
     }
