@@ -4,9 +4,10 @@
  *     cc -O2 ws-load.c -o ws-load && ./ws-load PORT CLIENTS SECONDS [SIZE]
  *
  * Prints "ws-load: R round trips/s over N clients (M messages, 0 bad)". One thread on
- * epoll: the server is what is measured, so the generator does as little as it can (with
- * poll() every wake-up registered and scanned all 64 sockets in the kernel, and the
- * generator's core was full before a fast server's was). The
+ * epoll: the server is what is measured, so the generator does as little as it can (poll()
+ * registers and scans every socket per wake-up). Its own read and write per message still
+ * fill its core about as fast a server's fills: run-http-bench.sh prints the server's CPU
+ * per message beside the rate for that reason. The
  * handshake is RFC 6455's, with a fixed key (the server's answer is not checked beyond its
  * status line: this is a load generator, the tests check handshakes).
  */
