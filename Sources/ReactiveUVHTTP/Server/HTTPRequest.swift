@@ -152,7 +152,8 @@ public final class HTTPRequest: @unchecked Sendable, CustomStringConvertible {
     /// (backpressure: the client's sends stall in TCP). A subscriber receives chunks on the
     /// loop's thread, synchronously as they are read, so reading goes on only as fast as it
     /// takes them. Subscribing to the body of a request with `Expect: 100-continue` sends
-    /// `100 Continue`. Disposing discards the rest of the body (the connection stays usable).
+    /// `100 Continue` (not for a request without a body, whose body completes at once).
+    /// Disposing discards the rest of the body (the connection stays usable).
     /// The body fails if the connection fails mid-body.
     ///
     /// `--[chunk]--[chunk]--|`
