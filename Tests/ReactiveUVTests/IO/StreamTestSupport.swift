@@ -195,3 +195,69 @@ func roundTrip(_ connect: Signal<some StreamConnection>, _ payload: [[UInt8]]) -
     }
     .aggregate(start: [UInt8]()) { $0 + $1 }
 }
+
+/// The `.pauseSource` relay scenario: a server relays its second connection's reads to its
+/// first (`relay(slow, producer)`), the first peer connects and does not read, the second
+/// writes `size` bytes and ends. Asserts that the producer's reads pause at the mark with the
+/// relay's memory bounded and the producer's bytes waiting on its own side, then that once
+/// the slow peer reads every byte arrives in order and the relay and the producer complete.
+func assertRelayPausesTheProducerUntilTheSlowPeerReads(
+    highWaterMark: Int, size: Int,
+    relay makeRelay: @escaping (_ slow: TCPConnection, _ producer: TCPConnection) -> Signal<Void>,
+    file: StaticString = #filePath, line: UInt = #line
+) throws {
+    let loop = try EventLoop()
+    let options = TCPOptions(highWaterMark: highWaterMark, backpressure: .pauseSource)
+    let accepted = Confined<[TCPConnection]>([])
+    let relay = Recorder<Void>()
+    let (port, server, _) = startServer(on: loop, options: options) { c in
+        accepted.value.append(c)
+        if accepted.value.count == 2 { relay.subscribe(makeRelay(accepted.value[0], accepted.value[1])) }
+        return .never()
+    }
+    // The slow peer connects first and does not read yet.
+    let slowClient = Locked<TCPConnection?>(nil)
+    let slowSubscription = Recorder<TCPConnection>().subscribe(
+        TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in slowClient.withLock { $0 = c } })
+    XCTAssertTrue(loop.run(until: { accepted.value.count == 1 && slowClient.value != nil }, timeout: 30), file: file, line: line)
+    // The producer writes `size` bytes and ends its side.
+    let payload = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        for i in 0..<size { buffer[i] = UInt8(truncatingIfNeeded: i &* 31 &+ i >> 16) }
+        count = size
+    }
+    let producerClient = Locked<TCPConnection?>(nil)
+    let produced = Recorder<Void>()
+    let producerSubscription = Recorder<TCPConnection>().subscribe(
+        TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in
+            producerClient.withLock { $0 = c }
+            produced.subscribe(c.write(payload).then { c.shutdown() })
+        })
+
+    // The relay's queue reaches the mark: the producer's reads are paused.
+    XCTAssertTrue(loop.run(until: { accepted.value.count == 2 && accepted.value[1].stream.isReadingPaused }, timeout: 30), file: file, line: line)
+    runLoop(loop, for: 0.2)
+    let (slow, producer) = (accepted.value[0], accepted.value[1])
+    XCTAssertTrue(producer.stream.isReadingPaused, "still paused: the slow peer has not read", file: file, line: line)
+    XCTAssertLessThanOrEqual(slow.stream.peakWriteQueueSize, highWaterMark + UVStream.readBufferSize, "relay memory bounded", file: file, line: line)
+    XCTAssertFalse(produced.terminated, "the producer's bytes wait on the producer's side", file: file, line: line)
+    XCTAssertGreaterThan(producerClient.value!.writeQueueSize, 0, file: file, line: line)
+    XCTAssertFalse(slow.isClosed, file: file, line: line)
+
+    // The slow peer reads: the relay resumes and pauses as needed; every byte arrives.
+    let bytes = Confined<[UInt8]>([])
+    bytes.value.reserveCapacity(size)
+    let received = Recorder<[UInt8]>()
+    received.subscribe(slowClient.value!.reads.doNext { bytes.value.append(contentsOf: $0) }.ignoreValues())
+    XCTAssertTrue(loop.run(until: { received.terminated }, timeout: 120), file: file, line: line)
+    XCTAssertNil(received.error, file: file, line: line)
+    XCTAssertEqual(bytes.value.count, size, file: file, line: line)
+    XCTAssertTrue(bytes.value == payload, "the relay delivered every byte in order", file: file, line: line)
+    XCTAssertTrue(relay.completed, "\(String(describing: relay.error))", file: file, line: line)
+    XCTAssertTrue(produced.completed, file: file, line: line)
+    XCTAssertLessThanOrEqual(slow.stream.peakWriteQueueSize, highWaterMark + UVStream.readBufferSize, file: file, line: line)
+
+    slowSubscription.dispose()
+    producerSubscription.dispose()
+    server.dispose()
+    assertAllHandlesClosedAndClose(loop)
+}

@@ -107,64 +107,9 @@ final class BackpressureTests: XCTestCase {
     }
 
     func testPauseSourceStopsReadingTheRelayedConnectionUntilTheSlowPeerCatchesUp() throws {
-        let loop = try EventLoop()
-        let options = TCPOptions(highWaterMark: Self.highWaterMark, backpressure: .pauseSource)
         // The server relays its second connection's reads to its first: `slow.send(producer.reads)`.
-        let accepted = Confined<[TCPConnection]>([])
-        let relay = Recorder<Void>()
-        let (port, server, _) = startServer(on: loop, options: options) { c in
-            accepted.value.append(c)
-            if accepted.value.count == 2 {
-                let (slow, producer) = (accepted.value[0], accepted.value[1])
-                relay.subscribe(slow.send(producer.reads).then { slow.shutdown() })
-            }
-            return .never()
+        try assertRelayPausesTheProducerUntilTheSlowPeerReads(highWaterMark: Self.highWaterMark, size: 48 << 20) { slow, producer in
+            slow.send(producer.reads).then { slow.shutdown() }
         }
-        // The slow peer connects first and does not read yet.
-        let slowClient = Locked<TCPConnection?>(nil)
-        let slowSubscription = Recorder<TCPConnection>().subscribe(
-            TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in slowClient.withLock { $0 = c } })
-        XCTAssertTrue(loop.run(until: { accepted.value.count == 1 && slowClient.value != nil }, timeout: 30))
-        // The producer writes 48 MiB and ends its side.
-        let size = 48 << 20
-        let payload = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            for i in 0..<size { buffer[i] = UInt8(truncatingIfNeeded: i &* 31 &+ i >> 16) }
-            count = size
-        }
-        let producerClient = Locked<TCPConnection?>(nil)
-        let produced = Recorder<Void>()
-        let producerSubscription = Recorder<TCPConnection>().subscribe(
-            TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in
-                producerClient.withLock { $0 = c }
-                produced.subscribe(c.write(payload).then { c.shutdown() })
-            })
-
-        // The relay's queue reaches the mark: the producer's reads are paused.
-        XCTAssertTrue(loop.run(until: { accepted.value.count == 2 && accepted.value[1].stream.isReadingPaused }, timeout: 30))
-        runLoop(loop, for: 0.2)
-        let (slow, producer) = (accepted.value[0], accepted.value[1])
-        XCTAssertTrue(producer.stream.isReadingPaused, "still paused: the slow peer has not read")
-        XCTAssertLessThanOrEqual(slow.stream.peakWriteQueueSize, Self.highWaterMark + UVStream.readBufferSize, "relay memory bounded")
-        XCTAssertFalse(produced.terminated, "the producer's bytes wait on the producer's side")
-        XCTAssertGreaterThan(producerClient.value!.writeQueueSize, 0)
-        XCTAssertFalse(slow.isClosed)
-
-        // The slow peer reads: the relay resumes and pauses as needed; every byte arrives.
-        let bytes = Confined<[UInt8]>([])
-        bytes.value.reserveCapacity(size)
-        let received = Recorder<[UInt8]>()
-        received.subscribe(slowClient.value!.reads.doNext { bytes.value.append(contentsOf: $0) }.ignoreValues())
-        XCTAssertTrue(loop.run(until: { received.terminated }, timeout: 120))
-        XCTAssertNil(received.error)
-        XCTAssertEqual(bytes.value.count, size)
-        XCTAssertTrue(bytes.value == payload, "the relay delivered every byte in order")
-        XCTAssertTrue(relay.completed)
-        XCTAssertTrue(produced.completed)
-        XCTAssertLessThanOrEqual(slow.stream.peakWriteQueueSize, Self.highWaterMark + UVStream.readBufferSize)
-
-        slowSubscription.dispose()
-        producerSubscription.dispose()
-        server.dispose()
-        assertAllHandlesClosedAndClose(loop)
     }
 }

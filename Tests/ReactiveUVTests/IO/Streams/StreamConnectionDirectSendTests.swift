@@ -66,57 +66,12 @@ final class StreamConnectionDirectSendTests: XCTestCase {
         // As BackpressureTests' relay, with the relay writing each read chunk itself:
         // without the reads collected while `start` runs, nothing pauses them and the
         // queue passes four times the mark (the connection then closes).
-        let loop = try EventLoop()
-        let options = TCPOptions(highWaterMark: Self.highWaterMark, backpressure: .pauseSource)
-        let accepted = Confined<[TCPConnection]>([])
-        let relay = Recorder<Void>()
-        let (port, server, _) = startServer(on: loop, options: options) { c in
-            accepted.value.append(c)
-            if accepted.value.count == 2 {
-                let (slow, producer) = (accepted.value[0], accepted.value[1])
-                relay.subscribe(slow.sendDirect { sender in
-                    producer.reads.subscribe(
-                        next: { bytes in bytes.withUnsafeBytes { sender.write($0) } },
-                        error: { sender.fail($0) }, completed: { sender.complete() })
-                }.then { slow.shutdown() })
-            }
-            return .never()
+        try assertRelayPausesTheProducerUntilTheSlowPeerReads(highWaterMark: Self.highWaterMark, size: 24 << 20) { slow, producer in
+            slow.sendDirect { sender in
+                producer.reads.subscribe(
+                    next: { bytes in bytes.withUnsafeBytes { sender.write($0) } },
+                    error: { sender.fail($0) }, completed: { sender.complete() })
+            }.then { slow.shutdown() }
         }
-        let slowClient = Locked<TCPConnection?>(nil)
-        let slowSubscription = Recorder<TCPConnection>().subscribe(
-            TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in slowClient.withLock { $0 = c } })
-        XCTAssertTrue(loop.run(until: { accepted.value.count == 1 && slowClient.value != nil }, timeout: 30))
-        let size = 24 << 20
-        let payload = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            for i in 0..<size { buffer[i] = UInt8(truncatingIfNeeded: i &* 31 &+ i >> 16) }
-            count = size
-        }
-        let produced = Recorder<Void>()
-        let producerSubscription = Recorder<TCPConnection>().subscribe(
-            TCP.connect(host: "127.0.0.1", port: port, on: loop).doNext { c in
-                produced.subscribe(c.write(payload).then { c.shutdown() })
-            })
-
-        XCTAssertTrue(loop.run(until: { accepted.value.count == 2 && accepted.value[1].stream.isReadingPaused }, timeout: 30))
-        runLoop(loop, for: 0.2)
-        let (slow, producer) = (accepted.value[0], accepted.value[1])
-        XCTAssertTrue(producer.stream.isReadingPaused, "still paused: the slow peer has not read")
-        XCTAssertLessThanOrEqual(slow.stream.peakWriteQueueSize, Self.highWaterMark + UVStream.readBufferSize, "relay memory bounded")
-        XCTAssertFalse(slow.isClosed)
-
-        let bytes = Confined<[UInt8]>([])
-        bytes.value.reserveCapacity(size)
-        let received = Recorder<[UInt8]>()
-        received.subscribe(slowClient.value!.reads.doNext { bytes.value.append(contentsOf: $0) }.ignoreValues())
-        XCTAssertTrue(loop.run(until: { received.terminated }, timeout: 120))
-        XCTAssertNil(received.error)
-        XCTAssertTrue(bytes.value == payload, "every byte, in order")
-        XCTAssertTrue(relay.completed, "\(String(describing: relay.error))")
-        XCTAssertTrue(produced.completed)
-
-        slowSubscription.dispose()
-        producerSubscription.dispose()
-        server.dispose()
-        assertAllHandlesClosedAndClose(loop)
     }
 }
