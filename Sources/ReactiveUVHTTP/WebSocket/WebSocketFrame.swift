@@ -68,26 +68,14 @@ enum WebSocketFrameCodec {
     ) -> [UInt8] {
         let count = payload.count
         let size = Swift.max(1, fragmentSize ?? count)
-        // A server's short unfragmented message (every echo of a small one): its 2-byte
-        // header and payload written straight, without the general path's sizing and
-        // per-piece loop (~100 of its ~160 instructions for a 64-byte echo under callgrind).
-        if !masked && count < 126 && count <= size {
-            return withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
-                let out = scratch.baseAddress!
-                out.storeBytes(of: (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode.rawValue, as: UInt8.self)
-                out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
-                if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
-                return [UInt8](UnsafeRawBufferPointer(scratch))
-            }
-        }
         let pieces = count <= size ? 1 : (count + size - 1) / size
         let last = count - (pieces - 1) * size
         let total = count + (pieces - 1) * headerLength(payload: size, masked: masked) + headerLength(payload: last, masked: masked)
-        // `total` is at least 2 (a header), so both buffers have an address.
+        // Small frames (a short server message's among them) are written on the stack by
+        // `withFrames` and copied into the array from there.
         if total <= smallFrames {
-            return withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { scratch in
-                writeFrames(at: scratch.baseAddress!, opcode: opcode, fin: fin, rsv1: rsv1, payload: payload, size: size, masked: masked)
-                return [UInt8](UnsafeRawBufferPointer(scratch))
+            return withFrames(opcode: opcode, fin: fin, rsv1: rsv1, payload: payload, fragmentSize: fragmentSize, masked: masked) {
+                [UInt8]($0)
             }
         }
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
@@ -102,16 +90,18 @@ enum WebSocketFrameCodec {
     /// returned: frames up to ``smallFrames`` bytes are written on the stack, so a small
     /// message's send (an echo's) makes and frees no array; larger ones are the array.
     static func withFrames<R>(
-        opcode: WebSocketOpcode, rsv1: Bool = false, payload: UnsafeRawBufferPointer, fragmentSize: Int? = nil,
-        masked: Bool, _ body: (UnsafeRawBufferPointer) -> R
+        opcode: WebSocketOpcode, fin: Bool = true, rsv1: Bool = false, payload: UnsafeRawBufferPointer,
+        fragmentSize: Int? = nil, masked: Bool, _ body: (UnsafeRawBufferPointer) -> R
     ) -> R {
         let count = payload.count
         let size = Swift.max(1, fragmentSize ?? count)
-        // The server's short unfragmented frame, as in `frames`.
+        // A server's short unfragmented message (every echo of a small one): its 2-byte
+        // header and payload written straight, without the general path's sizing and
+        // per-piece loop (~100 of its ~160 instructions for a 64-byte echo under callgrind).
         if !masked && count < 126 && count <= size {
             return withUnsafeTemporaryAllocation(byteCount: 2 + count, alignment: 8) { scratch in
                 let out = scratch.baseAddress!
-                out.storeBytes(of: 0x80 | (rsv1 ? 0x40 : 0) | opcode.rawValue, as: UInt8.self)
+                out.storeBytes(of: (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode.rawValue, as: UInt8.self)
                 out.storeBytes(of: UInt8(truncatingIfNeeded: count), toByteOffset: 1, as: UInt8.self)
                 if count > 0 { (out + 2).copyMemory(from: payload.baseAddress!, byteCount: count) }
                 return body(UnsafeRawBufferPointer(scratch))
@@ -122,11 +112,12 @@ enum WebSocketFrameCodec {
         let total = count + (pieces - 1) * headerLength(payload: size, masked: masked) + headerLength(payload: last, masked: masked)
         if total <= smallFrames {
             return withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { scratch in
-                writeFrames(at: scratch.baseAddress!, opcode: opcode, fin: true, rsv1: rsv1, payload: payload, size: size, masked: masked)
+                writeFrames(at: scratch.baseAddress!, opcode: opcode, fin: fin, rsv1: rsv1, payload: payload, size: size, masked: masked)
                 return body(UnsafeRawBufferPointer(scratch))
             }
         }
-        return frames(opcode: opcode, rsv1: rsv1, payload: payload, fragmentSize: fragmentSize, masked: masked)
+        // Over `smallFrames`: `frames` writes them in place in the array.
+        return frames(opcode: opcode, fin: fin, rsv1: rsv1, payload: payload, fragmentSize: fragmentSize, masked: masked)
             .withUnsafeBytes(body)
     }
 
