@@ -13,16 +13,17 @@ import XCTest
 /// caught up from the one before (``awaitReplicas``), and what the stream holds is read
 /// from its leader (``StreamOrderReader/readFromLeader(_:timeout:)``).
 ///
-/// Shorter than the issue's durations, to keep the run short: the partitions and the
-/// pause last 5 s (longer than the servers' leader election, so the leader does change;
-/// the issue's 10 s and 8 s change nothing about that), the killed leader is down 3 s,
-/// each server of the rolling restart 2 s.
-/// The writer runs at 5,000 lines/s (the issue's 20,000 makes every catch-up after a
-/// fault four times longer for a debug build on a loaded shared machine, and the
-/// counts and order checked are the same). Links: see ``NetnsCluster/delayMethod``
-/// (printed; on this machine no delay, the kernel has no netem). What the test measures
-/// includes the reader's own recovery (it is a hub client connected to the cluster, and
-/// a cut-off leader may be its server).
+/// The faults, one at a time, with the issue's durations: the stream leader cut off from
+/// every host for 10 s; the edge cut off from every server for 10 s; the edge's link 200 ms
+/// slower and losing 5% of packets each way for 20 s; the leader SIGSTOPped for 8 s; the
+/// leader SIGKILLed and restarted after 5 s; the follower the edge is connected to
+/// SIGKILLed (the stall is timed from the kill); every server SIGKILLed and restarted in
+/// turn, 2 s down each; the edge SIGKILLed, its file renamed while it is down, restarted.
+/// The writer runs at 5,000 lines/s (``linesPerSecond``: why not the issue's 20,000 by
+/// default). Links: 1 ms between hosts (``NetnsCluster/delayMethod``, printed: netem, or
+/// where the kernel has none, as on the test machine, `netdelay` through NFQUEUE). What
+/// the test measures includes the reader's own recovery (it is a client of the cluster,
+/// and a cut-off leader may be its server).
 final class NatsFaultTests: XCTestCase {
     var net: NetnsCluster?
     var edge: LogcastProcess?
@@ -36,6 +37,12 @@ final class NatsFaultTests: XCTestCase {
     var directory = ""
     var servers: [String: NamespacedProcess] = [:]
     let serverNames = ["n1", "n2", "n3"]
+    /// The writer's rate: 5,000 lines/s, or `LOGCAST_FAULT_RATE` (the issue's 20,000, say).
+    /// Why not 20,000 by default: the edge here is a debug build, and on the 2-core machine
+    /// loaded by a release build beside it, it fell behind a 20,000 lines/s writer for good
+    /// (3.5 M of ~4.4 M lines stored after 4 minutes, in 18 KB batches: each replicated round
+    /// trip took ~10 ms of its starved CPU), before the first fault.
+    static let linesPerSecond = ProcessInfo.processInfo.environment["LOGCAST_FAULT_RATE"].flatMap { Int($0) }.map { max(100, $0) } ?? 5_000
 
     override func setUpWithError() throws {
         guard let (nats, version) = faultTestNatsServer() else { throw XCTSkip("nats-server is not installed") }
@@ -63,6 +70,13 @@ final class NatsFaultTests: XCTestCase {
         for (name, server) in servers {
             XCTAssertTrue(server.waitForLog("Server is ready", timeout: 30), "\(name) not ready: \(server.logText.suffix(1000))")
         }
+        // The links' delay, seen from outside: a connect to a server crosses its link both
+        // ways (0.5 ms each), so it cannot take less than 1 ms if the delay is there.
+        let connect = net.connectTime(to: "n1", port: 4222)
+        print("NatsFaultTests: a TCP connect to n1 takes \(connect.map { String(format: "%.2f ms", $0 * 1000) } ?? "(none connected)") (\(net.delayMethod))")
+        if !net.delayMethod.hasPrefix("none") {
+            XCTAssertGreaterThanOrEqual(connect ?? 0, 0.001, "the links' delay is not there: \(net.delayMethod)")
+        }
     }
 
     override func tearDown() {
@@ -88,8 +102,8 @@ final class NatsFaultTests: XCTestCase {
 
     var urls: [String] { serverNames.map { "nats://\(net!.address($0)):4222" } }
 
-    /// The edge as users run it: default batch size (256 KiB) and window (one batch per file
-    /// in flight). Why not small batches to have more of them: with one 16 KiB batch
+    /// The edge as users run it: default batch size and window (one batch per file in
+    /// flight). Why not small batches to have more of them: with one 16 KiB batch
     /// (180 lines) per replicated round trip, the edge fell behind the 5,000 lines/s writer
     /// for good on the loaded 2-core machine (batches are at most what one round trip lets
     /// pile up, and a round trip there is slow).
@@ -164,7 +178,7 @@ final class NatsFaultTests: XCTestCase {
         } else {
             print("NatsFaultTests: the hub client is not checked (LOGCAST_NATS_HUB_FAULTS=0)")
         }
-        let writer = SteadyLineWriter(path: log, rate: 5_000)
+        let writer = SteadyLineWriter(path: log, rate: NatsFaultTests.linesPerSecond)
         self.writer = writer
         writer.start()
         print("NatsFaultTests: link delay: \(net.delayMethod)")
@@ -260,7 +274,7 @@ final class NatsFaultTests: XCTestCase {
         /// line written before the heal is stored.
         func fault(_ name: String, _ fault: () throws -> Void, heal: () throws -> Void) throws {
             try awaitReplicas("before '\(name)'")
-            try awaitStream("before '\(name)'", writer.count - 5_000, level: 5_000, stall: 60, timeout: 240)
+            try awaitStream("before '\(name)'", writer.count - NatsFaultTests.linesPerSecond, level: NatsFaultTests.linesPerSecond, stall: 60, timeout: 240)
             try fault()
             try heal()
             let healed = Date(), written = writer.count
@@ -290,29 +304,92 @@ final class NatsFaultTests: XCTestCase {
             recoveries.append((name, stored, seen, Date().timeIntervalSince(healed), leaderAnswered, leaderName))
         }
 
-        try fault("stream leader cut off from every host for 5 s", {
+        try fault("stream leader cut off from every host for 10 s", {
             let (name, _) = try leader()
             try net.isolate(name)
-            pass(5)
+            pass(10)
             try net.heal(name)
         }, heal: {})
-        try fault("edge cut off from every server for 5 s", {
+        try fault("edge cut off from every server for 10 s", {
             try net.cut("edge", from: serverNames)
-            pass(5)
+            pass(10)
         }, heal: { try net.heal("edge") })
-        try fault("stream leader SIGSTOPped for 5 s", {
+        // The issue's "a link with 200 ms delay and 5% loss for 20 s": the edge's own link
+        // (every server is behind it), both ways. TCP through it carries a few tens of
+        // KB/s, so the edge falls behind the writer and must catch up after.
+        var slowLink = ""
+        try fault("the edge's link 200 ms slower and losing 5% of packets each way for 20 s", {
+            let how = try net.degrade("edge", delayMicroseconds: 200_000, lossPercent: 5)
+            print("NatsFaultTests: the edge's link degraded by \(how)")
+            pass(20)
+        }, heal: { slowLink = try net.restore("edge") })
+        print("NatsFaultTests: the slow link's count: \(slowLink)")
+        if !net.delayMethod.hasPrefix("tc netem") {
+            // That it really held and dropped packets: netdelay's own count.
+            let counts = slowLink.split(separator: " ")
+            let held = counts.firstIndex(of: "packets,").flatMap { Int(counts[$0 - 1]) } ?? 0
+            let dropped = counts.last.flatMap { Int($0) } ?? 0
+            XCTAssertGreaterThan(held, 100, "the slow link held no traffic: \(slowLink)")
+            XCTAssertGreaterThan(dropped, 0, "the slow link dropped nothing: \(slowLink)")
+        }
+        try fault("stream leader SIGSTOPped for 8 s", {
             let (_, server) = try leader()
             server.signal(SIGSTOP)
-            pass(5)
+            pass(8)
             server.signal(SIGCONT)
         }, heal: {})
-        try fault("stream leader SIGKILLed, restarted after 3 s", {
+        try fault("stream leader SIGKILLed, restarted after 5 s", {
             let (name, server) = try leader()
             server.kill9()
-            pass(3)
+            pass(5)
             try server.restart()
             XCTAssertTrue(server.waitForLog("Server is ready", timeout: 30), "\(name) did not restart")
         }, heal: {})
+        // The issue's "a follower's death stalls nothing for more than 1 s" (its own finding:
+        // killing the follower the edge was connected to stalled the stream 5.3 s): the server
+        // the edge is connected to, not the stream's leader, SIGKILLed. Nothing is healed, so
+        // the time printed for it runs from the kill: the stall. If the edge sits on the
+        // leader, it is first moved: cut off from the leader until its connection is to
+        // another server, then healed (and the fault waits until the stream is level again).
+        if let (leaderName, _) = try? leader(), net.peers(of: "edge", port: 4222).contains(leaderName) {
+            try net.cut("edge", from: [leaderName])
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                let peers = net.peers(of: "edge", port: 4222)
+                if !peers.isEmpty && !peers.contains(leaderName) { break }
+                pass(0.2)
+            }
+            try net.heal("edge")
+            print("NatsFaultTests: the edge moved off the leader \(leaderName) to \(net.peers(of: "edge", port: 4222))")
+        }
+        var killedFollower: NamespacedProcess?
+        var lastBeforeKill: UInt64 = 0
+        var killed = Date()
+        try fault("the follower the edge is connected to SIGKILLed (timed from the kill)", {
+            let (leaderName, _) = try leader()
+            let peers = net.peers(of: "edge", port: 4222)
+            guard let peer = peers.first, peers.count == 1, peer != leaderName, let server = servers[peer] else {
+                try stop("the edge's server should be one follower: the edge is connected to \(peers), the leader is \(leaderName)")
+            }
+            lastBeforeKill = reader.streamInfo()?.lastSequence ?? 0
+            server.kill9()
+            killed = Date()
+            killedFollower = server
+            print("NatsFaultTests: SIGKILLed \(peer), the edge's server, a follower (the leader is \(leaderName))")
+        }, heal: {})
+        // The stall itself: the longest pause in storing from just before the kill until 5 s
+        // after it (the line above times only the lines written before the kill, which may
+        // have been stored before it).
+        pass(max(0, 6 - Date().timeIntervalSince(killed)))
+        if let (gap, endedBy) = reader.longestStoreGap(from: lastBeforeKill, over: 5) {
+            print("NatsFaultTests: the follower's death: the longest pause in storing from the kill to 5 s after it was " + String(format: "%.3f s", gap) + " (ended by #\(endedBy); issue 33: at most 1 s)")
+        } else {
+            XCTFail("the stream's messages after the follower's kill could not be read from #\(lastBeforeKill)")
+        }
+        if let killedFollower {
+            try killedFollower.restart()
+            XCTAssertTrue(killedFollower.waitForLog("Server is ready", timeout: 30), "the killed follower did not restart")
+        }
         // The issue's "every server restarted in turn": each SIGKILLed (a crash), down 2 s,
         // restarted, and the stream taking lines again before the next one goes. (All three
         // at once was tried and is not among the faults: with Debian's 2.9.10 the stream
@@ -372,7 +449,7 @@ final class NatsFaultTests: XCTestCase {
         XCTAssertFalse(edges.contains { $0.errors.contains("(out of order)") }, "the edge saw a batch stored out of order")
         // A rewound stream (NatsEdge+Order.swift) is not a reorder; what it did to the lines
         // is what the reader counted above (its words are printed at the end, with the rest).
-        XCTAssertEqual(recoveries.count, 6)
+        XCTAssertEqual(recoveries.count, 8)
         print("NatsFaultTests: the stream reader's consumer was made again after a silent stall \(reader.stallRestarts) times")
         for (name, stored, seen, read, leaderAnswered, leader) in recoveries {
             let seenText = seen.map { String(format: "seen stored by the leader probe %.2f s after it", $0) } ?? "never seen stored by the leader probe within 180 s"

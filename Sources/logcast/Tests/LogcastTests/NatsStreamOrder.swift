@@ -168,6 +168,42 @@ final class StreamOrderReader {
         return nil
     }
 
+    /// The longest time between two messages stored one after the other (by their stored
+    /// times, the leader's clock), from sequence `first` on until a message stored `seconds`
+    /// after `first`'s, and the sequence that ended it; nil when fewer than two were read.
+    /// Each message is asked for up to 10 times (the probe's server may be the one a fault
+    /// just killed); at most 5,000 messages or 60 s of asking.
+    ///
+    /// The fault test's measure of a stall: while the writer appends every 5 ms the stream
+    /// stores a batch every few milliseconds, so a pause in storing shows as a gap, whatever
+    /// the lines written around it (issue 33: "a follower's death stalls nothing for more
+    /// than 1 s").
+    func longestStoreGap(from first: UInt64, over seconds: Double) -> (gap: Double, endedBy: UInt64)? {
+        guard let probe, first > 0 else { return nil }
+        var sequence = first
+        var start: Double?, previous: Double?
+        var longest: (gap: Double, endedBy: UInt64)?
+        let deadline = Date().addingTimeInterval(60)
+        asking: while sequence - first < 5_000 && Date() < deadline {
+            var message: NATSMessage?
+            for _ in 0..<10 where message == nil {
+                let box = ReplayBox<NATSMessage>()
+                let get = probe.message(stream: stream, sequence: sequence).subscribe(next: { box.value = $0 }, error: { box.error = $0 })
+                _ = EventLoop.main.run(until: { box.value != nil || box.error != nil }, timeout: 5)
+                get.dispose()
+                message = box.value
+                if message == nil { _ = EventLoop.main.run(until: { false }, timeout: 0.2) }
+            }
+            guard let time = message?.timestamp.map({ Double($0) / 1e9 }) else { break asking }
+            if let previous, time - previous > (longest?.gap ?? -1) { longest = (time - previous, sequence) }
+            previous = time
+            if let start, time - start > seconds { break }
+            if start == nil { start = time }
+            sequence += 1
+        }
+        return longest
+    }
+
     /// Makes the consumer again from the message after the last one read when it has been
     /// silent for ``stallLimit`` seconds while the stream holds more (see ``stallRestarts``).
     private func restartIfStalled(silentFor seconds: Double) {

@@ -13,9 +13,14 @@ import XCTest
 /// (run from the test's tearDown, also when it failed) kills every process still in the
 /// namespaces and removes namespaces, links and the bridge.
 ///
-/// Delay: `tc qdisc … netem` where the kernel has it; this machine's kernel has no `netem`
-/// (nor `prio`), so there links carry no added delay and ``delayMethod`` says so.
-/// Partitions are `iptables` DROP rules inside a host's namespace (removed with it).
+/// Delay: `tc qdisc … netem` where the kernel has it. Where it has not (the test machine's
+/// kernel has no `netem`, nor `prio`), `netdelay` (`Tests/netdelay/netdelay.c`, compiled
+/// here with `cc`) holds each host's packets through iptables' NFQUEUE target in the
+/// `mangle` table, 0.5 ms each way: 1 ms between two hosts either way. ``delayMethod``
+/// says which was used. ``degrade(_:delayMicroseconds:lossPercent:)`` makes one host's link
+/// slow and lossy for a while, by the same means.
+/// Partitions are `iptables` DROP rules in the `filter` table inside a host's namespace
+/// (removed with it); they come after the delay (`mangle` runs first at both hooks).
 final class NetnsCluster {
     static let prefix = "lcnf-"
     static let bridge = "lcnf-br"
@@ -28,7 +33,17 @@ final class NetnsCluster {
     private(set) var hosts: [String: Int] = [:]
     /// How the links' delay was made (or why there is none).
     private(set) var delayMethod = "none"
+    /// Whether the links' delay is `netem`'s (else `netdelay`'s, or none).
+    private var usesNetem = false
+    /// Host → its `netdelay` for the normal link (queue 0) and, while degraded, the slow
+    /// one (queue 1).
+    private var delays: [String: NamespacedProcess] = [:]
+    private var degraded: [String: NamespacedProcess] = [:]
+    private let workDirectory = temporaryDirectory()
     private var processes: [NamespacedProcess] = []
+
+    /// Each host's own delay each way: 0.5 ms, so 1 ms between two hosts.
+    static let linkDelayMicroseconds = 500
 
     /// Why namespaces cannot be made here, or nil when they can (root, `ip`, a probe
     /// namespace made and removed).
@@ -98,12 +113,98 @@ final class NetnsCluster {
                 if status == 0 {
                     _ = NetnsCluster.run([NetnsCluster.ip, "netns", "exec", ns, "/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "500us"])
                     delayMethod = "tc netem, 1 ms between hosts"
+                    usesNetem = true
                 } else {
                     netemWorks = false
-                    delayMethod = "none: this kernel has no netem qdisc (\(output.trimmingCharacters(in: .whitespacesAndNewlines))); links have no added delay"
+                    delayMethod = "none: this kernel has no netem qdisc (\(output.trimmingCharacters(in: .whitespacesAndNewlines)))"
                 }
             }
         }
+        if !usesNetem {
+            do {
+                let program = try NetnsCluster.netdelayProgram(into: workDirectory)
+                for host in names {
+                    delays[host] = try startDelay(host, program: program, queue: 0, microseconds: NetnsCluster.linkDelayMicroseconds, lossPercent: 0)
+                    for rule in NetnsCluster.delayRules(queue: 0) { try check(inNamespace: host, [NetnsCluster.iptables, "-t", "mangle", "-A"] + rule) }
+                }
+                delayMethod = "netdelay (iptables NFQUEUE in each host, \(NetnsCluster.linkDelayMicroseconds) us each way), 1 ms between hosts; \(delayMethod)"
+            } catch {
+                delayMethod += "; netdelay could not be used (\(error)): links have no added delay"
+            }
+        }
+    }
+
+    /// Compiles `Tests/netdelay/netdelay.c` into `directory`.
+    static func netdelayProgram(into directory: String) throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("netdelay/netdelay.c").path
+        let binary = directory + "/netdelay"
+        let compilers: [String] = ["/usr/bin/cc", "/usr/bin/gcc", "/usr/bin/clang"]
+        let compiler = compilers.first { access($0, X_OK) == 0 } ?? "cc"
+        let (status, output) = run([compiler, "-O2", "-Wall", "-o", binary, source])
+        if status != 0 { throw HarnessError.exited("\(compiler) \(source): \(output)") }
+        return binary
+    }
+
+    /// The `mangle` rules that send a host's packets (but its loopback's) to `queue`.
+    static func delayRules(queue: Int) -> [[String]] {
+        [["OUTPUT", "!", "-o", "lo", "-j", "NFQUEUE", "--queue-num", "\(queue)", "--queue-bypass"],
+         ["INPUT", "!", "-i", "lo", "-j", "NFQUEUE", "--queue-num", "\(queue)", "--queue-bypass"]]
+    }
+
+    /// Starts `netdelay` on `queue` in `host`'s namespace and waits until it is bound.
+    private func startDelay(_ host: String, program: String, queue: Int, microseconds: Int, lossPercent: Double) throws -> NamespacedProcess {
+        let log = workDirectory + "/netdelay-\(host)-\(queue).log"
+        let p = try start(host, [program, "\(queue)", "\(microseconds)", "\(lossPercent)", "\(hosts[host] ?? 1)"], log: log)
+        guard p.waitForLog("bound", timeout: 10) else {
+            p.kill9()
+            throw HarnessError.exited("netdelay in \(host) did not bind queue \(queue): \(p.logText)")
+        }
+        return p
+    }
+
+    /// Makes `host`'s link slow and lossy until ``restore(_:)``: every packet in and out
+    /// held `delayMicroseconds` and `lossPercent` of them dropped (each way, so a round
+    /// trip to another host takes twice the delay plus the normal link's). With netem,
+    /// both veth ends' qdisc is changed instead. Returns how it was done.
+    @discardableResult
+    func degrade(_ host: String, delayMicroseconds: Int, lossPercent: Double) throws -> String {
+        let ns = NetnsCluster.prefix + host
+        if usesNetem {
+            let spec = ["netem", "delay", "\(delayMicroseconds)us", "loss", "\(lossPercent)%"]
+            try check(["/usr/sbin/tc", "qdisc", "change", "dev", NetnsCluster.prefix + host, "root"] + spec)
+            try check([NetnsCluster.ip, "netns", "exec", ns, "/usr/sbin/tc", "qdisc", "change", "dev", "eth0", "root"] + spec)
+            return "tc netem on both ends of \(host)'s link"
+        }
+        guard delays[host] != nil else { throw HarnessError.exited("\(host)'s link has no netdelay to degrade") }
+        let program = workDirectory + "/netdelay"
+        degraded[host] = try startDelay(host, program: program, queue: 1, microseconds: delayMicroseconds, lossPercent: lossPercent)
+        for rule in NetnsCluster.delayRules(queue: 1) {
+            try check(inNamespace: host, [NetnsCluster.iptables, "-t", "mangle", "-R", rule[0], "1"] + rule.dropFirst())
+        }
+        return "netdelay on a second NFQUEUE, in and out of \(host)"
+    }
+
+    /// Gives `host` its normal link back after ``degrade(_:delayMicroseconds:lossPercent:)``;
+    /// returns the slow link's own count of what it held and dropped (netdelay's last line).
+    @discardableResult
+    func restore(_ host: String) throws -> String {
+        let ns = NetnsCluster.prefix + host
+        if usesNetem {
+            let spec = ["netem", "delay", "\(NetnsCluster.linkDelayMicroseconds)us"]
+            try check(["/usr/sbin/tc", "qdisc", "change", "dev", NetnsCluster.prefix + host, "root"] + spec)
+            try check([NetnsCluster.ip, "netns", "exec", ns, "/usr/sbin/tc", "qdisc", "change", "dev", "eth0", "root"] + spec)
+            return "netem restored"
+        }
+        for rule in NetnsCluster.delayRules(queue: 0) {
+            try check(inNamespace: host, [NetnsCluster.iptables, "-t", "mangle", "-R", rule[0], "1"] + rule.dropFirst())
+        }
+        guard let slow = degraded.removeValue(forKey: host) else { return "" }
+        // SIGTERM: it lets out what it still holds and prints its counts.
+        slow.signal(SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while slow.isRunning && Date() < deadline { usleep(20_000) }
+        return slow.logText.split(separator: "\n").last { $0.contains("packets") }.map(String.init) ?? "netdelay said nothing: \(slow.logText)"
     }
 
     /// The address of `host`.
@@ -115,6 +216,43 @@ final class NetnsCluster {
         let p = try NamespacedProcess(namespace: NetnsCluster.prefix + host, arguments: arguments, log: log)
         processes.append(p)
         return p
+    }
+
+    /// The shortest of five TCP connects from the test's namespace to `host`'s `port`, in
+    /// seconds (nil when none connected): a connect is one round trip, so with the links'
+    /// delay it takes at least that host's delay both ways (1 ms with 0.5 ms each way).
+    /// The test checks with it that the delay is really there.
+    func connectTime(to host: String, port: Int) -> Double? {
+        var best: Double?
+        for _ in 0..<5 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(port).bigEndian)
+            a.sin_addr.s_addr = inet_addr(address(host))
+            let started = DispatchTime.now().uptimeNanoseconds
+            let connected = withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            guard connected else { continue }
+            let took = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            best = min(best ?? took, took)
+        }
+        return best
+    }
+
+    /// The hosts that `host` has an established TCP connection to on `port` (read with
+    /// `ss` inside its namespace), e.g. the server a client is connected to.
+    func peers(of host: String, port: Int) -> [String] {
+        let ss = ([String])(["/usr/bin/ss", "/usr/sbin/ss", "/bin/ss", "/sbin/ss"]).first { access($0, X_OK) == 0 } ?? "ss"
+        let (_, out) = NetnsCluster.run([NetnsCluster.ip, "netns", "exec", NetnsCluster.prefix + host, ss, "-Htn", "state", "established", "( dport = :\(port) )"])
+        // Each line: Recv-Q Send-Q Local:Port Peer:Port (no state column with a state filter).
+        let addresses = out.split(separator: "\n").compactMap { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).last.flatMap { $0.split(separator: ":").first }.map(String.init)
+        }
+        return hosts.keys.filter { addresses.contains(address($0)) }.sorted()
     }
 
     /// Cuts `host` off from every other host (and from the test's namespace).
@@ -145,10 +283,17 @@ final class NetnsCluster {
     func tearDown() {
         for p in processes { p.kill9() }
         processes = []
+        delays = [:]
+        degraded = [:]
+        try? FileManager.default.removeItem(atPath: workDirectory)
         for host in hosts.keys { NetnsCluster.killAll(in: NetnsCluster.prefix + host) }
         NetnsCluster.removeLeftovers()
         _ = NetnsCluster.run([NetnsCluster.ip, "link", "del", NetnsCluster.bridge])
         hosts = [:]
+    }
+
+    private func check(inNamespace host: String, _ arguments: [String]) throws {
+        try check([NetnsCluster.ip, "netns", "exec", NetnsCluster.prefix + host] + arguments)
     }
 
     private func check(_ arguments: [String]) throws {
@@ -208,6 +353,9 @@ final class NamespacedProcess {
     }
 
     var pid: Int32 { process.processIdentifier }
+
+    /// Whether the program is still running.
+    var isRunning: Bool { process.isRunning }
 
     /// Sends `signal` to the program.
     func signal(_ signal: Int32) { kill(pid, signal) }
