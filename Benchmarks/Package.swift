@@ -86,6 +86,9 @@ let package = Package(
                 .product(name: "ReactiveUVNATS", package: "ReactiveUV"),
             ],
             path: "Sources/logcast-nats-bench",
+            // The Python twin of `--windows` (for machines that cannot fetch this package's
+            // dependencies): not a source of this target.
+            exclude: ["window-compare.py"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         // UDP echo (ruv-udp-echo against a C libuv UDP echo server, one C load generator
