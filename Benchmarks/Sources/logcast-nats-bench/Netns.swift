@@ -158,6 +158,21 @@ final class BenchNetns {
         }
     }
 
+    /// The CPU time (user + system, seconds) the hosts' `netdelay`s have used so far, from
+    /// /proc/PID/stat: they run on the same two cores as the servers and the edge, so a
+    /// row's rate is read beside what the emulated links themselves cost.
+    func delayCPUSeconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return delays.reduce(0) { total, p in
+            guard let stat = try? String(contentsOfFile: "/proc/\(p.processIdentifier)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return total }
+            // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / ticks
+        }
+    }
+
     /// Stops every `netdelay` and every process left in the namespaces, removes the
     /// namespaces, links, bridge and the work directory.
     func tearDown() {

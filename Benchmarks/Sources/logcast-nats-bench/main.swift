@@ -359,6 +359,10 @@ struct IngestRun {
     var firstStoredAfter: Double
     /// The stream read back after the clock stopped (``checkFileOrder(urls:stream:file:size:)``).
     var order = OrderReport(ok: false, text: "not checked")
+    /// `--netns`: CPU seconds the links' `netdelay`s used while the clock ran.
+    var delayCPUSeconds: Double?
+    /// Seconds from the edge's start until the last byte was stored.
+    var seconds: Double = 0
 }
 
 /// Lines (newlines) in the first `bytes` bytes of `path`.
@@ -376,6 +380,7 @@ func fileToStream(replicas: Int, dir: String, file: String, size: Int64, netns: 
     let urls = try startServers(replicas, dir: dir, netns: netns)
     if let netns { try netns.checkDelay(to: netns.address("n1"), port: 4222) }
     let probe = StreamProbe(urls)
+    let delayCPUBefore = netns?.delayCPUSeconds()
     let start = Date()
     let edgeArguments = [file, "--publish", urls.joined(separator: ","), "--stream", "LOGS", "--subject", "logs.bench",
                          "--stream-replicas", "\(replicas)", "--state-dir", dir + "/state", "--listen", "127.0.0.1:0"] + extraEdgeArguments
@@ -393,9 +398,12 @@ func fileToStream(replicas: Int, dir: String, file: String, size: Int64, netns: 
         _ = EventLoop.main.run(until: { false }, timeout: 0.05)
     }
     let finished = Date()
+    let delayCPUAfter = netns?.delayCPUSeconds()
     probe.connection?.dispose()
     let seconds = finished.timeIntervalSince(start)
     var run = IngestRun(rate: Double(lineCount) / seconds, steadyRate: Double(lineCount) / seconds, firstStoredAfter: seconds)
+    run.seconds = seconds
+    if let delayCPUBefore, let delayCPUAfter { run.delayCPUSeconds = delayCPUAfter - delayCPUBefore }
     if let first, first.end < size {
         let remaining = lineCount - linesIn(file, upTo: first.end)
         run.steadyRate = Double(remaining) / finished.timeIntervalSince(first.at)
@@ -545,6 +553,9 @@ if arguments.contains("--netns") {
                 rates["R\(replicas) steady", default: []].append(run.steadyRate)
                 print(String(format: "round %d, netns R%d (%d server host%@): %9.0f lines/s; from the first stored batch (%.2f s after the start) %9.0f lines/s",
                              round, replicas, replicas, replicas == 1 ? "" : "s", run.rate, run.firstStoredAfter, run.steadyRate))
+                if let cpu = run.delayCPUSeconds {
+                    print(String(format: "  the links' netdelays used %.2f CPU-s of the row's %.2f s (2 cores shared by all)", cpu, run.seconds))
+                }
                 reportOrder("netns R\(replicas) round \(round)", run.order)
             }
         }
