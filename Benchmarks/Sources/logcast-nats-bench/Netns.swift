@@ -28,8 +28,10 @@ final class BenchNetns {
     static let subnet = "10.231.79"
     /// The hosts, in address order (.1, .2, …).
     static let hostNames = ["n1", "n2", "n3", "edge"]
-    /// Each host's own delay each way, in microseconds.
-    static let delayMicroseconds = 500
+    /// Each host's own delay each way, in microseconds: 500 (1 ms one way between two
+    /// hosts); `--link-delay-us N` sets another, 0 for no `netdelay` at all (a control: what
+    /// the namespaces, veths and bridge cost without the delay).
+    let delayMicroseconds: Int
     static let ip = ([String])(["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]).first { access($0, X_OK) == 0 } ?? "ip"
     static let iptables = ([String])(["/usr/sbin/iptables", "/sbin/iptables", "/usr/bin/iptables"]).first { access($0, X_OK) == 0 } ?? "iptables"
 
@@ -77,7 +79,8 @@ final class BenchNetns {
 
     /// Makes the bridge, the four hosts and their delay; on any failure removes what it
     /// made and throws.
-    init() throws {
+    init(delayMicroseconds: Int = 500) throws {
+        self.delayMicroseconds = delayMicroseconds
         BenchNetns.removeLeftovers()
         workDirectory = makeDirectory()
         registryLock.lock()
@@ -110,6 +113,7 @@ final class BenchNetns {
             try check([ip, "-n", ns, "link", "set", "eth0", "up"])
             try check([ip, "-n", ns, "link", "set", "lo", "up"])
         }
+        if delayMicroseconds == 0 { return }
         let source = root + "/Sources/logcast/Tests/netdelay/netdelay.c"
         let program = workDirectory + "/netdelay"
         let compiler = ([String])(["/usr/bin/cc", "/usr/bin/gcc", "/usr/bin/clang"]).first { access($0, X_OK) == 0 } ?? "cc"
@@ -117,7 +121,7 @@ final class BenchNetns {
         for (i, host) in BenchNetns.hostNames.enumerated() {
             let log = workDirectory + "/netdelay-\(host).log"
             // Seed: the host's number (no loss is asked for, so it draws nothing anyway).
-            let p = try launch(BenchNetns.ip, ["netns", "exec", namespace(host), program, "0", "\(BenchNetns.delayMicroseconds)", "0", "\(i + 1)"],
+            let p = try launch(BenchNetns.ip, ["netns", "exec", namespace(host), program, "0", "\(delayMicroseconds)", "0", "\(i + 1)"],
                                log: log)
             delays.append(p)
             guard waitForText(log, "bound", timeout: 10) else {
@@ -151,8 +155,8 @@ final class BenchNetns {
                                                "--connect-time", address, "\(port)", "20"])
         let fromEdge = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         print(String(format: "  links: TCP connect to %@:%d from the bench's namespace %.2f ms, from the edge's host %.2f ms (median of 20; %d us each way in each host)",
-                     address, port, fromRoot, fromEdge, BenchNetns.delayMicroseconds))
-        let oneHost = 2 * Double(BenchNetns.delayMicroseconds) / 1000
+                     address, port, fromRoot, fromEdge, delayMicroseconds))
+        let oneHost = 2 * Double(delayMicroseconds) / 1000
         guard status == 0, fromRoot >= 0.8 * oneHost, fromEdge >= 0.8 * 2 * oneHost else {
             throw NSError(domain: "the links' delay is not there (bench → \(address) \(fromRoot) ms, edge → \(address) \(fromEdge) ms; \(output))", code: 7)
         }

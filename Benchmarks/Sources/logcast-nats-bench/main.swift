@@ -31,7 +31,9 @@
 // each way (`netdelay`, Sources/logcast/Tests/netdelay/netdelay.c, compiled with `cc -O2`,
 // on an iptables NFQUEUE: this kernel has no netem): 1 ms one way between two hosts. Before
 // each row's clock the TCP connect time to n1 is measured from the bench's namespace (~1 ms)
-// and from the edge's host (~2 ms) and printed; under 80% of that the row fails. Without
+// and from the edge's host (~2 ms) and printed; under 80% of that the row fails.
+// `--link-delay-us N` holds packets N us instead (0: no netdelay, a control for what the
+// namespaces cost without the delay). Without
 // root, or when `ip netns add` fails, it says why and skips the rows (status 0). Leftovers
 // named `lcnb-*` are removed at the start and everything it made at the end. Netns.swift
 // has the hosts.
@@ -533,13 +535,15 @@ if arguments.contains("--netns") {
     }
     let netns: BenchNetns
     do {
-        netns = try BenchNetns()
+        netns = try BenchNetns(delayMicroseconds: option("--link-delay-us").flatMap { Int($0) }.map { max(0, min($0, 100_000)) } ?? 500)
     } catch {
         print("logcast-nats-bench --netns: the namespaced rows are skipped: the hosts could not be made: \(error)")
         exit(1)
     }
     print("--netns: servers in hosts n1-n3 (\(netns.address("n1"))-\(netns.address("n3"))), the edge in host edge (\(netns.address("edge"))), "
-          + "bridge \(BenchNetns.bridge); netdelay \(BenchNetns.delayMicroseconds) us each way in each host: 1 ms one way between hosts")
+          + "bridge \(BenchNetns.bridge); "
+          + (netns.delayMicroseconds == 0 ? "no delay (--link-delay-us 0: a control)"
+             : String(format: "netdelay %d us each way in each host: %.1f ms one way between hosts", netns.delayMicroseconds, Double(netns.delayMicroseconds) / 500)))
     var rates: [String: [Double]] = [:]
     do {
         for round in 1...rounds {
