@@ -43,7 +43,8 @@
 // compares the edge's window (`LOGCAST_NATS_WINDOW`: batches of a file in flight; 1 is the
 // edge before issue 33): the file → stream rows only, R1 and R3, the windows interleaved
 // round by round (on a shared machine only ratios of interleaved runs mean anything), then
-// each window's median and its ratio to the first window's.
+// each window's median and its ratio to the first window's. With `--netns` as well, on
+// the namespaced hosts below.
 import Foundation
 import Glibc
 import ReactiveUV
@@ -528,6 +529,8 @@ func finish() -> Never {
 // --netns run shows each row when it ends, and an interrupted one keeps what it printed.
 setvbuf(stdout, nil, _IOLBF, 0)
 print("logcast-nats-bench: \(lineCount) lines of ~87 bytes per row, \(natsServer) (\(serverVersion()))")
+/// `--netns`'s hosts (also used by `--windows` when both are given).
+var netnsHosts: BenchNetns?
 if arguments.contains("--netns") {
     if let reason = BenchNetns.unavailableReason() {
         print("logcast-nats-bench --netns: the namespaced rows are skipped: \(reason)")
@@ -544,6 +547,10 @@ if arguments.contains("--netns") {
           + "bridge \(BenchNetns.bridge); "
           + (netns.delayMicroseconds == 0 ? "no delay (--link-delay-us 0: a control)"
              : String(format: "netdelay %d us each way in each host: %.1f ms one way between hosts", netns.delayMicroseconds, Double(netns.delayMicroseconds) / 500)))
+    netnsHosts = netns
+}
+// `--netns` alone: R1 and R3 rows; with `--windows` the windows' rows below run on the hosts.
+if let netns = netnsHosts, windows == nil {
     var rates: [String: [Double]] = [:]
     do {
         for round in 1...rounds {
@@ -591,12 +598,12 @@ if let windows {
                     let run = try withDirectory { dir -> IngestRun in
                         let file = dir + "/app.log"
                         let size = writeFile(file)
-                        return try fileToStream(replicas: replicas, dir: dir, file: file, size: size).0
+                        return try fileToStream(replicas: replicas, dir: dir, file: file, size: size, netns: netnsHosts).0
                     }
                     rates["R\(replicas) w\(window)", default: []].append(run.rate)
                     rates["R\(replicas) w\(window) steady", default: []].append(run.steadyRate)
-                    print(String(format: "round %d, window %2d, R%d: %9.0f lines/s; from the first stored batch (%.2f s after the start) %9.0f lines/s",
-                                 round, window, replicas, run.rate, run.firstStoredAfter, run.steadyRate))
+                    print(String(format: "round %d, window %2d, %@R%d: %9.0f lines/s; from the first stored batch (%.2f s after the start) %9.0f lines/s",
+                                 round, window, netnsHosts == nil ? "" : "netns ", replicas, run.rate, run.firstStoredAfter, run.steadyRate))
                     reportOrder("R\(replicas) window \(window) round \(round)", run.order)
                 }
             }
@@ -604,6 +611,7 @@ if let windows {
     } catch {
         print("logcast-nats-bench: \(error)")
         stopAll()
+        netnsHosts?.tearDown()
         exit(1)
     }
     func median(_ values: [Double]) -> Double { let s = values.sorted(); return s[s.count / 2] }
@@ -616,6 +624,7 @@ if let windows {
                          replicas, window, m, m / base, windows[0], steady))
         }
     }
+    netnsHosts?.tearDown()
     finish()
 }
 do {
