@@ -34,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "CNATSLibuv.h"
@@ -360,6 +362,21 @@ uv_handle_t *ruvnats_adapter_handle(natsConnection *nc)
     }
     uv_mutex_unlock(&ruvnats_entries_lock);
     return found;
+}
+
+long ruvnats_unsent_bytes(natsConnection *nc)
+{
+    int buffered = natsConnection_Buffered(nc);
+    if (buffered < 0) return -1;
+    long total = buffered;
+    uv_handle_t *handle = ruvnats_adapter_handle(nc);
+    ruv_adapter *a = handle != NULL ? handle->data : NULL;
+    if (a != NULL && a->poll != NULL) {
+        // The socket's send queue: written, not yet acknowledged by the server's kernel.
+        int queued = 0;
+        if (ioctl(a->poll->fd, SIOCOUTQ, &queued) == 0 && queued > 0) total += queued;
+    }
+    return total;
 }
 
 void ruvnats_adapter_forget(natsConnection *nc)

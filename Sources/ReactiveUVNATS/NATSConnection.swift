@@ -60,6 +60,21 @@ public final class NATSConnection: @unchecked Sendable {
         return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED
     }
 
+    /// How many bytes published on this connection have not reached the server yet: what
+    /// cnats holds unflushed plus the socket's send queue (written, not yet acknowledged by
+    /// the server's TCP). `nil` once the connection is closed. Read on the loop's thread.
+    ///
+    /// What it tells a publisher waiting for an answer: while it is above zero the link is
+    /// still carrying what was sent (a slow or lossy link, a peer cut off); once it is zero
+    /// the server has every byte, so a missing answer was lost past the server (a stream
+    /// leader killed mid-request). Resending in the first case only queues a second copy
+    /// behind the first.
+    public var unsentBytes: Int? {
+        guard let nc, !isClosed else { return nil }
+        let unsent = ruvnats_unsent_bytes(nc)
+        return unsent >= 0 ? unsent : nil
+    }
+
     /// The most bytes the connected server accepts in one message, headers and payload
     /// together (its `max_payload`, 1 MiB unless its operator set another), or `nil` once
     /// the connection is closed. Read on the loop's thread.

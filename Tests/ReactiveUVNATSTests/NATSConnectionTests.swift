@@ -110,6 +110,38 @@ final class NATSConnectionTests: NATSTestCase {
         XCTAssertTrue(waitFor { received.value == ["one", "two"] }, "received \(received.value)")
     }
 
+    /// `unsentBytes` counts what the server has not taken: 0 once an idle connection's
+    /// publishes arrived; above 0 while a frozen server (SIGSTOP) leaves 32 MB of publishes
+    /// in cnats's buffer and the socket's send queue (more than the two kernels' buffers
+    /// hold); 0 again once the thawed server has read them all. The pings are slow enough
+    /// (60 s) that the frozen server is not taken as stale meanwhile.
+    func testUnsentBytesCountWhatTheServerHasNotTakenYet() throws {
+        let servers = try startServers(1)
+        var options = NATSOptions()
+        options.pingInterval = 60
+        let connection = try connect(servers.urls, options: options)
+        let received = Box(0)
+        subscriptions.append(connection.subscribe("bulk").subscribeNext { _ in received.value += 1 })
+        subscriptions.append(connection.publish("bulk", payload: [1]).subscribe())
+        XCTAssertTrue(waitFor { received.value == 1 }, "the first message arrives")
+        XCTAssertTrue(waitFor { connection.unsentBytes == 0 }, "an idle connection has nothing unsent: \(String(describing: connection.unsentBytes))")
+
+        let pid = try XCTUnwrap(servers.servers[0].pid)
+        XCTAssertEqual(kill(pid, SIGSTOP), 0)
+        defer { kill(pid, SIGCONT) }
+        let payload = [UInt8](repeating: UInt8(ascii: "x"), count: 128 * 1024)
+        for _ in 0..<256 { subscriptions.append(connection.publish("bulk", payload: payload).subscribe()) }
+        var most = 0
+        XCTAssertTrue(waitFor(30) {
+            most = max(most, connection.unsentBytes ?? 0)
+            return most > 1_000_000
+        }, "32 MB published to a frozen server: at most \(most) bytes counted unsent")
+
+        XCTAssertEqual(kill(pid, SIGCONT), 0)
+        XCTAssertTrue(waitFor { received.value == 257 }, "the thawed server delivers every message (\(received.value) of 257)")
+        XCTAssertTrue(waitFor { connection.unsentBytes == 0 }, "everything reached the server: \(String(describing: connection.unsentBytes)) unsent")
+    }
+
     /// cnats's ping timer finds a frozen server (SIGSTOP) and closes the socket on its own
     /// thread while the loop publishes (write interest changing from cnats's flusher
     /// thread): the loop must never be left polling the closed descriptor. With cnats's

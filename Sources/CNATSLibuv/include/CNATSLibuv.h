@@ -28,4 +28,10 @@ uv_handle_t *ruvnats_adapter_handle(natsConnection *nc);
 
 /// Forgets what `ruvnats_adapter_handle` recorded for `nc`.
 void ruvnats_adapter_forget(natsConnection *nc);
+
+// Bytes published on `nc` that have not reached the server yet: what cnats holds
+// unflushed plus the socket's send queue (SIOCOUTQ: written but not acknowledged by the
+// server's TCP). -1 once the connection is closed. On the loop's thread (the adapter's
+// socket handle is the loop's).
+long ruvnats_unsent_bytes(natsConnection *nc);
 #endif
