@@ -170,6 +170,8 @@ final class MetricsEndpoint: @unchecked Sendable {
             out.add("logcast_nats_edge_connected", "gauge", "1 while the edge (--publish) is connected to JetStream.", Self.connected(edge) ? 1 : 0)
             out.add("logcast_nats_edge_acknowledged_messages_total", "counter", "Messages JetStream acknowledged.", Double(edge.messagesAcknowledged))
             out.add("logcast_nats_edge_duplicate_messages_total", "counter", "Messages JetStream said it already had.", Double(edge.duplicates))
+            out.add("logcast_nats_edge_late_acknowledgements_total", "counter",
+                    "Acknowledgements of a batch's earlier send, counted after it was sent again (a slow link).", Double(edge.lateAcknowledgements))
             out.add("logcast_nats_edge_out_of_order_total", "counter",
                     "Batches stored below an earlier batch of their file that the stream still holds.", Double(edge.outOfOrder))
             out.add("logcast_nats_edge_sequence_rewinds_total", "counter",

@@ -51,7 +51,23 @@ extension NatsEdge {
     /// 1 s back-off, then "duplicate message id is in process" and another 1 s back-off.
     /// A timeout that comes too early only resends the batch under its id: the stream
     /// answers "in process" or "duplicate" (its stored copy is checked), nothing is stored twice.
+    ///
+    /// The edge keeps this wait itself (``watchAnswer(_:_:_:waited:)``) and asks cnats for
+    /// an answer within ``publishAnswerLimit``: a send whose bytes the connection still
+    /// holds unsent after this second is given more time, not sent again, and its late
+    /// answer still counts.
     static var publishTimeout: Double { 1 }
+
+    /// How long cnats waits for a publish's answer (and the longest the edge lets a send
+    /// whose bytes are still on their way go unanswered): after it, the send is taken as
+    /// lost whatever the link is doing.
+    ///
+    /// Why longer than ``publishTimeout`` (2026-11-29): on a link 200 ms slower each way and
+    /// losing 5% of its packets (the fault test), one batch of 180 KB–1 MiB takes seconds to
+    /// cross. Every 1 s timeout queued another copy of the same batch behind the first one,
+    /// cnats's pings waited behind those copies until the connection was taken as stale
+    /// (every ~4 s), and nothing at all was acknowledged for the whole 20 s fault.
+    static var publishAnswerLimit: Double { 8 }
 
     /// The pause before the resend after a failed publish, and the back-off after it.
     ///
@@ -97,7 +113,7 @@ extension NatsEdge {
         linkUp = true
         do {
             let context = try connection.jetStream(requestTimeout: 5, window: 1024)
-            context.publishTimeout = NatsEdge.publishTimeout
+            context.publishTimeout = NatsEdge.publishAnswerLimit
             js = context
             streamLookup = try connection.jetStream(requestTimeout: NatsEdge.lookupTimeout, window: 1)
         } catch {
@@ -253,6 +269,33 @@ extension NatsEdge {
             js.publish(subject, payload: batch.bytes, id: messageID(file, batch), headers: headers, retrying: false),
             next: { [weak self] ack in self?.answered(file, round, batch, .success(ack)) },
             error: { [weak self] error in self?.answered(file, round, batch, .failure(error)) })
+        watchAnswer(file, round, batch)
+    }
+
+    /// Takes `batch`'s send of `round` as lost (the file's window goes out again, as after
+    /// any failure) when it is still unanswered ``publishTimeout`` after it was sent, or
+    /// after each further ``publishTimeout`` while the connection still holds bytes it has
+    /// not delivered to the server (``NATSConnection/unsentBytes``), up to
+    /// ``publishAnswerLimit``.
+    ///
+    /// Why look at the connection: an answer lost past the server (a leader killed
+    /// mid-request) is worth a resend after a second, but a send still crossing a slow link
+    /// is not: its copy would queue behind it and slow the link further. The bytes counted
+    /// are the connection's, not this batch's (other files' sends count too), so a busy
+    /// healthy link also waits longer; a new leader or a reconnect resends at once anyway.
+    private func watchAnswer(_ file: EdgeFile, _ round: Int, _ batch: EdgeBatch, waited: Double = 0) {
+        running.afterDelay(NatsEdge.publishTimeout) { [weak self] in
+            guard let self, file.round == round, !file.checking,
+                  let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation }),
+                  file.batches[index].ack == nil else { return }
+            let waited = waited + NatsEdge.publishTimeout
+            if waited < NatsEdge.publishAnswerLimit, let unsent = self.connection?.unsentBytes, unsent > 0 {
+                return self.watchAnswer(file, round, batch, waited: waited)
+            }
+            self.answered(file, round, batch, .failure(NATSError(
+                status: .timeout, operation: "publish", target: self.subject,
+                detail: "no answer within \(Int(waited)) s")))
+        }
     }
 
     /// The answer to one send: stale (an earlier round's) answers are dropped; a failure
@@ -261,7 +304,7 @@ extension NatsEdge {
     private func answered(_ file: EdgeFile, _ round: Int, _ batch: EdgeBatch, _ result: Result<JetStreamAck, any Error>) {
         guard file.round == round,
               let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation })
-        else { return }
+        else { return lateAnswer(file, batch, result) }
         file.unansweredSeconds = 0
         switch result {
         case .failure(let error):
@@ -277,6 +320,24 @@ extension NatsEdge {
             file.batches[index].ack = ack
             advance(file)
         }
+    }
+
+    /// An answer to a send of an earlier round. A fresh acknowledgement of the first batch
+    /// in line, now sent again, counts: the stream stored that batch under its id, and
+    /// nothing before it is unacknowledged, so file order holds. (On a slow link the first
+    /// send's answer comes after its resend went out: without this, only the resend's
+    /// answer, "duplicate", and a read of the stored copy back over the same link would
+    /// move the file on.) Anything else from an earlier round is stale and dropped: the
+    /// resend's own answer decides.
+    private func lateAnswer(_ file: EdgeFile, _ batch: EdgeBatch, _ result: Result<JetStreamAck, any Error>) {
+        guard case .success(let ack) = result, !ack.duplicate, !file.checking, file.sent > 0,
+              let first = file.batches.first, first.ack == nil,
+              first.start == batch.start, first.end == batch.end, first.generation == batch.generation, first.salt == batch.salt
+        else { return }
+        lateAcknowledgements += 1
+        file.unansweredSeconds = 0
+        file.batches[0].ack = ack
+        advance(file)
     }
 
     /// Starts a new round after `delay` seconds (nothing of the file is sent meanwhile);

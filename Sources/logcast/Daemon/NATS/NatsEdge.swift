@@ -85,6 +85,9 @@ final class NatsEdge {
     /// Counters for STATS-like logging and tests.
     var messagesAcknowledged = 0
     var duplicates = 0
+    /// Acknowledgements of a batch's earlier send that came after it was sent again
+    /// (NatsEdge+Window.swift: a slow link).
+    var lateAcknowledgements = 0
     /// Each followed path's counters for `/metrics` (set by NatsOptions; `nil`: none kept).
     var counters: ((String) -> FileCounters)?
     /// Batches acknowledged at a stream sequence below an earlier batch of their file's,

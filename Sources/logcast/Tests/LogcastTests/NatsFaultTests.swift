@@ -318,12 +318,23 @@ final class NatsFaultTests: XCTestCase {
         // (every server is behind it), both ways. TCP through it carries a few tens of
         // KB/s, so the edge falls behind the writer and must catch up after.
         var slowLink = ""
+        var throughSlowLink = ""
+        var storedThroughSlowLink = 0
         try fault("the edge's link 200 ms slower and losing 5% of packets each way for 20 s", {
             let how = try net.degrade("edge", delayMicroseconds: 200_000, lossPercent: 5)
             print("NatsFaultTests: the edge's link degraded by \(how)")
+            let (storedBefore, writtenBefore) = (reader.lastStoredLine() ?? 0, writer.count)
             pass(20)
+            // What got through the slow link (the rest is the backlog timed after the heal).
+            let (storedAfter, writtenAfter) = (reader.lastStoredLine() ?? 0, writer.count)
+            storedThroughSlowLink = storedAfter - storedBefore
+            throughSlowLink = "\(storedThroughSlowLink) lines stored while \(writtenAfter - writtenBefore) were written"
         }, heal: { slowLink = try net.restore("edge") })
-        print("NatsFaultTests: the slow link's count: \(slowLink)")
+        print("NatsFaultTests: the slow link's count: \(slowLink); through it: \(throughSlowLink)")
+        // The edge makes progress through a slow link (before 2026-11-29 it stored nothing in
+        // the 20 s: each 1 s timeout queued another copy of the batch behind the first, and
+        // the pings behind those copies made cnats reconnect every ~4 s).
+        XCTAssertGreaterThan(storedThroughSlowLink, 0, "nothing was stored through the slow link: \(throughSlowLink)")
         if !net.delayMethod.hasPrefix("tc netem") {
             // That it really held and dropped packets: netdelay's own count.
             let counts = slowLink.split(separator: " ")
