@@ -50,11 +50,13 @@ final class NATSExampleTests: XCTestCase {
 /// ReactiveUVNATSTests against real servers).
 func natsSurface(connection: NATSConnection, js: JetStream, bytes: [UInt8]) -> [Any] {
     let events = connection.events                          // .disconnected, .reconnected(url), .closed, .error — on the loop
+    let limit = connection.maxPayload                       // the server's max_payload (headers count); read again after .reconnected
+    let unsent = connection.unsentBytes                     // published bytes not yet at the server (cnats's buffer + the socket's queue)
     let messages = connection.subscribe("logs.>")            // Signal<NATSMessage>
     let sent = connection.publish("logs.web1", payload: bytes)        // core NATS: no acknowledgement
     let replay = js.consume(stream: "LOGS", from: .sequence(1000))    // also .time(ns), .all, .new
     let info = js.streamInfo("LOGS")
     let seventh = js.message(stream: "LOGS", sequence: 7)
     let deleted = js.deleteStream("LOGS")
-    return [events, messages, sent, replay, info, seventh, deleted]
+    return [events, limit as Any, unsent as Any, messages, sent, replay, info, seventh, deleted]
 }
