@@ -41,7 +41,8 @@
 //     logcast-nats-bench [LINES] --windows 1,8 [--rounds 3]
 //
 // compares the edge's window (`LOGCAST_NATS_WINDOW`: batches of a file in flight; 1 is the
-// edge before issue 33): the file → stream rows only, R1 and R3, the windows interleaved
+// edge's default, the only window that keeps each file in order whatever the cluster does):
+// the file → stream rows only, R1 and R3, the windows interleaved
 // round by round (on a shared machine only ratios of interleaved runs mean anything), then
 // each window's median and its ratio to the first window's. With `--netns` as well, on
 // the namespaced hosts below.
