@@ -286,7 +286,7 @@ extension NatsEdge {
     private func watchAnswer(_ file: EdgeFile, _ round: Int, _ batch: EdgeBatch, waited: Double = 0) {
         running.afterDelay(NatsEdge.publishTimeout) { [weak self] in
             guard let self, file.round == round, !file.checking,
-                  let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation }),
+                  let index = file.sentIndex(of: batch),
                   file.batches[index].ack == nil else { return }
             let waited = waited + NatsEdge.publishTimeout
             if waited < NatsEdge.publishAnswerLimit, let unsent = self.connection?.unsentBytes, unsent > 0 {
@@ -303,7 +303,7 @@ extension NatsEdge {
     /// before it is acknowledged.
     private func answered(_ file: EdgeFile, _ round: Int, _ batch: EdgeBatch, _ result: Result<JetStreamAck, any Error>) {
         guard file.round == round,
-              let index = file.batches.prefix(file.sent).firstIndex(where: { $0.start == batch.start && $0.generation == batch.generation })
+              let index = file.sentIndex(of: batch)
         else { return lateAnswer(file, batch, result) }
         file.unansweredSeconds = 0
         switch result {

@@ -399,6 +399,12 @@ final class EdgeFile {
 
     var queuedBytes: Int { batches.reduce(0) { $0 + $1.bytes.count } }
 
+    /// Where `batch` stands among the batches sent in this round (by its first byte and
+    /// generation), or nil when it is no longer one of them.
+    func sentIndex(of batch: EdgeBatch) -> Int? {
+        batches.prefix(sent).firstIndex { $0.start == batch.start && $0.generation == batch.generation }
+    }
+
     /// Appends the chunk's bytes not taken before (a follower resumed after a pause
     /// re-reads from the acknowledged position); returns the new bytes, or nil.
     func take(_ chunk: TailChunk, batchBytes: Int) -> [UInt8]? {
