@@ -464,6 +464,19 @@ func removeDirectory(_ dir: String) {
     registryLock.unlock()
 }
 
+/// The middle of `values` (the upper one of an even count).
+func median(_ values: [Double]) -> Double { let s = values.sorted(); return s[s.count / 2] }
+
+/// One file → stream row on a file of ``lineCount`` lines written for it in a directory of
+/// its own (removed after), on `netns`'s hosts when given.
+func ingestFreshFile(replicas: Int, netns: BenchNetns?) throws -> IngestRun {
+    try withDirectory { dir -> IngestRun in
+        let file = dir + "/app.log"
+        let size = writeFile(file)
+        return try fileToStream(replicas: replicas, dir: dir, file: file, size: size, netns: netns).0
+    }
+}
+
 func withDirectory<T>(_ body: (String) throws -> T) rethrows -> T {
     let dir = makeDirectory()
     defer {
@@ -556,11 +569,7 @@ if let netns = netnsHosts, windows == nil {
     do {
         for round in 1...rounds {
             for replicas in [1, 3] {
-                let run = try withDirectory { dir -> IngestRun in
-                    let file = dir + "/app.log"
-                    let size = writeFile(file)
-                    return try fileToStream(replicas: replicas, dir: dir, file: file, size: size, netns: netns).0
-                }
+                let run = try ingestFreshFile(replicas: replicas, netns: netns)
                 rates["R\(replicas)", default: []].append(run.rate)
                 rates["R\(replicas) steady", default: []].append(run.steadyRate)
                 print(String(format: "round %d, netns R%d (%d server host%@): %9.0f lines/s; from the first stored batch (%.2f s after the start) %9.0f lines/s",
@@ -578,7 +587,6 @@ if let netns = netnsHosts, windows == nil {
         exit(1)
     }
     netns.tearDown()
-    func median(_ values: [Double]) -> Double { let s = values.sorted(); return s[s.count / 2] }
     for replicas in [1, 3] {
         print(String(format: "netns R%d: median %9.0f lines/s; from the first stored batch %9.0f lines/s (%d rounds)",
                      replicas, median(rates["R\(replicas)"] ?? [0]), median(rates["R\(replicas) steady"] ?? [0]), rounds))
@@ -596,11 +604,7 @@ if let windows {
             for window in windows {
                 for replicas in [1, 3] {
                     edgeWindow = window
-                    let run = try withDirectory { dir -> IngestRun in
-                        let file = dir + "/app.log"
-                        let size = writeFile(file)
-                        return try fileToStream(replicas: replicas, dir: dir, file: file, size: size, netns: netnsHosts).0
-                    }
+                    let run = try ingestFreshFile(replicas: replicas, netns: netnsHosts)
                     rates["R\(replicas) w\(window)", default: []].append(run.rate)
                     rates["R\(replicas) w\(window) steady", default: []].append(run.steadyRate)
                     print(String(format: "round %d, window %2d, %@R%d: %9.0f lines/s; from the first stored batch (%.2f s after the start) %9.0f lines/s",
@@ -615,7 +619,6 @@ if let windows {
         netnsHosts?.tearDown()
         exit(1)
     }
-    func median(_ values: [Double]) -> Double { let s = values.sorted(); return s[s.count / 2] }
     for replicas in [1, 3] {
         let base = median(rates["R\(replicas) w\(windows[0])"] ?? [1])
         for window in windows {
@@ -639,14 +642,10 @@ do {
         let client = try streamToClient(urls: urls, dir: dir)
         print(String(format: "stream → hub client (SINCE 1), 1 node:    %9.0f lines/s", client))
     }
-    try withDirectory { dir in
-        let file = dir + "/app.log"
-        let size = writeFile(file)
-        let (run, _) = try fileToStream(replicas: 3, dir: dir, file: file, size: size)
-        print(String(format: "file → JetStream, 3 nodes (R3):           %9.0f lines/s", run.rate))
-        print(String(format: "  R3 from its first stored batch:         %9.0f lines/s (%.2f s after the edge's start)", run.steadyRate, run.firstStoredAfter))
-        reportOrder("R3", run.order)
-    }
+    let run = try ingestFreshFile(replicas: 3, netns: nil)
+    print(String(format: "file → JetStream, 3 nodes (R3):           %9.0f lines/s", run.rate))
+    print(String(format: "  R3 from its first stored batch:         %9.0f lines/s (%.2f s after the edge's start)", run.steadyRate, run.firstStoredAfter))
+    reportOrder("R3", run.order)
 } catch {
     print("logcast-nats-bench: \(error)")
     stopAll()
